@@ -1,0 +1,262 @@
+"""Every attention registry entry against a hand-written formula, plus UDPS similarity properties."""
+import math
+
+import pytest
+import torch
+
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, UDPS_COUNTERPART, is_udps
+from wenet_udps.transformer.udps_ops import udps_similarity
+
+N_HEAD, N_FEAT = 2, 8
+D_K = N_FEAT // N_HEAD
+
+
+# ---------------------------------------------------------------- the similarity
+def test_similarity_examples_from_the_doc():
+    a, b = torch.tensor([1.0, 2.0]), torch.tensor([2.0, 4.0])
+    assert udps_similarity(a, b).item() == pytest.approx(40 / 45)
+    assert udps_similarity(b, b).item() == pytest.approx(1.0)
+    assert udps_similarity(a, a).item() == pytest.approx(1.0)
+    # cosine would say 1 for parallel vectors of different length
+    assert udps_similarity(a, 3 * a).item() < 1.0
+
+
+def test_similarity_range_identity_opposite_and_scale():
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(1000, 16, generator=g, dtype=torch.float64)
+    b = torch.randn(1000, 16, generator=g, dtype=torch.float64) * torch.rand(1000, 1, generator=g, dtype=torch.float64) * 3
+    s = udps_similarity(a, b)
+    assert s.shape == (1000,)
+    assert (s >= -1).all() and (s <= 1).all()
+    assert torch.allclose(udps_similarity(a, a), torch.ones(1000, dtype=torch.float64))
+    assert torch.allclose(udps_similarity(a, -a), -torch.ones(1000, dtype=torch.float64))
+    # -1 only when the norms match: a and -2a are opposite but of different length
+    assert (udps_similarity(a, -2 * a) > -1 + 1e-6).all()
+    # 1 only when equal
+    assert (udps_similarity(a, a + 1e-3 * b) < 1).all()
+    for k in (0.01, 7.0, 1e4):
+        assert torch.allclose(udps_similarity(k * a, k * b), s)
+
+
+def test_similarity_zero_vectors_and_broadcast():
+    z = torch.zeros(3, requires_grad=True)
+    w = torch.zeros(3, requires_grad=True)
+    s = udps_similarity(z, w)
+    assert s.item() == 0.0
+    s.backward()
+    assert torch.isfinite(z.grad).all() and torch.isfinite(w.grad).all()
+    a = torch.randn(4, 1, 5)
+    b = torch.randn(1, 6, 5)
+    out = udps_similarity(a, b)
+    assert out.shape == (4, 6)
+    assert torch.allclose(out[2, 3], udps_similarity(a[2, 0], b[0, 3]))
+    # one zero vector against a non-zero one: dot is 0, so S is 0
+    assert udps_similarity(torch.zeros(5), torch.randn(5)).item() == 0.0
+
+
+# ---------------------------------------------------------------- hand-written reference formulas
+def _lin(layer, x):
+    return x @ layer.weight.T + (layer.bias if layer.bias is not None else 0)
+
+
+def _split(x):
+    b, t, _ = x.shape
+    return x.view(b, t, N_HEAD, D_K).transpose(1, 2)
+
+
+def _eff(m, name):
+    p = getattr(m, name)
+    return p * p if getattr(m, "alpha_form", "linear") == "squared" else p
+
+
+def reference_forward(name, m, query, key, value, mask, pos_emb):
+    """The registry entry's formula written out directly (float64), heads explicit."""
+    q, k, v = _split(_lin(m.linear_q, query)), _split(_lin(m.linear_k, key)), _split(_lin(m.linear_v, value))
+    nq = q.norm(dim=-1)[..., :, None]
+    nk = k.norm(dim=-1)[..., None, :]
+    qk = q @ k.transpose(-1, -2)
+    if name in ("selfattn", "crossattn"):
+        scores = qk / math.sqrt(D_K)
+    elif name == "rel_selfattn":
+        p = _split(_lin(m.linear_pos, pos_emb))
+        u = m.pos_bias_u[None, :, None, :]
+        w = m.pos_bias_v[None, :, None, :]
+        scores = ((q + u) @ k.transpose(-1, -2) + (q + w) @ p.transpose(-1, -2)) / math.sqrt(D_K)
+    elif name in ("udps_selfattn", "udps_crossattn"):
+        a = _eff(m, "alpha").view(1, -1, 1, 1)
+        scores = 4 * a * qk / (nq + nk) ** 2
+    elif name == "rel_udps_selfattn":
+        p = _split(_lin(m.linear_pos, pos_emb))
+        a = _eff(m, "alpha").view(1, -1, 1, 1)
+        b = _eff(m, "beta").view(1, -1, 1, 1)
+        qp = q @ p.transpose(-1, -2)
+        if m.pos_norm == "qk":
+            scores = (4 * a * qk + 4 * b * qp) / (nq + nk) ** 2
+        else:
+            npos = p.norm(dim=-1)[..., None, :]
+            scores = 4 * a * qk / (nq + nk) ** 2 + 4 * b * qp / (nq + npos) ** 2
+    else:
+        raise AssertionError(name)
+    keep = mask.unsqueeze(1).expand_as(scores)
+    attn = torch.softmax(scores.masked_fill(~keep, -1e30), dim=-1).masked_fill(~keep, 0.0)
+    ctx = (attn @ v).transpose(1, 2).reshape(query.size(0), -1, N_FEAT)
+    return _lin(m.linear_out, ctx)
+
+
+def _build(name, **kw):
+    m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT, dropout_rate=0.0, **kw).double().eval()
+    with torch.no_grad():
+        # Move the UDPS scales away from their init so a wrong head/broadcast shows up.
+        for pname in ("alpha", "beta"):
+            if hasattr(m, pname):
+                getattr(m, pname).add_(torch.linspace(-1.0, 1.5, getattr(m, pname).numel(), dtype=torch.float64))
+    return m
+
+
+def _masks(b, t1, t2):
+    lengths = torch.tensor([t2, t2 - 3])
+    pad = (torch.arange(t2)[None, :] < lengths[:, None]).unsqueeze(1)  # (B, 1, T2)
+    causal = torch.tril(torch.ones(t1, t2, dtype=torch.bool), diagonal=t2 - t1).unsqueeze(0).expand(b, -1, -1)
+    chunk = (torch.arange(t2)[None, :] // 2 <= torch.arange(t1)[:, None] // 2).unsqueeze(0).expand(b, -1, -1)
+    return {"padding": pad, "causal": causal & pad, "chunk": chunk.contiguous()}
+
+
+VARIANTS = [(name, {}) for name in ATTENTION_CLASSES] + [
+    ("udps_selfattn", {"alpha_form": "squared"}),
+    ("udps_selfattn", {"alpha_per_head": False}),
+    ("rel_udps_selfattn", {"pos_norm": "qp"}),
+    ("rel_udps_selfattn", {"alpha_form": "squared", "alpha_per_head": False}),
+]
+
+
+@pytest.mark.parametrize("name,kw", VARIANTS, ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for n, kw in VARIANTS])
+@pytest.mark.parametrize("mask_kind", ["padding", "causal", "chunk"])
+def test_forward_and_gradients_match_formula(name, kw, mask_kind):
+    m = _build(name, **kw)
+    b, t = 2, 7
+    mask = _masks(b, t, t)[mask_kind]
+    x = torch.randn(b, t, N_FEAT, dtype=torch.float64, requires_grad=True)
+    mem = torch.randn(b, t, N_FEAT, dtype=torch.float64, requires_grad=True)
+    pos = torch.randn(1, t, N_FEAT, dtype=torch.float64)
+    key = mem if "cross" in name else x
+    out, cache = m(x, key, key, mask, pos)
+    ref = reference_forward(name, m, x, key, key, mask, pos)
+    assert out.shape == (b, t, N_FEAT)
+    assert cache.shape == (b, N_HEAD, t, 2 * D_K)
+    torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-10)
+    w = torch.randn_like(out)
+    grads = torch.autograd.grad((out * w).sum(), [x, mem] + list(m.parameters()), allow_unused=True)
+    ref_grads = torch.autograd.grad((ref * w).sum(), [x, mem] + list(m.parameters()), allow_unused=True)
+    for g, r in zip(grads, ref_grads):
+        if r is None:
+            assert g is None or torch.count_nonzero(g) == 0
+        else:
+            torch.testing.assert_close(g, r, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", list(ATTENTION_CLASSES))
+def test_query_and_key_lengths_differ(name):
+    m = _build(name)
+    b, t1, t2 = 2, 3, 9
+    mask = _masks(b, t1, t2)["causal"]
+    q = torch.randn(b, t1, N_FEAT, dtype=torch.float64)
+    kv = torch.randn(b, t2, N_FEAT, dtype=torch.float64)
+    pos = torch.randn(1, t2, N_FEAT, dtype=torch.float64)
+    out, _ = m(q, kv, kv, mask, pos)
+    torch.testing.assert_close(out, reference_forward(name, m, q, kv, kv, mask, pos), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", list(ATTENTION_CLASSES))
+def test_fully_masked_row_gives_zero_context_and_finite_gradients(name):
+    m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT)
+    x = torch.randn(2, 5, N_FEAT, requires_grad=True)
+    pos = torch.randn(1, 5, N_FEAT)
+    mask = torch.ones(2, 5, 5, dtype=torch.bool)
+    mask[1] = False          # a fully padded utterance
+    mask[0, 2] = False       # one fully masked query row
+    out, _ = m(x, x, x, mask, pos)
+    bias = m.linear_out.bias.detach()
+    # zero context -> the output is linear_out's bias alone
+    torch.testing.assert_close(out[1], bias.expand(5, -1))
+    torch.testing.assert_close(out[0, 2], bias)
+    out.square().sum().backward()
+    for p in [x] + list(m.parameters()):
+        assert torch.isfinite(p.grad).all()
+
+
+@pytest.mark.parametrize("name", [n for n in ATTENTION_CLASSES if "cross" not in n])
+def test_self_attention_cache_matches_full_sequence(name):
+    """Chunk 2 with chunk 1's cache equals the full forward's rows for chunk 2 under the matching mask."""
+    m = _build(name)
+    b, t1, t2 = 2, 4, 3
+    x = torch.randn(b, t1 + t2, N_FEAT, dtype=torch.float64)
+    pos = torch.randn(1, t1 + t2, N_FEAT, dtype=torch.float64)
+    full_mask = torch.tril(torch.ones(t1 + t2, t1 + t2, dtype=torch.bool)).unsqueeze(0).expand(b, -1, -1)
+    full, _ = m(x, x, x, full_mask, pos)
+    first = x[:, :t1]
+    _, cache = m(first, first, first, full_mask[:, :t1, :t1], pos[:, :t1])
+    second = x[:, t1:]
+    out, new_cache = m(second, second, second, full_mask[:, t1:, :], pos, cache)
+    assert new_cache.shape == (b, N_HEAD, t1 + t2, 2 * D_K)
+    torch.testing.assert_close(out, full[:, t1:], rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["crossattn", "udps_crossattn"])
+def test_cross_attention_cache_reuses_memory_projection(name):
+    m = _build(name)
+    mem = torch.randn(2, 6, N_FEAT, dtype=torch.float64)
+    mask = torch.ones(2, 1, 6, dtype=torch.bool)
+    q1 = torch.randn(2, 1, N_FEAT, dtype=torch.float64)
+    _, cache = m(q1, mem, mem, mask)
+    q2 = torch.randn(2, 1, N_FEAT, dtype=torch.float64)
+    with_cache, cache2 = m(q2, torch.empty(2, 0, N_FEAT, dtype=torch.float64),
+                           torch.empty(2, 0, N_FEAT, dtype=torch.float64), mask, cache=cache)
+    without, _ = m(q2, mem, mem, mask)
+    torch.testing.assert_close(with_cache, without)
+    assert cache2 is cache
+
+
+@pytest.mark.parametrize("name", [n for n in ATTENTION_CLASSES if is_udps(n)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_udps_under_autocast_is_finite_with_large_activations(name, dtype):
+    """|q|+|k| of 300 squares to 9e4 > fp16's max: D must be formed in float32."""
+    m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT)
+    x = (torch.randn(2, 6, N_FEAT) * 60).requires_grad_()
+    pos = torch.randn(1, 6, N_FEAT) * 60
+    mask = torch.ones(2, 1, 6, dtype=torch.bool)
+    mask[1, :, 3:] = False
+    with torch.autocast("cpu", dtype=dtype):
+        out, _ = m(x, x, x, mask, pos)
+    assert torch.isfinite(out).all()
+    out.float().sum().backward()
+    assert torch.isfinite(x.grad).all()
+    with torch.no_grad():
+        ref, _ = m(x, x, x, mask, pos)
+    assert (out.float() - ref).abs().max() < 0.1 * ref.abs().max()
+
+
+def test_udps_options_and_bad_values():
+    m = ATTENTION_CLASSES["udps_selfattn"](n_head=4, n_feat=16)
+    assert torch.equal(m.effective_scales()["alpha"], torch.full((4,), 10.0))
+    sq = ATTENTION_CLASSES["udps_selfattn"](n_head=4, n_feat=16, alpha_form="squared", alpha_init=9.0)
+    torch.testing.assert_close(sq.effective_scales()["alpha"], torch.full((4,), 9.0))
+    torch.testing.assert_close(sq.alpha.detach(), torch.full((4,), 3.0))
+    shared = ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16, alpha_per_head=False)
+    assert shared.alpha.shape == (1,) and shared.beta.shape == (1,)
+    rel = ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16)
+    assert torch.equal(rel.effective_scales()["alpha"], torch.full((4,), 5.0))
+    assert torch.equal(rel.effective_scales()["beta"], torch.full((4,), 5.0))
+    assert not hasattr(rel, "pos_bias_u")
+    with pytest.raises(ValueError, match="alpha_form.*linear, squared"):
+        ATTENTION_CLASSES["udps_selfattn"](n_head=4, n_feat=16, alpha_form="cubic")
+    with pytest.raises(ValueError, match="pos_norm.*qk, qp"):
+        ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16, pos_norm="pp")
+    with pytest.raises(ValueError, match="divisible"):
+        ATTENTION_CLASSES["selfattn"](n_head=3, n_feat=16)
+
+
+def test_udps_counterpart_covers_registry():
+    assert set(UDPS_COUNTERPART) == set(ATTENTION_CLASSES)
+    for name, target in UDPS_COUNTERPART.items():
+        assert is_udps(target)
+        assert ATTENTION_CLASSES[target].uses_pos_emb == ATTENTION_CLASSES[name].uses_pos_emb

@@ -1,0 +1,12 @@
+"""wenet_udps: WeNet-style ASR toolkit whose every attention can be switched to UDPS from one YAML key."""
+from wenet_udps.transformer.udps_ops import udps_similarity
+
+__all__ = ["udps_similarity", "build_model"]
+
+
+def __getattr__(name):
+    # build_model pulls in every model module; import it on first use so `import wenet_udps` stays light.
+    if name == "build_model":
+        from wenet_udps.model_builder import build_model
+        return build_model
+    raise AttributeError(f"module 'wenet_udps' has no attribute {name!r}")

@@ -1,0 +1,259 @@
+"""Multi-head attention: scaled-dot (WeNet's math) and UDPS, one registry for every attention site.
+
+Registry names (YAML values of ``selfattention_layer_type`` / ``src_attention_layer_type``):
+
+| name                | scores per head                                                     |
+|---------------------|---------------------------------------------------------------------|
+| ``selfattn``        | q.k / sqrt(d_k)                                                     |
+| ``rel_selfattn``    | ((q+u).k + (q+v).p) / sqrt(d_k)   (WeNet's, no rel_shift)           |
+| ``udps_selfattn``   | 4 a q.k / (|q|+|k|)^2                                              |
+| ``rel_udps_selfattn`` | (4 a q.k + 4 b q.p) / (|q|+|k|)^2   (the paper author's variant)   |
+| ``crossattn``       | as ``selfattn``; the cache holds the memory's projected k/v          |
+| ``udps_crossattn``  | as ``udps_selfattn``; the cache holds the memory's projected k/v     |
+
+All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cache)`` with batch-first tensors:
+query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
+pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side.
+"""
+import math
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch import nn
+
+from wenet_udps.transformer.udps_ops import DEFAULT_EPS, udps_attention, udps_scores, upcast
+
+_EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
+_EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
+
+
+class MultiHeadedAttention(nn.Module):
+    """Scaled-dot multi-head attention with WeNet's parameter names (linear_q/k/v/out).
+
+    Uses torch's fused ``scaled_dot_product_attention``, which computes the same softmax(q.k/sqrt(d_k)) v.
+    """
+
+    uses_pos_emb = False
+
+    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
+        super().__init__()
+        if n_feat % n_head != 0:
+            raise ValueError(f"attention size {n_feat} is not divisible by the number of heads {n_head}")
+        self.d_k = n_feat // n_head
+        self.h = n_head
+        self.linear_q = nn.Linear(n_feat, n_feat)
+        self.linear_k = nn.Linear(n_feat, n_feat)
+        self.linear_v = nn.Linear(n_feat, n_feat)
+        self.linear_out = nn.Linear(n_feat, n_feat)
+        self.dropout_rate = dropout_rate
+
+    def _heads(self, linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (B, H, T, d_k)."""
+        return linear(x).view(x.size(0), -1, self.h, self.d_k).transpose(1, 2)
+
+    def forward_qkv(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                    cache: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Project and split heads; prepend the cached k/v (self-attention streaming).
+
+        Returns q (B, H, T1, d_k), k and v (B, H, T_cache + T2, d_k), new_cache (B, H, T_cache + T2, 2 * d_k).
+        """
+        q = self._heads(self.linear_q, query)
+        k = self._heads(self.linear_k, key)
+        v = self._heads(self.linear_v, value)
+        if cache.size(0) > 0:
+            k_cache, v_cache = torch.split(cache, self.d_k, dim=-1)
+            k = torch.cat([k_cache, k], dim=2)
+            v = torch.cat([v_cache, v], dim=2)
+        return q, k, v, torch.cat((k, v), dim=-1)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+               pos_emb: torch.Tensor) -> torch.Tensor:
+        """Attention over heads: (B, H, T1, d_k) x (B, H, T2, d_k) -> (B, H, T1, d_k)."""
+        return scaled_dot_attention(q, k, v, mask, self.dropout_rate if self.training else 0.0)
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
+                cache: torch.Tensor = _EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
+        """query (B, T1, D), key/value (B, T2, D) -> output (B, T1, D), new_cache (B, H, T_cache + T2, 2 d_k)."""
+        q, k, v, new_cache = self.forward_qkv(query, key, value, cache)
+        out = self.attend(q, k, v, mask, pos_emb)
+        out = out.transpose(1, 2).reshape(query.size(0), -1, self.h * self.d_k)
+        return self.linear_out(out), new_cache
+
+    def effective_scales(self) -> Dict[str, torch.Tensor]:
+        """The learned score scales as used in the forward pass (none for scaled-dot)."""
+        return {}
+
+
+def scaled_dot_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                         dropout_p: float, scale: Optional[float] = None) -> torch.Tensor:
+    """softmax(q.k * scale) v through torch's SDPA; a fully masked query row yields zeros (SDPA alone gives NaN).
+
+    q (B, H, T1, E), k (B, H, T2, E), v (B, H, T2, Ev), mask (B, 1|T1, T2) bool or empty -> (B, H, T1, Ev).
+    """
+    if mask.size(-1) == 0:
+        return nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
+    keep = mask.unsqueeze(1)
+    row_valid = keep.any(dim=-1, keepdim=True)
+    out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep | ~row_valid, dropout_p=dropout_p,
+                                                     scale=scale)
+    return out * row_valid.to(out.dtype)
+
+
+class RelPositionMultiHeadedAttention(MultiHeadedAttention):
+    """WeNet's relative-position attention: ((q+u).k + (q+v).p) / sqrt(d_k), p = linear_pos(pos_emb), no rel_shift.
+
+    Both terms are dot products, so they run as one SDPA call on concatenated features:
+    [q+u, q+v] . [k, p] = (q+u).k + (q+v).p, with the scale kept at 1/sqrt(d_k).
+    """
+
+    uses_pos_emb = True
+
+    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
+        super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
+        self.linear_pos = nn.Linear(n_feat, n_feat, bias=False)
+        self.pos_bias_u = nn.Parameter(torch.empty(self.h, self.d_k))
+        self.pos_bias_v = nn.Parameter(torch.empty(self.h, self.d_k))
+        nn.init.xavier_uniform_(self.pos_bias_u)
+        nn.init.xavier_uniform_(self.pos_bias_v)
+
+    def pos_heads(self, pos_emb: torch.Tensor, batch: int) -> torch.Tensor:
+        """(1 or B, T2, D) -> (B, H, T2, d_k)."""
+        p = self._heads(self.linear_pos, pos_emb)
+        return p.expand(batch, -1, -1, -1)
+
+    def attend(self, q, k, v, mask, pos_emb):
+        p = self.pos_heads(pos_emb, q.size(0))
+        q_cat = torch.cat([q + self.pos_bias_u.unsqueeze(1), q + self.pos_bias_v.unsqueeze(1)], dim=-1)
+        k_cat = torch.cat([k, p], dim=-1)
+        return scaled_dot_attention(q_cat, k_cat, v, mask, self.dropout_rate if self.training else 0.0,
+                                    scale=1.0 / math.sqrt(self.d_k))
+
+
+ALPHA_FORMS = ("linear", "squared")
+POS_NORMS = ("qk", "qp")
+
+
+def _scale_parameter(*, n_head: int, init: float, form: str, per_head: bool, name: str) -> nn.Parameter:
+    """A learnable score scale, per head (H,) or shared (1,), stored so its effective value starts at ``init``.
+
+    ``form`` ``linear`` uses the parameter as is (the reference; its sign can flip), ``squared`` uses its square
+    (keeps the scale positive).
+    """
+    if form not in ALPHA_FORMS:
+        raise ValueError(f"unknown udps_conf.alpha_form {form!r}; valid choices: {', '.join(ALPHA_FORMS)}")
+    if form == "squared" and init < 0:
+        raise ValueError(f"udps_conf.{name}_init must be >= 0 with alpha_form 'squared', got {init}")
+    start = math.sqrt(init) if form == "squared" else init
+    return nn.Parameter(torch.full((n_head if per_head else 1,), float(start)))
+
+
+class UDPSMultiHeadedAttention(MultiHeadedAttention):
+    """UDPS attention: scores = 4 alpha q.k / (|q| + |k|)^2, no 1/sqrt(d_k).
+
+    Extra parameter ``alpha`` (H,) or (1,); the effective scale is ``alpha`` or ``alpha**2`` (``alpha_form``).
+    """
+
+    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
+                 alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
+        super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
+        self.alpha_form = alpha_form
+        self.alpha = _scale_parameter(n_head=n_head, init=alpha_init, form=alpha_form, per_head=alpha_per_head,
+                                      name="alpha")
+        self.eps = eps
+
+    def _effective(self, param: torch.Tensor) -> torch.Tensor:
+        return param.square() if self.alpha_form == "squared" else param
+
+    def attend(self, q, k, v, mask, pos_emb):
+        a = self._effective(self.alpha).view(1, -1, 1, 1)
+        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
+        return udps_attention(q, (4.0 * a) * k, k_norm, v, mask=mask, eps=self.eps,
+                              dropout_p=self.dropout_rate, training=self.training)
+
+    def effective_scales(self) -> Dict[str, torch.Tensor]:
+        return {"alpha": self._effective(self.alpha).detach()}
+
+
+class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
+    """The paper author's Conformer variant: p = linear_pos(pos_emb), no pos_bias_u/v, no rel_shift.
+
+    ``pos_norm: qk`` (the reference): scores = (4 alpha q.k + 4 beta q.p) / (|q| + |k|)^2; the position term shares
+    the q/k denominator, so it is not bounded to [-beta, beta]. ``pos_norm: qp``: 4 alpha q.k / (|q| + |k|)^2 +
+    4 beta q.p / (|q| + |p|)^2 (the alternative the reference's author judged not effective).
+    """
+
+    uses_pos_emb = True
+
+    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 5.0,
+                 beta_init: float = 5.0, alpha_form: str = "linear", alpha_per_head: bool = True,
+                 pos_norm: str = "qk", eps: float = DEFAULT_EPS):
+        super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate, alpha_init=alpha_init,
+                         alpha_form=alpha_form, alpha_per_head=alpha_per_head, eps=eps)
+        if pos_norm not in POS_NORMS:
+            raise ValueError(f"unknown udps_conf.pos_norm {pos_norm!r}; valid choices: {', '.join(POS_NORMS)}")
+        self.pos_norm = pos_norm
+        self.linear_pos = nn.Linear(n_feat, n_feat, bias=False)
+        self.beta = _scale_parameter(n_head=n_head, init=beta_init, form=alpha_form, per_head=alpha_per_head,
+                                     name="beta")
+
+    def attend(self, q, k, v, mask, pos_emb):
+        a = self._effective(self.alpha).view(1, -1, 1, 1)
+        b = self._effective(self.beta).view(1, -1, 1, 1)
+        p = self._heads(self.linear_pos, pos_emb)  # (1 or B, H, T2, d_k)
+        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
+        if self.pos_norm == "qk":
+            # 4 (a q.k + b q.p) = q . (4 a k + 4 b p): one numerator, one q/k denominator.
+            return udps_attention(q, 4.0 * (a * k + b * p), k_norm, v, mask=mask, eps=self.eps,
+                                  dropout_p=self.dropout_rate, training=self.training)
+        pos_term = udps_scores(q, (4.0 * b) * p, torch.linalg.vector_norm(upcast(p), dim=-1), self.eps)
+        return udps_attention(q, (4.0 * a) * k, k_norm, v, mask=mask, bias=pos_term, eps=self.eps,
+                              dropout_p=self.dropout_rate, training=self.training)
+
+    def effective_scales(self) -> Dict[str, torch.Tensor]:
+        return {"alpha": self._effective(self.alpha).detach(), "beta": self._effective(self.beta).detach()}
+
+
+def _cross_forward_qkv(self, query, key, value, cache):
+    """Source attention: a given cache is the memory's projected k/v (constant while decoding), reused as is."""
+    if cache.size(0) > 0:
+        k, v = torch.split(cache, self.d_k, dim=-1)
+        return self._heads(self.linear_q, query), k, v, cache
+    return MultiHeadedAttention.forward_qkv(self, query, key, value, cache)
+
+
+class MultiHeadedCrossAttention(MultiHeadedAttention):
+    """Scaled-dot source (cross) attention of the decoder; the cache holds the memory's k/v."""
+
+    forward_qkv = _cross_forward_qkv
+
+
+class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
+    """UDPS source (cross) attention of the decoder; the cache holds the memory's k/v."""
+
+    forward_qkv = _cross_forward_qkv
+
+
+ATTENTION_CLASSES = {
+    "selfattn": MultiHeadedAttention,
+    "rel_selfattn": RelPositionMultiHeadedAttention,
+    "udps_selfattn": UDPSMultiHeadedAttention,
+    "rel_udps_selfattn": RelPositionUDPSMultiHeadedAttention,
+    "crossattn": MultiHeadedCrossAttention,
+    "udps_crossattn": UDPSMultiHeadedCrossAttention,
+}
+
+# What ``att_udps: true`` turns each scaled-dot site into.
+UDPS_COUNTERPART = {
+    "selfattn": "udps_selfattn",
+    "rel_selfattn": "rel_udps_selfattn",
+    "crossattn": "udps_crossattn",
+    "udps_selfattn": "udps_selfattn",
+    "rel_udps_selfattn": "rel_udps_selfattn",
+    "udps_crossattn": "udps_crossattn",
+}
+
+
+def is_udps(name: str) -> bool:
+    """Whether a registry name is a UDPS attention."""
+    return UDPS_COUNTERPART.get(name) == name
