@@ -1,0 +1,165 @@
+import copy
+import json
+
+import pytest
+import torch
+
+from tests.conftest import REFERENCE_JSON
+from wenet_udps.model_builder import attention_sites, build_model
+
+REFERENCE = json.loads(REFERENCE_JSON.read_text())
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(encoder="transformer", **extra):
+    cfg = {"input_dim": 8, "output_dim": 12, "encoder": encoder,
+           "encoder_conf": {"output_size": 16, "attention_heads": 2, "linear_units": 32, "num_blocks": 2,
+                            "input_layer": "linear"},
+           "decoder": "transformer",
+           "decoder_conf": {"attention_heads": 2, "linear_units": 32, "num_blocks": 3}}
+    cfg.update(extra)
+    return cfg
+
+
+def reference_config(path, att_udps):
+    ref = REFERENCE[path]
+    cfg = copy.deepcopy(ref["config"])
+    cfg.update(input_dim=ref["input_dim"], output_dim=ref["vocab"], cmvn=None, att_udps=att_udps)
+    return cfg
+
+
+@pytest.mark.parametrize("path", sorted(REFERENCE))
+def test_reference_state_dict_and_params_with_udps_off(path):
+    ref = REFERENCE[path]
+    model = build_model(reference_config(path, False))
+    shapes = {k: list(v.shape) for k, v in model.state_dict().items()}
+    assert shapes == ref["state_dict"]
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == ref["params"]
+    assert set(attention_sites(model).values()) <= {"selfattn", "rel_selfattn", "crossattn"}
+
+
+@pytest.mark.parametrize("path", sorted(REFERENCE))
+def test_reference_with_udps_on_differs_only_by_scales(path):
+    ref = REFERENCE[path]["state_dict"]
+    model = build_model(reference_config(path, True))
+    shapes = {k: list(v.shape) for k, v in model.state_dict().items()}
+    extra, missing = set(shapes) - set(ref), set(ref) - set(shapes)
+    assert extra and {k.rsplit(".", 1)[1] for k in extra} <= {"alpha", "beta"}
+    assert {k.rsplit(".", 1)[1] for k in missing} <= {"pos_bias_u", "pos_bias_v"}
+    rel = REFERENCE[path]["config"]["encoder_conf"].get("selfattention_layer_type") == "rel_selfattn"
+    assert bool(missing) == rel
+    assert all(shapes[k] == ref[k] for k in set(shapes) & set(ref))
+    sites = attention_sites(model)
+    n_enc = REFERENCE[path]["config"]["encoder_conf"]["num_blocks"]
+    n_dec = REFERENCE[path]["config"]["decoder_conf"]["num_blocks"]
+    assert len(sites) == n_enc + 2 * n_dec
+    assert all(name.startswith("udps_") or name == "rel_udps_selfattn" for name in sites.values())
+    assert sum(k.endswith(".alpha") for k in extra) == len(sites)
+
+
+@pytest.mark.parametrize("encoder,enc_plain,enc_udps", [("transformer", "selfattn", "udps_selfattn"),
+                                                         ("conformer", "rel_selfattn", "rel_udps_selfattn")])
+def test_att_udps_wires_every_site(encoder, enc_plain, enc_udps):
+    off = attention_sites(build_model(tiny(encoder)))
+    on = attention_sites(build_model(tiny(encoder, att_udps=True)))
+    assert set(off) == set(on) and len(on) == 2 + 2 * 3
+    expected_off = {"encoder": enc_plain, "self_attn": "selfattn", "src_attn": "crossattn"}
+    expected_on = {"encoder": enc_udps, "self_attn": "udps_selfattn", "src_attn": "udps_crossattn"}
+    for path in on:
+        kind = "encoder" if path.startswith("encoder.") else path.rsplit(".", 1)[1]
+        assert off[path] == expected_off[kind], path
+        assert on[path] == expected_on[kind], path
+
+
+def test_att_udps_overrides_per_site_keys_and_per_site_override_alone():
+    cfg = tiny(att_udps=True)
+    cfg["decoder_conf"]["src_attention_layer_type"] = "crossattn"
+    assert all("udps" in name for name in attention_sites(build_model(cfg)).values())
+    one = tiny()
+    one["decoder_conf"]["src_attention_layer_type"] = "udps_crossattn"
+    sites = attention_sites(build_model(one))
+    udps = {p for p, n in sites.items() if "udps" in n}
+    assert udps == {f"decoder.decoders.{i}.src_attn" for i in range(3)}
+
+
+def test_udps_conf_reaches_only_udps_sites_and_accepted_keys():
+    cfg = tiny("conformer", att_udps=True, udps_conf={"alpha_init": 7.0, "beta_init": 2.0, "pos_norm": "qp",
+                                                      "alpha_form": "squared", "eps": 1e-5})
+    model = build_model(cfg)
+    enc_attn = model.encoder.encoders[0].self_attn
+    dec_attn = model.decoder.decoders[0].self_attn
+    assert enc_attn.pos_norm == "qp" and enc_attn.eps == 1e-5
+    scales = model.udps_scales()
+    assert torch.allclose(scales["encoder.encoders.0.self_attn.beta"], torch.full((2,), 2.0))
+    assert torch.allclose(scales["decoder.decoders.2.src_attn.alpha"], torch.full((2,), 7.0))
+    assert dec_attn.alpha_form == "squared" and not hasattr(dec_attn, "beta")
+    # Only the decoder's self-attention is UDPS: udps_conf must not reach the plain sites.
+    part = tiny(udps_conf={"alpha_init": 2.0, "beta_init": 1.0})
+    part["decoder_conf"]["selfattention_layer_type"] = "udps_selfattn"
+    model = build_model(part)
+    assert torch.allclose(model.decoder.decoders[0].self_attn.alpha, torch.full((2,), 2.0))
+    assert not hasattr(model.encoder.encoders[0].self_attn, "alpha")
+
+
+@pytest.mark.parametrize("key,value,pattern", [
+    ("encoder", "lstm", r"encoder 'lstm'; valid choices: conformer, transformer"),
+    ("decoder", "rnn", r"decoder 'rnn'; valid choices: bitransformer, transformer"),
+    ("cmvn", "utterance_cmvn", r"valid choices: global_cmvn"),
+    ("ctc", "rnnt", r"valid choices: ctc"),
+    ("model", "transducer", r"valid choices: asr_model"),
+])
+def test_unknown_names_list_valid_choices(key, value, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        build_model(tiny(**{key: value}))
+
+
+@pytest.mark.parametrize("section,key", [("model_conf", "ctc_wieght"), ("udps_conf", "alpha_int"),
+                                         ("encoder_conf", "num_block"), ("decoder_conf", "attention_head"),
+                                         ("ctc_conf", "blank"), ("cmvn_conf", "file")])
+def test_unknown_keys_named_with_valid_keys(section, key):
+    cfg = tiny()
+    cfg.setdefault(section, {})[key] = 1
+    if section == "cmvn_conf":
+        cfg["cmvn"] = "global_cmvn"
+    with pytest.raises(ValueError, match=rf"{key}.*valid keys: .*"):
+        build_model(cfg)
+    if section == "model_conf":
+        with pytest.raises(ValueError, match="ctc_weight, ignore_id, length_normalized_loss, lsm_weight"):
+            build_model(cfg)
+    if section == "udps_conf":
+        with pytest.raises(ValueError, match="alpha_form, alpha_init, alpha_per_head, beta_init, eps, pos_norm"):
+            build_model(cfg)
+
+
+def test_missing_dims_bad_att_udps_and_ignored_sections():
+    with pytest.raises(ValueError, match="output_dim"):
+        build_model({k: v for k, v in tiny().items() if k != "output_dim"})
+    with pytest.raises(ValueError, match="att_udps"):
+        build_model(tiny(att_udps="yes"))
+    cfg = tiny(dataset_conf={"batch_conf": {}}, optim="adam", optim_conf={"lr": 1}, scheduler="warmuplr",
+               grad_clip=5, accum_grad=1, max_epoch=1, tokenizer="char")
+    assert build_model(cfg).vocab_size == 12
+
+
+def test_cmvn_loaded_from_json(tmp_path):
+    stats = tmp_path / "global_cmvn"
+    stats.write_text(json.dumps({"mean_stat": [2.0] * 8, "var_stat": [8.0] * 8, "frame_num": 2}))
+    model = build_model(tiny(cmvn="global_cmvn", cmvn_conf={"cmvn_file": str(stats), "is_json_cmvn": True}))
+    cmvn = model.encoder.global_cmvn
+    assert torch.allclose(cmvn.mean, torch.full((8,), 1.0)) and torch.allclose(cmvn.istd, torch.full((8,), 1 / 3 ** .5))
+    with pytest.raises(ValueError, match=str(tmp_path / "nope")):
+        build_model(tiny(cmvn="global_cmvn", cmvn_conf={"cmvn_file": str(tmp_path / "nope")}))
+
+
+def test_config_not_modified():
+    cfg = tiny(att_udps=True, udps_conf={"alpha_init": 3.0})
+    before = copy.deepcopy(cfg)
+    build_model(cfg)
+    assert cfg == before

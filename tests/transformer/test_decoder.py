@@ -1,0 +1,132 @@
+import pytest
+import torch
+
+from wenet_udps.transformer.decoder import DECODER_CLASSES, BiTransformerDecoder, TransformerDecoder
+from wenet_udps.utils.mask import subsequent_mask
+
+V, D = 11, 16
+SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn")]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models run faster on one thread, especially when other tests share the cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make(name="transformer", self_type="selfattn", src_type="crossattn", **kw):
+    conf = dict(vocab_size=V, encoder_output_size=D, attention_heads=2, linear_units=32, num_blocks=2,
+                dropout_rate=0.0, positional_dropout_rate=0.0, selfattention_layer_type=self_type,
+                src_attention_layer_type=src_type,
+                attention_conf={"alpha_init": 4.0} if "udps" in self_type + src_type else None)
+    if name == "bitransformer":
+        conf["r_num_blocks"] = 1
+    conf.update(kw)
+    return DECODER_CLASSES[name](**conf)
+
+
+def batch():
+    memory = torch.randn(2, 7, D)
+    memory_mask = torch.ones(2, 1, 7, dtype=torch.bool)
+    memory_mask[1, :, 5:] = False
+    ys = torch.randint(0, V, (2, 5))
+    return memory, memory_mask, ys, torch.tensor([5, 3])
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
+def test_forward_shapes_and_backward(name, self_type, src_type):
+    dec = make(name, self_type, src_type)
+    memory, memory_mask, ys, lens = batch()
+    memory.requires_grad_(True)
+    out, r_out, olens = dec(memory, memory_mask, ys, lens, ys.flip(1), 0.5)
+    assert out.shape == (2, 5, V)
+    # WeNet's olens: per key position, how many queries may attend to it (causal & padding).
+    assert olens.tolist() == [[5, 4, 3, 2, 1], [5, 4, 3, 0, 0]]
+    if name == "bitransformer":
+        assert r_out.shape == (2, 5, V)
+    else:
+        assert r_out.dim() == 0
+    (out.sum() + (r_out.sum() if r_out.dim() else 0)).backward()
+    assert memory.grad is not None and torch.isfinite(memory.grad).all()
+    # Masked memory frames must not influence anything.
+    assert memory.grad[1, 5:].abs().max() == 0
+    assert memory.grad[1, :5].abs().max() > 0
+
+
+@pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
+def test_causal_and_padding_masks(self_type, src_type):
+    dec = make("transformer", self_type, src_type).eval()
+    memory, memory_mask, ys, lens = batch()
+    out, _, _ = dec(memory, memory_mask, ys, lens)
+    ys2 = ys.clone()
+    ys2[:, 3] = (ys2[:, 3] + 1) % V  # change a future token: earlier positions unchanged
+    ys2[1, 4] = (ys2[1, 4] + 1) % V  # and a padded token of row 1
+    out2, _, _ = dec(memory, memory_mask, ys2, lens)
+    assert torch.allclose(out[:, :3], out2[:, :3], atol=1e-5)
+    assert not torch.allclose(out[0, 3:], out2[0, 3:], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
+def test_forward_one_step_matches_full_forward(name, self_type, src_type):
+    dec = make(name, self_type, src_type).eval()
+    memory, memory_mask, ys, _ = batch()
+    full_lens = torch.tensor([5, 5])
+    out, _, _ = dec(memory, memory_mask, ys, full_lens)
+    cache = None
+    for i in range(1, 6):
+        logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :i],
+                                           subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1), cache)
+        assert len(cache) == 2 and cache[0].shape == (2, i, D)
+        assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
+
+
+def test_bitransformer_right_branch_only_with_reverse_weight():
+    dec = make("bitransformer").eval()
+    memory, memory_mask, ys, lens = batch()
+    _, r0, _ = dec(memory, memory_mask, ys, lens, ys, 0.0)
+    _, r1, _ = dec(memory, memory_mask, ys, lens, ys.flip(1), 0.3)
+    assert r0.dim() == 0 and r1.shape == (2, 5, V)
+    assert len(dec.left_decoder.decoders) == 2 and len(dec.right_decoder.decoders) == 1
+
+
+def test_parameter_names_follow_wenet():
+    keys = set(make().state_dict())
+    for k in ("embed.0.weight", "embed.1.pe", "after_norm.weight", "output_layer.weight",
+              "decoders.1.self_attn.linear_q.weight", "decoders.1.src_attn.linear_out.bias",
+              "decoders.0.feed_forward.w_1.weight", "decoders.0.norm3.bias"):
+        assert k in keys, k
+    bi = set(make("bitransformer").state_dict())
+    assert "left_decoder.decoders.1.norm1.weight" in bi and "right_decoder.decoders.0.src_attn.linear_q.bias" in bi
+    assert not any(k.startswith("right_decoder.decoders.1.") for k in bi)
+
+
+def test_udps_sites_get_alpha_and_plain_ones_do_not():
+    dec = make("transformer", "udps_selfattn", "crossattn")
+    layer = dec.decoders[0]
+    assert torch.allclose(layer.self_attn.alpha, torch.full((2,), 4.0))
+    assert not hasattr(layer.src_attn, "alpha")
+
+
+def test_bad_names_and_keys_rejected():
+    with pytest.raises(ValueError, match="crossattn.*selfattn|valid choices"):
+        make(self_type="nope")
+    with pytest.raises(ValueError, match="valid choices"):
+        make(src_type="nope")
+    with pytest.raises(ValueError, match="input_layer"):
+        make(input_layer="conv2d")
+    with pytest.raises(ValueError, match="beta_init"):
+        make(self_type="udps_selfattn", attention_conf={"beta_init": 1.0})  # rel-only option
+    with pytest.raises(ValueError, match="relative position"):
+        make(self_type="rel_selfattn")
+
+
+def test_constructors_are_keyword_only():
+    with pytest.raises(TypeError):
+        TransformerDecoder(V, D)
+    with pytest.raises(TypeError):
+        BiTransformerDecoder(V, D)

@@ -1,0 +1,94 @@
+import math
+
+import pytest
+import torch
+
+from wenet_udps.transformer.embedding import POS_ENC_CLASSES, PositionalEncoding, RelPositionalEncoding
+
+D = 8
+
+
+def test_pe_table_follows_the_sinusoid_formula():
+    pe = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=50).pe
+    assert pe.shape == (1, 50, D)
+    for t in (0, 1, 17, 49):
+        for i in range(D // 2):
+            angle = t / (10000 ** (2 * i / D))
+            assert pe[0, t, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert pe[0, t, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+def test_odd_d_model_is_supported():
+    pe = PositionalEncoding(d_model=5, dropout_rate=0.0, max_len=10).pe
+    assert pe.shape == (1, 10, 5)
+    assert pe[0, 3, 4].item() == pytest.approx(math.sin(3 / 10000 ** (4 / 5)), abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["abs_pos", "rel_pos"])
+def test_pe_buffer_is_saved_in_state_dict(name):
+    module = POS_ENC_CLASSES[name](d_model=D, dropout_rate=0.1)
+    state = module.state_dict()
+    assert list(state) == ["pe"] and state["pe"].shape == (1, 5000, D)
+
+
+def test_no_pos_has_no_saved_state():
+    assert list(POS_ENC_CLASSES["no_pos"](d_model=D, dropout_rate=0.1).state_dict()) == []
+
+
+def test_abs_pos_adds_scaled_input_and_table():
+    module = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=100).eval()
+    x = torch.randn(2, 6, D)
+    out, pos_emb = module(x, offset=3)
+    assert torch.allclose(out, x * math.sqrt(D) + module.pe[:, 3:9])
+    assert torch.equal(pos_emb, module.pe[:, 3:9])
+
+
+def test_rel_pos_returns_scaled_input_and_table_apart():
+    module = RelPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=100).eval()
+    x = torch.randn(2, 6, D)
+    out, pos_emb = module(x, offset=4)
+    assert torch.allclose(out, x * math.sqrt(D))
+    assert torch.equal(pos_emb, module.pe[:, 4:10])
+
+
+def test_position_encoding_streaming_offsets_match_full_sequence():
+    module = RelPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=100).eval()
+    _, full = module(torch.zeros(1, 12, D))
+    assert torch.equal(module.position_encoding(5, 4), full[:, 5:9])
+    assert torch.equal(module.position_encoding(torch.tensor(5), 4), full[:, 5:9])
+    per_utt = module.position_encoding(torch.tensor([0, 5]), 4)
+    assert per_utt.shape == (2, 4, D)
+    assert torch.equal(per_utt[1], full[0, 5:9]) and torch.equal(per_utt[0], full[0, 0:4])
+
+
+def test_too_long_input_is_a_clear_error():
+    module = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=10)
+    with pytest.raises(ValueError, match="max_len 10"):
+        module(torch.zeros(1, 11, D))
+    with pytest.raises(ValueError, match="max_len 10"):
+        module.position_encoding(torch.tensor([0, 8]), 3)
+
+
+def test_no_pos_passes_input_and_gives_zero_positions():
+    module = POS_ENC_CLASSES["no_pos"](d_model=D, dropout_rate=0.0).eval()
+    x = torch.randn(2, 5, D)
+    out, pos_emb = module(x, offset=7)
+    assert torch.equal(out, x)
+    assert pos_emb.shape == (1, 5, D) and not bool(pos_emb.any())
+    assert module.double().position_encoding(3, 4).dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", sorted(POS_ENC_CLASSES))
+def test_forward_backward_shapes(name):
+    module = POS_ENC_CLASSES[name](d_model=D, dropout_rate=0.1).train()
+    x = torch.randn(3, 7, D, requires_grad=True)
+    out, pos_emb = module(x)
+    assert out.shape == (3, 7, D) and pos_emb.shape == (1, 7, D)
+    out.sum().backward()
+    assert x.grad is not None and bool(x.grad.abs().sum() > 0)
+    assert module.position_encoding(2, 3).shape == (1, 3, D)
+
+
+def test_constructor_is_keyword_only():
+    with pytest.raises(TypeError):
+        PositionalEncoding(D, 0.1)

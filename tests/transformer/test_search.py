@@ -1,0 +1,120 @@
+import itertools
+import math
+from collections import defaultdict
+
+import pytest
+import torch
+
+from wenet_udps.transformer.decoder import TransformerDecoder
+from wenet_udps.transformer.search import attention_beam_search, ctc_greedy_search, ctc_prefix_beam_search
+from wenet_udps.utils.common import log_add, remove_duplicates_and_blank
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models run faster on one thread, especially when other tests share the cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_log_probs(b, t, v, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, t, v, generator=g).mul(2).log_softmax(-1)
+
+
+def test_greedy_collapses_and_scores_best_path():
+    lp = torch.full((1, 6, 4), -10.0)
+    for t, k in enumerate([1, 1, 0, 1, 2, 0]):
+        lp[0, t, k] = -0.1
+    res = ctc_greedy_search(lp.log_softmax(-1), torch.tensor([6]))
+    assert res[0].tokens == [1, 1, 2]
+    assert res[0].score == pytest.approx(float(lp.log_softmax(-1)[0].max(-1).values.sum()), rel=1e-5)
+    # Frames past the length are ignored.
+    assert ctc_greedy_search(lp.log_softmax(-1), torch.tensor([2]))[0].tokens == [1]
+
+
+def test_prefix_beam_search_exact_with_full_beam():
+    """With a beam as large as every prefix, the scores are the exact sums over alignments."""
+    T, V = 4, 3
+    lp = random_log_probs(1, T, V)
+    exact = defaultdict(lambda: -math.inf)
+    for path in itertools.product(range(V), repeat=T):
+        prefix = tuple(remove_duplicates_and_blank(path, 0))
+        exact[prefix] = log_add(exact[prefix], sum(float(lp[0, t, k]) for t, k in enumerate(path)))
+    res = ctc_prefix_beam_search(lp, torch.tensor([T]), beam_size=V ** T)[0]
+    assert len(res.nbest) == len(exact)
+    for hyp, score in zip(res.nbest, res.nbest_scores):
+        assert score == pytest.approx(exact[tuple(hyp)], abs=1e-5)
+    best = max(exact, key=exact.get)
+    assert res.tokens == list(best)
+    assert res.nbest_scores == sorted(res.nbest_scores, reverse=True)
+
+
+def test_prefix_beam_one_equals_greedy():
+    lp = random_log_probs(3, 20, 5, seed=1)
+    lens = torch.tensor([20, 15, 9])
+    greedy = ctc_greedy_search(lp, lens)
+    prefix = ctc_prefix_beam_search(lp, lens, beam_size=1)
+    for g, p in zip(greedy, prefix):
+        assert g.tokens == p.tokens
+        assert g.score == pytest.approx(p.score, abs=1e-4)
+
+
+def test_prefix_beam_other_blank_and_nbest_size():
+    lp = random_log_probs(2, 10, 6, seed=2)
+    res = ctc_prefix_beam_search(lp, torch.tensor([10, 10]), beam_size=4, blank_id=5)
+    for r in res:
+        assert 1 <= len(r.nbest) <= 4 and all(5 not in h for h in r.nbest)
+        assert len({tuple(h) for h in r.nbest}) == len(r.nbest)
+
+
+def tiny_decoder():
+    dec = TransformerDecoder(vocab_size=7, encoder_output_size=8, attention_heads=2, linear_units=16, num_blocks=2)
+    return dec.eval()
+
+
+@torch.no_grad()
+def greedy_attention(dec, memory, mask, sos, eos, maxlen):
+    """Reference: argmax decoding with full (uncached) decoder passes."""
+    ys = torch.tensor([[sos]])
+    score = 0.0
+    for _ in range(maxlen):
+        out, _, _ = dec(memory, mask, ys, torch.tensor([ys.size(1)]))
+        logp = out[0, -1].log_softmax(-1)
+        k = int(logp.argmax())
+        score += float(logp[k])
+        ys = torch.cat([ys, torch.tensor([[k]])], 1)
+        if k == eos:
+            break
+    tokens = ys[0, 1:].tolist()
+    return (tokens[:-1] if tokens and tokens[-1] == eos else tokens), score
+
+
+def test_attention_beam_one_equals_greedy():
+    dec = tiny_decoder()
+    memory = torch.randn(3, 9, 8)
+    mask = torch.ones(3, 1, 9, dtype=torch.bool)
+    mask[2, :, 6:] = False
+    res = attention_beam_search(dec, memory, mask, beam_size=1, sos=6, eos=6)
+    for b in range(3):
+        n = int(mask[b].sum())
+        tokens, score = greedy_attention(dec, memory[b:b + 1, :n], mask[b:b + 1, :, :n], 6, 6, 9)
+        assert res[b].tokens == tokens
+        assert res[b].score == pytest.approx(score, abs=1e-4)
+
+
+def test_attention_beam_is_not_worse_than_greedy_and_batch_independent():
+    dec = tiny_decoder()
+    memory = torch.randn(2, 6, 8)
+    mask = torch.ones(2, 1, 6, dtype=torch.bool)
+    beam = attention_beam_search(dec, memory, mask, beam_size=4, sos=6, eos=6)
+    one = attention_beam_search(dec, memory, mask, beam_size=1, sos=6, eos=6)
+    single = attention_beam_search(dec, memory[1:], mask[1:], beam_size=4, sos=6, eos=6)
+    assert single[0].tokens == beam[1].tokens and single[0].score == pytest.approx(beam[1].score, abs=1e-4)
+    for b in range(2):
+        # Finished greedy hypotheses are a candidate of the beam, so the beam's best is at least as good.
+        if len(one[b].tokens) < 6:
+            assert beam[b].score >= one[b].score - 1e-4
+        assert all(0 <= t < 7 and t != 6 for t in beam[b].tokens)

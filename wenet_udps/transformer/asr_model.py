@@ -1,0 +1,219 @@
+"""Hybrid CTC/attention ASR model (WeNet's ``asr_model``): encoder, CTC head, attention decoder, decoding."""
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+from wenet_udps.transformer.ctc import CTC
+from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
+from wenet_udps.transformer.search import DECODING_METHODS, DecodeResult, attention_beam_search, \
+    attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
+from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, reverse_pad_list, th_accuracy
+
+
+class ASRModel(nn.Module):
+    """Encoder + CTC + attention decoder, trained with ``ctc_weight * L_ctc + (1 - ctc_weight) * L_att``.
+
+    Args:
+        vocab_size: output vocabulary V.
+        encoder: module with WeNet's encoder interface (docs/design.md).
+        decoder: a ``DECODER_CLASSES`` decoder.
+        ctc: the CTC head.
+        ctc_weight: weight of the CTC loss; 0 skips the CTC branch, 1 skips the decoder.
+        ignore_id: padding id of the targets.
+        reverse_weight: weight of the right-to-left decoder loss (``bitransformer`` only).
+        lsm_weight: label smoothing of the attention loss.
+        length_normalized_loss: divide the attention loss by the token count instead of the batch size.
+        special_tokens: ``tokenizer_conf.special_tokens``; ``<sos>`` / ``<eos>`` ids, else both are V - 1.
+    """
+
+    def __init__(self, *, vocab_size: int, encoder: nn.Module, decoder: nn.Module, ctc: CTC,
+                 ctc_weight: float = 0.5, ignore_id: int = IGNORE_ID, reverse_weight: float = 0.0,
+                 lsm_weight: float = 0.0, length_normalized_loss: bool = False,
+                 special_tokens: Optional[Dict[str, int]] = None):
+        super().__init__()
+        if not 0.0 <= ctc_weight <= 1.0:
+            raise ValueError(f"model_conf.ctc_weight must be in [0, 1], got {ctc_weight}")
+        if not 0.0 <= reverse_weight <= 1.0:
+            raise ValueError(f"model_conf.reverse_weight must be in [0, 1], got {reverse_weight}")
+        special_tokens = special_tokens or {}
+        self.sos = int(special_tokens.get("<sos>", vocab_size - 1))
+        self.eos = int(special_tokens.get("<eos>", vocab_size - 1))
+        for name, idx in (("<sos>", self.sos), ("<eos>", self.eos)):
+            if not 0 <= idx < vocab_size:
+                raise ValueError(f"tokenizer_conf.special_tokens {name} = {idx} outside the vocabulary "
+                                 f"[0, {vocab_size})")
+        self.vocab_size = vocab_size
+        self.special_tokens = dict(special_tokens)
+        self.ignore_id = ignore_id
+        self.ctc_weight = ctc_weight
+        self.reverse_weight = reverse_weight
+        self.encoder = encoder
+        self.decoder = decoder
+        self.ctc = ctc
+        self.criterion_att = LabelSmoothingLoss(size=vocab_size, padding_idx=ignore_id, smoothing=lsm_weight,
+                                                normalize_length=length_normalized_loss)
+
+    def forward(self, speech: torch.Tensor, speech_lengths: torch.Tensor, text: torch.Tensor,
+                text_lengths: torch.Tensor) -> Dict[str, Optional[torch.Tensor]]:
+        """Training losses.
+
+        Args:
+            speech: (B, T, F) features; speech_lengths: (B,).
+            text: (B, L) token ids padded with ``ignore_id``; text_lengths: (B,).
+        Returns:
+            ``loss``, ``loss_ctc`` (None if ctc_weight is 0), ``loss_att`` and ``th_accuracy``
+            (None if ctc_weight is 1).
+        """
+        if not (speech.size(0) == speech_lengths.size(0) == text.size(0) == text_lengths.size(0)):
+            raise ValueError(f"batch sizes differ: speech {speech.size(0)}, speech_lengths "
+                             f"{speech_lengths.size(0)}, text {text.size(0)}, text_lengths {text_lengths.size(0)}")
+        encoder_out, encoder_mask = self.encoder(speech, speech_lengths)
+        encoder_out_lens = encoder_mask.squeeze(1).sum(1)
+        loss_ctc = None
+        if self.ctc_weight != 0.0:
+            loss_ctc, _ = self.ctc(encoder_out, encoder_out_lens, text, text_lengths)
+        loss_att, acc_att = None, None
+        if self.ctc_weight != 1.0:
+            loss_att, acc_att = self._calc_att_loss(encoder_out, encoder_mask, text, text_lengths)
+        if loss_ctc is None:
+            loss = loss_att
+        elif loss_att is None:
+            loss = loss_ctc
+        else:
+            loss = self.ctc_weight * loss_ctc + (1.0 - self.ctc_weight) * loss_att
+        return {"loss": loss, "loss_ctc": loss_ctc, "loss_att": loss_att, "th_accuracy": acc_att}
+
+    def _calc_att_loss(self, encoder_out: torch.Tensor, encoder_mask: torch.Tensor, ys_pad: torch.Tensor,
+                       ys_pad_lens: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Label-smoothed decoder loss (mixed with the right-to-left one by ``reverse_weight``) and accuracy."""
+        ys_in_pad, ys_out_pad = add_sos_eos(ys_pad, self.sos, self.eos, self.ignore_id)
+        ys_in_lens = ys_pad_lens + 1
+        r_ys_pad = reverse_pad_list(ys_pad, ys_pad_lens, float(self.ignore_id))
+        r_ys_in_pad, r_ys_out_pad = add_sos_eos(r_ys_pad, self.sos, self.eos, self.ignore_id)
+        decoder_out, r_decoder_out, _ = self.decoder(encoder_out, encoder_mask, ys_in_pad, ys_in_lens,
+                                                     r_ys_in_pad, self.reverse_weight)
+        loss_att = self.criterion_att(decoder_out, ys_out_pad)
+        if self.reverse_weight > 0.0:
+            r_loss_att = self.criterion_att(r_decoder_out, r_ys_out_pad)
+            loss_att = loss_att * (1.0 - self.reverse_weight) + r_loss_att * self.reverse_weight
+        acc_att = th_accuracy(decoder_out.reshape(-1, self.vocab_size), ys_out_pad, ignore_label=self.ignore_id)
+        return loss_att, acc_att
+
+    def _forward_encoder(self, speech: torch.Tensor, speech_lengths: torch.Tensor, decoding_chunk_size: int,
+                         num_decoding_left_chunks: int, simulate_streaming: bool
+                         ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Encoder output (B, T', D) and mask (B, 1, T'); chunk-by-chunk with caches when simulating streaming."""
+        if simulate_streaming and decoding_chunk_size > 0:
+            if speech.size(0) != 1:
+                raise ValueError("simulate_streaming decodes one utterance at a time (batch size 1), "
+                                 f"got batch size {speech.size(0)}")
+            return self.encoder.forward_chunk_by_chunk(speech[:, :int(speech_lengths[0])], decoding_chunk_size,
+                                                       num_decoding_left_chunks)
+        return self.encoder(speech, speech_lengths, decoding_chunk_size, num_decoding_left_chunks)
+
+    @torch.no_grad()
+    def decode(self, methods: List[str], speech: torch.Tensor, speech_lengths: torch.Tensor, beam_size: int,
+               decoding_chunk_size: int = 0, num_decoding_left_chunks: int = -1, ctc_weight: float = 0.0,
+               simulate_streaming: bool = False, reverse_weight: float = 0.0, length_penalty: float = 0.0,
+               blank_penalty: float = 0.0) -> Dict[str, List[DecodeResult]]:
+        """Decode a batch with several methods from one encoder pass.
+
+        Args:
+            methods: names from ``DECODING_METHODS``.
+            speech: (B, T, F); speech_lengths: (B,).
+            beam_size: beam of the prefix and attention searches (n-best size of rescoring).
+            decoding_chunk_size: > 0 decodes with a chunk mask of that many frames (streaming behaviour);
+                -1 full context; 0 the model's training mode (full context unless trained with a static chunk).
+            num_decoding_left_chunks: left chunks visible per chunk (-1: all).
+            ctc_weight: weight of the CTC prefix score in ``attention_rescoring``.
+            simulate_streaming: run the encoder chunk by chunk with its caches (batch size 1).
+            reverse_weight: weight of the right-to-left decoder in ``attention_rescoring`` (bitransformer).
+            length_penalty: per-token bonus in ``attention`` beam search.
+            blank_penalty: subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
+        Returns:
+            method -> B ``DecodeResult``s.
+        """
+        unknown = [m for m in methods if m not in DECODING_METHODS]
+        if unknown:
+            raise ValueError(f"unknown decoding method(s) {', '.join(unknown)}; valid choices: "
+                             f"{', '.join(DECODING_METHODS)}")
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
+            raise ValueError("reverse_weight > 0 needs the bitransformer decoder")
+        encoder_out, encoder_mask = self._forward_encoder(speech, speech_lengths, decoding_chunk_size,
+                                                          num_decoding_left_chunks, simulate_streaming)
+        encoder_lens = encoder_mask.squeeze(1).sum(1)
+        results: Dict[str, List[DecodeResult]] = {}
+        ctc_probs = None
+        if any(m != "attention" for m in methods):
+            ctc_probs = self.ctc_logprobs(encoder_out, blank_penalty)
+        if "ctc_greedy_search" in methods:
+            results["ctc_greedy_search"] = ctc_greedy_search(ctc_probs, encoder_lens, self.ctc.blank_id)
+        if "ctc_prefix_beam_search" in methods or "attention_rescoring" in methods:
+            prefix = ctc_prefix_beam_search(ctc_probs, encoder_lens, beam_size, self.ctc.blank_id)
+            if "ctc_prefix_beam_search" in methods:
+                results["ctc_prefix_beam_search"] = prefix
+            if "attention_rescoring" in methods:
+                results["attention_rescoring"] = attention_rescoring(self, prefix, encoder_out, encoder_lens,
+                                                                     ctc_weight, reverse_weight)
+        if "attention" in methods:
+            results["attention"] = attention_beam_search(self.decoder, encoder_out, encoder_mask, beam_size,
+                                                         self.sos, self.eos, length_penalty)
+        return {m: results[m] for m in methods}
+
+    def ctc_logprobs(self, encoder_out: torch.Tensor, blank_penalty: float = 0.0) -> torch.Tensor:
+        """(B, T', D) -> (B, T', V) CTC log-probabilities, the blank logit lowered by ``blank_penalty``."""
+        if blank_penalty == 0.0:
+            return self.ctc.log_softmax(encoder_out)
+        logits = self.ctc.ctc_lo(encoder_out)
+        logits[:, :, self.ctc.blank_id] -= blank_penalty
+        return logits.log_softmax(dim=2)
+
+    def ctc_activation(self, encoder_out: torch.Tensor) -> torch.Tensor:
+        """Export helper: (B, T', D) encoder output -> (B, T', V) CTC log-probabilities."""
+        return self.ctc.log_softmax(encoder_out)
+
+    def forward_attention_decoder(self, hyps: torch.Tensor, hyps_lens: torch.Tensor, encoder_out: torch.Tensor,
+                                  reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Export/rescoring helper: decoder log-probabilities of N hypotheses over one utterance.
+
+        Args:
+            hyps: (N, L) hypotheses with sos prepended (WeNet's runtime layout), padded with any id.
+            hyps_lens: (N,) lengths including sos.
+            encoder_out: (1 or N, T', D) encoder output of the utterance (all frames valid).
+            reverse_weight: > 0 also runs the right-to-left decoder.
+        Returns:
+            left-to-right (N, L, V) and right-to-left (N, L, V) log-probabilities (the latter
+            ``torch.tensor(0.0)`` without a right-to-left branch).
+        """
+        num = hyps.size(0)
+        encoder_out = encoder_out.expand(num, -1, -1)
+        encoder_mask = torch.ones(num, 1, encoder_out.size(1), dtype=torch.bool, device=encoder_out.device)
+        # Right-to-left inputs: sos, then the tokens after sos reversed.
+        tokens = hyps[:, 1:]
+        r_tokens = reverse_pad_list(tokens, hyps_lens - 1, float(self.ignore_id))
+        r_hyps, _ = add_sos_eos(r_tokens, self.sos, self.eos, self.ignore_id)
+        if r_hyps.size(1) < hyps.size(1):
+            pad = r_hyps.new_full((num, hyps.size(1) - r_hyps.size(1)), self.eos)
+            r_hyps = torch.cat([r_hyps, pad], dim=1)
+        decoder_out, r_decoder_out, _ = self.decoder(encoder_out, encoder_mask, hyps, hyps_lens, r_hyps,
+                                                     reverse_weight)
+        decoder_out = torch.log_softmax(decoder_out, dim=-1)
+        if reverse_weight > 0.0:
+            r_decoder_out = torch.log_softmax(r_decoder_out, dim=-1)
+        return decoder_out, r_decoder_out
+
+    def udps_scales(self) -> Dict[str, torch.Tensor]:
+        """Effective UDPS score scales of every attention, keyed by parameter name (for TensorBoard).
+
+        e.g. ``{"encoder.encoders.0.self_attn.alpha": tensor([...per head...]), ...}``; empty without UDPS.
+        """
+        scales: Dict[str, torch.Tensor] = {}
+        for name, module in self.named_modules():
+            getter = getattr(module, "effective_scales", None)
+            if callable(getter):
+                for key, value in getter().items():
+                    scales[f"{name}.{key}"] = value
+        return scales

@@ -1,0 +1,77 @@
+"""Global cepstral mean and variance normalisation (WeNet's ``global_cmvn`` layer and its JSON stats file).
+
+The JSON file (written by ``tools/compute_cmvn_stats.py``) holds per-dimension sums over the training set:
+``{"mean_stat": [sum x_d], "var_stat": [sum x_d^2], "frame_num": N}``.
+"""
+import json
+import math
+from pathlib import Path
+from typing import Tuple, Union
+
+import torch
+from torch import nn
+
+# Variance floor, as WeNet: a constant feature dimension gets a huge but finite inverse std.
+VAR_FLOOR = 1.0e-20
+
+
+class GlobalCMVN(nn.Module):
+    """``(x - mean) * istd`` over the last dimension; buffers ``mean`` and ``istd`` are saved (WeNet's names).
+
+    Args:
+        mean: (D,) feature means.
+        istd: (D,) inverse standard deviations.
+        norm_var: also scale by ``istd`` (False: mean subtraction only).
+    """
+
+    def __init__(self, mean: torch.Tensor, istd: torch.Tensor, norm_var: bool = True):
+        super().__init__()
+        if mean.shape != istd.shape or mean.dim() != 1:
+            raise ValueError(f"cmvn mean and istd must be 1-D of the same size, got {tuple(mean.shape)} "
+                             f"and {tuple(istd.shape)}")
+        self.norm_var = norm_var
+        self.register_buffer("mean", mean)
+        self.register_buffer("istd", istd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, D) -> normalised (B, T, D)."""
+        if x.size(-1) != self.mean.size(0):
+            raise ValueError(f"features have {x.size(-1)} dimensions but the cmvn stats have {self.mean.size(0)}")
+        x = x - self.mean
+        if self.norm_var:
+            x = x * self.istd
+        return x
+
+
+def load_cmvn_json(path: Union[str, Path]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Read WeNet's JSON cmvn stats and return ``(mean, istd)`` float32 tensors of shape (D,).
+
+    ``mean = mean_stat / frame_num``, ``var = var_stat / frame_num - mean^2`` floored at 1e-20,
+    ``istd = 1 / sqrt(var)``. Any malformed content raises ValueError naming the file.
+    """
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            stats = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON cmvn stats ({err})") from None
+    if not isinstance(stats, dict):
+        raise ValueError(f"{path}: cmvn stats must be a JSON object with mean_stat, var_stat and frame_num")
+    for key in ("mean_stat", "var_stat", "frame_num"):
+        if key not in stats:
+            raise ValueError(f"{path}: cmvn stats lack the key {key!r} (need mean_stat, var_stat, frame_num)")
+    mean_stat, var_stat, frame_num = stats["mean_stat"], stats["var_stat"], stats["frame_num"]
+    if not isinstance(mean_stat, list) or not isinstance(var_stat, list) or len(mean_stat) != len(var_stat) \
+            or not mean_stat:
+        raise ValueError(f"{path}: mean_stat and var_stat must be non-empty lists of the same length")
+    if not isinstance(frame_num, (int, float)) or isinstance(frame_num, bool) or frame_num <= 0:
+        raise ValueError(f"{path}: frame_num must be a positive number, got {frame_num!r}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in mean_stat + var_stat):
+        raise ValueError(f"{path}: mean_stat and var_stat must hold numbers only")
+    mean, istd = [], []
+    for m_sum, v_sum in zip(mean_stat, var_stat):
+        m = float(m_sum) / frame_num
+        var = max(float(v_sum) / frame_num - m * m, VAR_FLOOR)
+        mean.append(m)
+        istd.append(1.0 / math.sqrt(var))
+    return torch.tensor(mean, dtype=torch.float32), torch.tensor(istd, dtype=torch.float32)

@@ -1,0 +1,223 @@
+"""Attention decoders: ``DECODER_CLASSES`` = ``transformer`` (left-to-right) and ``bitransformer`` (plus right-to-left).
+
+Parameter names equal WeNet's (``embed.0.weight``, ``embed.1.pe``, ``decoders.N.{self_attn,src_attn,feed_forward,
+norm1,norm2,norm3}``, ``after_norm``, ``output_layer``; ``left_decoder.*`` / ``right_decoder.*`` for the
+bidirectional one), so WeNet checkpoints load.
+"""
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+from wenet_udps.transformer.attention import ATTENTION_CLASSES
+from wenet_udps.transformer.decoder_layer import DecoderLayer
+from wenet_udps.transformer.embedding import PositionalEncoding
+from wenet_udps.transformer.positionwise_feed_forward import ACTIVATION_CLASSES, PositionwiseFeedForward
+from wenet_udps.utils.common import accepts_any_keyword, keyword_params
+from wenet_udps.utils.mask import make_pad_mask, subsequent_mask
+from wenet_udps.utils.registry import lookup
+
+# Token input layers of the decoder (WeNet's ``input_layer``); only the embedding + absolute positions exists.
+DECODER_INPUT_LAYERS = ("embed",)
+
+# Arguments every attention class receives from the decoder itself, never from ``attention_conf``.
+_ATTENTION_CORE_ARGS = ("n_head", "n_feat", "dropout_rate")
+
+
+def split_attention_conf(attention_conf: Dict, classes: Dict[str, type], where: str) -> Dict[str, Dict]:
+    """Give each attention class only the ``attention_conf`` keys it accepts.
+
+    Lets one conf (e.g. ``udps_conf``) serve sites of different types: ``beta_init`` reaches ``rel_udps_selfattn``
+    only. A key no class takes is a typo and raises ValueError naming it.
+
+    Args:
+        attention_conf: keyword arguments for the attention constructors.
+        classes: site name -> attention class.
+        where: config path used in error messages (e.g. ``decoder_conf.attention_conf``).
+    Returns:
+        site name -> kwargs for that site.
+    """
+    per_site: Dict[str, Dict] = {}
+    used = set()
+    for site, cls in classes.items():
+        if accepts_any_keyword(cls):
+            per_site[site] = dict(attention_conf)
+            used.update(attention_conf)
+            continue
+        valid = set(keyword_params(cls)) - set(_ATTENTION_CORE_ARGS)
+        per_site[site] = {k: v for k, v in attention_conf.items() if k in valid}
+        used.update(per_site[site])
+    unused = sorted(set(attention_conf) - used)
+    if unused:
+        valid_all = sorted({k for cls in classes.values() for k in keyword_params(cls)} - set(_ATTENTION_CORE_ARGS))
+        raise ValueError(f"{where}: key(s) {', '.join(unused)} not accepted by the attention types "
+                         f"{', '.join(sorted({c.__name__ for c in classes.values()}))}; valid keys: "
+                         f"{', '.join(valid_all) or '(none)'}")
+    return per_site
+
+
+class TransformerDecoder(nn.Module):
+    """Left-to-right Transformer decoder over the encoder output.
+
+    Args:
+        vocab_size: output vocabulary V.
+        encoder_output_size: model dimension D (equals the encoder's).
+        attention_heads, linear_units, num_blocks: block sizes.
+        dropout_rate: residual/feed-forward dropout; positional_dropout_rate: after the embedding.
+        self_attention_dropout_rate, src_attention_dropout_rate: attention-weight dropout.
+        input_layer: ``embed`` (token embedding + absolute positional encoding).
+        use_output_layer: project to V (False leaves D-dim outputs).
+        normalize_before: pre-norm blocks plus a final ``after_norm``.
+        activation_type: feed-forward activation (``relu`` like WeNet's decoder).
+        selfattention_layer_type, src_attention_layer_type: ``ATTENTION_CLASSES`` names of the two sites.
+        attention_conf: extra keyword arguments for the attention classes (e.g. UDPS ``alpha_init``);
+            each site gets only the keys its class accepts.
+    """
+
+    def __init__(self, *, vocab_size: int, encoder_output_size: int, attention_heads: int = 4,
+                 linear_units: int = 2048, num_blocks: int = 6, dropout_rate: float = 0.1,
+                 positional_dropout_rate: float = 0.1, self_attention_dropout_rate: float = 0.0,
+                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed",
+                 use_output_layer: bool = True, normalize_before: bool = True, activation_type: str = "relu",
+                 selfattention_layer_type: str = "selfattn", src_attention_layer_type: str = "crossattn",
+                 attention_conf: Optional[Dict] = None):
+        super().__init__()
+        if input_layer not in DECODER_INPUT_LAYERS:
+            raise ValueError(f"unknown decoder_conf.input_layer {input_layer!r}; valid choices: "
+                             f"{', '.join(DECODER_INPUT_LAYERS)}")
+        d = encoder_output_size
+        self_cls = lookup(ATTENTION_CLASSES, selfattention_layer_type, "decoder_conf.selfattention_layer_type")
+        src_cls = lookup(ATTENTION_CLASSES, src_attention_layer_type, "decoder_conf.src_attention_layer_type")
+        if getattr(self_cls, "uses_pos_emb", False):
+            raise ValueError(f"decoder_conf.selfattention_layer_type {selfattention_layer_type!r} needs relative "
+                             "position embeddings, which the decoder does not have")
+        activation = lookup(ACTIVATION_CLASSES, activation_type, "decoder_conf.activation_type")
+        confs = split_attention_conf(attention_conf or {}, {"self": self_cls, "src": src_cls},
+                                     "decoder_conf.attention_conf")
+        self.selfattention_layer_type = selfattention_layer_type
+        self.src_attention_layer_type = src_attention_layer_type
+        self.embed = nn.Sequential(nn.Embedding(vocab_size, d),
+                                   PositionalEncoding(d_model=d, dropout_rate=positional_dropout_rate))
+        self.normalize_before = normalize_before
+        self.after_norm = nn.LayerNorm(d, eps=1e-5)
+        self.use_output_layer = use_output_layer
+        self.output_layer = nn.Linear(d, vocab_size) if use_output_layer else nn.Identity()
+        self.num_blocks = num_blocks
+        self.decoders = nn.ModuleList([
+            DecoderLayer(
+                size=d,
+                self_attn=self_cls(n_head=attention_heads, n_feat=d, dropout_rate=self_attention_dropout_rate,
+                                   **confs["self"]),
+                src_attn=src_cls(n_head=attention_heads, n_feat=d, dropout_rate=src_attention_dropout_rate,
+                                 **confs["src"]),
+                feed_forward=PositionwiseFeedForward(idim=d, hidden_units=linear_units, dropout_rate=dropout_rate,
+                                                     activation=activation()),
+                dropout_rate=dropout_rate,
+                normalize_before=normalize_before,
+            ) for _ in range(num_blocks)
+        ])
+
+    def forward(self, memory: torch.Tensor, memory_mask: torch.Tensor, ys_in_pad: torch.Tensor,
+                ys_in_lens: torch.Tensor, r_ys_in_pad: torch.Tensor = torch.empty(0),
+                reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Teacher-forced decoding of whole target sequences.
+
+        Args:
+            memory: (B, T, D) encoder output; memory_mask: (B, 1, T) bool.
+            ys_in_pad: (B, L) input tokens ([sos, y...], padded); ys_in_lens: (B,).
+            r_ys_in_pad, reverse_weight: unused here (kept for the bidirectional decoder's signature).
+        Returns:
+            logits (B, L, V), torch.tensor(0.0) (no right-to-left branch), olens (B, L) valid keys per row.
+        """
+        maxlen = ys_in_pad.size(1)
+        tgt_mask = ~make_pad_mask(ys_in_lens, maxlen).unsqueeze(1)
+        tgt_mask = tgt_mask & subsequent_mask(maxlen, device=tgt_mask.device).unsqueeze(0)
+        x, _ = self.embed(ys_in_pad)
+        for layer in self.decoders:
+            x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask)
+        if self.normalize_before:
+            x = self.after_norm(x)
+        x = self.output_layer(x)
+        olens = tgt_mask.sum(1)
+        return x, torch.tensor(0.0), olens
+
+    def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
+                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None
+                         ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """Score the next token of each prefix, reusing the per-block outputs of the previous step.
+
+        Args:
+            memory: (B, T, D); memory_mask: (B, 1, T).
+            tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask.
+            cache: None at the first step, else the returned cache of the previous step
+                (``num_blocks`` tensors of shape (B, L-1, D)).
+        Returns:
+            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, L, D)).
+        """
+        x, _ = self.embed(tgt)
+        new_cache = []
+        for i, layer in enumerate(self.decoders):
+            x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask,
+                                                     cache=None if cache is None else cache[i])
+            new_cache.append(x)
+        y = x[:, -1]
+        if self.normalize_before:
+            y = self.after_norm(y)
+        y = self.output_layer(y)
+        return torch.log_softmax(y, dim=-1), new_cache
+
+
+class BiTransformerDecoder(nn.Module):
+    """Left-to-right decoder plus a right-to-left one (``r_num_blocks`` blocks) trained on reversed targets.
+
+    Takes every ``TransformerDecoder`` argument plus ``r_num_blocks``; both directions share the other settings.
+    Incremental decoding uses the left-to-right decoder; the right-to-left one rescores whole hypotheses.
+    """
+
+    def __init__(self, *, vocab_size: int, encoder_output_size: int, attention_heads: int = 4,
+                 linear_units: int = 2048, num_blocks: int = 6, r_num_blocks: int = 0, dropout_rate: float = 0.1,
+                 positional_dropout_rate: float = 0.1, self_attention_dropout_rate: float = 0.0,
+                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed",
+                 use_output_layer: bool = True, normalize_before: bool = True, activation_type: str = "relu",
+                 selfattention_layer_type: str = "selfattn", src_attention_layer_type: str = "crossattn",
+                 attention_conf: Optional[Dict] = None):
+        super().__init__()
+        shared = dict(vocab_size=vocab_size, encoder_output_size=encoder_output_size,
+                      attention_heads=attention_heads, linear_units=linear_units, dropout_rate=dropout_rate,
+                      positional_dropout_rate=positional_dropout_rate,
+                      self_attention_dropout_rate=self_attention_dropout_rate,
+                      src_attention_dropout_rate=src_attention_dropout_rate, input_layer=input_layer,
+                      use_output_layer=use_output_layer, normalize_before=normalize_before,
+                      activation_type=activation_type, selfattention_layer_type=selfattention_layer_type,
+                      src_attention_layer_type=src_attention_layer_type, attention_conf=attention_conf)
+        self.left_decoder = TransformerDecoder(num_blocks=num_blocks, **shared)
+        self.right_decoder = TransformerDecoder(num_blocks=r_num_blocks, **shared)
+
+    def forward(self, memory: torch.Tensor, memory_mask: torch.Tensor, ys_in_pad: torch.Tensor,
+                ys_in_lens: torch.Tensor, r_ys_in_pad: torch.Tensor = torch.empty(0),
+                reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both directions; the right-to-left one runs only when ``reverse_weight > 0``.
+
+        Args:
+            memory (B, T, D), memory_mask (B, 1, T), ys_in_pad (B, L), ys_in_lens (B,),
+            r_ys_in_pad (B, L) reversed targets with sos prepended.
+        Returns:
+            l2r logits (B, L, V), r2l logits (B, L, V) or torch.tensor(0.0), olens.
+        """
+        l_x, _, olens = self.left_decoder(memory, memory_mask, ys_in_pad, ys_in_lens)
+        r_x = torch.tensor(0.0)
+        if reverse_weight > 0.0:
+            r_x, _, olens = self.right_decoder(memory, memory_mask, r_ys_in_pad, ys_in_lens)
+        return l_x, r_x, olens
+
+    def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
+                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None
+                         ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """Incremental left-to-right step; see ``TransformerDecoder.forward_one_step``."""
+        return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache)
+
+
+DECODER_CLASSES = {
+    "transformer": TransformerDecoder,
+    "bitransformer": BiTransformerDecoder,
+}
