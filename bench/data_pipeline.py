@@ -1,0 +1,69 @@
+"""Throughput of the per-utterance data path on one worker (one process, one thread).
+
+Measures read (soundfile) + resample to 16 kHz (soxr) + speed perturbation (0.9/1.0/1.1, soxr) + 80-bin Kaldi
+fbank with dither (kaldi-native-fbank) + spec_aug, as seconds of audio per second of wall time, for
+FSDD recordings (8 kHz, ~0.4 s each, resampled) and generated 10 s 16 kHz WAV files.
+
+Command (from the repository root):
+    python bench/data_pipeline.py --fsdd ../shared/data/fsdd/recordings --num_fsdd 500 --num_long 20
+"""
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wenet_udps.dataset.transforms import UtteranceProcessor  # noqa: E402
+
+CONF = {"resample_conf": {"resample_rate": 16000}, "speed_perturb": True,
+        "fbank_conf": {"num_mel_bins": 80, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
+        "spec_aug": True, "spec_aug_conf": {"num_t_mask": 2, "num_f_mask": 2, "max_t": 50, "max_f": 10},
+        "filter_conf": {"max_length": 100000, "min_length": 0}}
+
+
+def measure(paths, repeats=1):
+    """(seconds of audio, seconds of wall time) for processing every path ``repeats`` times."""
+    proc = UtteranceProcessor(CONF, tokenizer=None)
+    rng = np.random.default_rng(0)
+    audio = sum(sf.info(p).duration for p in paths) * repeats
+    start = time.perf_counter()
+    for _ in range(repeats):
+        for i, p in enumerate(paths):
+            proc({"key": str(i), "wav": str(p), "txt": ""}, rng)
+    return audio, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fsdd", default=str(Path(__file__).resolve().parents[2] / "shared/data/fsdd/recordings"))
+    parser.add_argument("--num_fsdd", type=int, default=500)
+    parser.add_argument("--num_long", type=int, default=20, help="generated 10 s files")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows = []
+    fsdd = sorted(Path(args.fsdd).glob("*.wav"))[:args.num_fsdd]
+    if fsdd:
+        rows.append(("FSDD 8 kHz (resampled)", len(fsdd), *measure(fsdd)))
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = np.random.default_rng(0)
+        long_files = []
+        for i in range(args.num_long):
+            t = np.arange(160000) / 16000
+            wav = 0.3 * np.sin(2 * np.pi * (200 + 50 * i) * t) + 0.05 * rng.standard_normal(len(t))
+            path = Path(tmp) / f"long{i}.wav"
+            sf.write(path, (wav * 32767).astype(np.int16), 16000, subtype="PCM_16")
+            long_files.append(path)
+        rows.append(("generated 10 s 16 kHz", len(long_files), *measure(long_files)))
+    print("| input | files | audio (s) | wall (s) | x real time |")
+    print("|---|---|---|---|---|")
+    for name, n, audio, wall in rows:
+        print(f"| {name} | {n} | {audio:.1f} | {wall:.2f} | {audio / wall:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

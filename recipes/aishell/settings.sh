@@ -1,0 +1,9 @@
+# Sourced by run.sh: AISHELL-1 (OpenSLR 33), 150 h train, character units and CER as in WeNet.
+train_set=train
+dev_set=dev
+test_sets="test"
+token_type=char
+nbpe=0
+bpe_mode=unigram
+wer_char=1           # score characters (CER)
+default_config=conf/aishell/conformer.yaml

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Helpers sourced by recipes/<corpus>/{download,prepare}.sh (after tools/log.sh).
+
+# fetch URL DIR [MD5]: download URL into DIR (resuming a partial file), then check the md5 if one is given.
+# A complete file with the right md5 is not downloaded again.
+fetch() {
+  local url=$1 dir=$2 md5=${3:-}
+  local file="${dir}/${url##*/}"
+  mkdir -p "${dir}"
+  if [[ -f ${file} && -n ${md5} ]] && [[ $(md5sum "${file}" | cut -d' ' -f1) == "${md5}" ]]; then
+    log "${file} already downloaded (md5 ok)"
+    return 0
+  fi
+  log "downloading ${url} -> ${file}"
+  if command -v wget > /dev/null; then
+    wget --continue --no-verbose --output-document="${file}" "${url}" || die "download of ${url} failed"
+  elif command -v curl > /dev/null; then
+    curl --fail --location --continue-at - --output "${file}" "${url}" || die "download of ${url} failed"
+  else
+    die "neither wget nor curl found; install one (apt-get install wget)"
+  fi
+  if [[ -n ${md5} ]]; then
+    local got
+    got=$(md5sum "${file}" | cut -d' ' -f1)
+    [[ ${got} == "${md5}" ]] || die "md5 mismatch for ${file}: got ${got}, expected ${md5}; delete it and rerun"
+  fi
+}
+
+# require_dir DIR HINT: die with HINT unless DIR is a directory.
+require_dir() {
+  [[ -d $1 ]] || die "$1 not found: $2"
+}
+
+# require_file FILE HINT
+require_file() {
+  [[ -f $1 ]] || die "$1 not found: $2"
+}
+
+# check_kaldi_dir DIR: wav.scp and text exist, are non-empty and list the same keys.
+check_kaldi_dir() {
+  local d=$1
+  [[ -s ${d}/wav.scp && -s ${d}/text ]] || die "${d}: wav.scp or text is missing or empty"
+  if ! cmp -s <(cut -d' ' -f1 "${d}/wav.scp") <(cut -d' ' -f1 "${d}/text"); then
+    die "${d}: wav.scp and text list different utterance keys"
+  fi
+  log "${d}: $(wc -l < "${d}/wav.scp") utterances"
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Usage: recipes/fsdd/prepare.sh [--rate 16000 --seed 1 --num_train 2000 ...] DOWNLOAD_DIR DATA_DIR
+# Builds connected-digit utterances (wenet_udps.corpora.fsdd) from DOWNLOAD_DIR/recordings (made by
+# download.sh; DOWNLOAD_DIR may also be the recordings folder itself) into DATA_DIR/{train,dev,test}.
+# Test utterances use only recordings with index in --test_indices, train/dev the others.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "${root}/tools/log.sh"
+. "${root}/recipes/common.sh"
+
+rate=16000          # output sample rate (FSDD is 8 kHz; 16 kHz suits the usual 80-bin fbank)
+seed=1
+num_train=2000
+num_dev=200
+num_test=300
+test_indices=0-4
+train_indices=5-49
+noise=1             # add white/pink noise at 20-40 dB SNR
+help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
+. "${root}/tools/parse_options.sh"
+
+[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
+src=$1
+data_dir=$2
+[[ -d ${src}/recordings ]] && src=${src}/recordings
+require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS DIR) and pass DIR"
+
+PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
+  --out "${data_dir}" --rate "${rate}" --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" \
+  --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}"
+for x in train dev test; do
+  check_kaldi_dir "${data_dir}/${x}"
+done

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Usage: recipes/librispeech/prepare.sh DOWNLOAD_DIR DATA_DIR
+# DOWNLOAD_DIR holds LibriSpeech/<part>/<spk>/<chapter>/{<spk>-<chapter>-<utt>.flac,<spk>-<chapter>.trans.txt}
+# (or is the LibriSpeech folder itself). Writes DATA_DIR/<set>/{wav.scp,text} with flac paths for
+# dev_clean, dev_other, test_clean, test_other, dev (= dev_clean + dev_other), train_100 (train-clean-100)
+# and train_960 (all three training parts) for the parts that are present.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "${root}/tools/log.sh"
+. "${root}/recipes/common.sh"
+help_message="Usage: $0 DOWNLOAD_DIR DATA_DIR"
+. "${root}/tools/parse_options.sh"
+
+[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
+src=$1
+data_dir=$2
+[[ -d ${src}/LibriSpeech ]] && src=${src}/LibriSpeech
+hint="download LibriSpeech with recipes/librispeech/download.sh DIR and pass DIR"
+for part in dev-clean dev-other test-clean test-other train-clean-100; do
+  require_dir "${src}/${part}" "${hint}"
+done
+src=$(cd "${src}" && pwd)
+
+# prepare_part PART SET: one LibriSpeech part -> DATA_DIR/SET.
+prepare_part() {
+  local part_dir=${src}/$1 out=${data_dir}/$2
+  mkdir -p "${out}"
+  find "${part_dir}" -name '*.flac' | LC_ALL=C awk '{
+      n = split($0, parts, "/"); key = parts[n]; sub(/\.flac$/, "", key); print key, $0
+    }' | LC_ALL=C sort -k1,1 > "${out}/wav.scp"
+  find "${part_dir}" -name '*.trans.txt' -exec cat {} + | tr -d '\r' | LC_ALL=C sort -k1,1 > "${out}/text"
+  [[ -s ${out}/wav.scp ]] || die "no flac files under ${part_dir}"
+  check_kaldi_dir "${out}"
+}
+
+# merge_sets OUT SET...: concatenate prepared sets.
+merge_sets() {
+  local out=${data_dir}/$1 f s
+  shift
+  mkdir -p "${out}"
+  for f in wav.scp text; do
+    for s in "$@"; do cat "${data_dir}/${s}/${f}"; done | LC_ALL=C sort -k1,1 > "${out}/${f}"
+  done
+  check_kaldi_dir "${out}"
+}
+
+declare -A set_of=(
+  [dev-clean]=dev_clean [dev-other]=dev_other [test-clean]=test_clean [test-other]=test_other
+  [train-clean-100]=train_100 [train-clean-360]=train_clean_360 [train-other-500]=train_other_500
+)
+for part in dev-clean dev-other test-clean test-other train-clean-100 train-clean-360 train-other-500; do
+  if [[ -d ${src}/${part} ]]; then
+    prepare_part "${part}" "${set_of[${part}]}"
+  fi
+done
+merge_sets dev dev_clean dev_other
+if [[ -d ${src}/train-clean-360 && -d ${src}/train-other-500 ]]; then
+  merge_sets train_960 train_100 train_clean_360 train_other_500
+  rm -rf "${data_dir}/train_clean_360" "${data_dir}/train_other_500"
+else
+  log "train_960 not made (train-clean-360 and train-other-500 are not both downloaded); train with --train_set train_100"
+fi

@@ -1,0 +1,78 @@
+"""wenet_udps.corpora.fsdd: connected digits from the FSDD recordings."""
+import re
+
+import pytest
+import soundfile as sf
+
+from wenet_udps.corpora import fsdd
+
+COUNTS = {"train": 12, "dev": 4, "test": 8}
+
+
+def read_table(path):
+    return dict(line.rstrip("\n").split(" ", 1) for line in open(path, encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from tests.conftest import FSDD_DIR
+    if not FSDD_DIR.is_dir():
+        pytest.fail(f"FSDD recordings not found at {FSDD_DIR}")
+    out = tmp_path_factory.mktemp("fsdd")
+    fsdd.build(FSDD_DIR, out, seed=3, counts=COUNTS, rate=16000)
+    return out
+
+
+def test_test_recordings_never_in_train(corpus):
+    used = {}
+    for split in fsdd.SPLITS:
+        sources = read_table(corpus / split / "sources")
+        used[split] = {name for files in sources.values() for name in files.split(",")}
+        indices = {int(re.match(r"\d_\w+?_(\d+)\.wav$", n).group(1)) for n in used[split]}
+        if split == "test":
+            assert indices <= set(range(0, 5))
+        else:
+            assert indices <= set(range(5, 50))
+    assert not used["test"] & (used["train"] | used["dev"])
+
+
+def test_transcripts_match_sources_and_durations_plausible(corpus, fsdd_dir):
+    for split, n in COUNTS.items():
+        scp = read_table(corpus / split / "wav.scp")
+        text = read_table(corpus / split / "text")
+        sources = read_table(corpus / split / "sources")
+        assert len(scp) == n and scp.keys() == text.keys() == sources.keys()
+        for key, path in scp.items():
+            files = sources[key].split(",")
+            words = text[key].split()
+            assert 2 <= len(words) <= 7
+            assert words == [fsdd.DIGIT_WORDS[int(f[0])] for f in files]
+            speakers = {f.split("_")[1] for f in files}
+            assert len(speakers) == 1 and key.startswith(speakers.pop() + "_")
+            info = sf.info(path)
+            assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
+            speech = sum(sf.info(fsdd_dir / f).duration for f in files)
+            # Digits plus pauses of 50-300 ms between them and 50-200 ms at each end.
+            lo = speech + 0.05 * (len(files) - 1) + 0.1
+            hi = speech + 0.3 * (len(files) - 1) + 0.4
+            assert lo - 0.01 <= info.duration <= hi + 0.01
+
+
+def test_deterministic_and_rate(fsdd_dir, tmp_path):
+    counts = {"train": 3, "dev": 1, "test": 2}
+    fsdd.build(fsdd_dir, tmp_path / "a", seed=5, counts=counts, noise=False)
+    fsdd.build(fsdd_dir, tmp_path / "b", seed=5, counts=counts, noise=False)
+    for split in fsdd.SPLITS:
+        assert read_table(tmp_path / "a" / split / "text") == read_table(tmp_path / "b" / split / "text")
+    path = next(iter(read_table(tmp_path / "a" / "test" / "wav.scp").values()))
+    assert sf.info(path).samplerate == 8000
+
+
+def test_overlapping_index_ranges_rejected(fsdd_dir, tmp_path):
+    with pytest.raises(ValueError, match="overlap"):
+        fsdd.build(fsdd_dir, tmp_path, seed=1, counts=COUNTS, test_indices=range(0, 10), train_indices=range(5, 50))
+
+
+def test_missing_dir_message(tmp_path):
+    rc = fsdd.main(["--fsdd_dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    assert rc == 1

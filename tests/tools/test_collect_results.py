@@ -1,0 +1,127 @@
+"""tools/collect_results.py on synthetic experiment folders."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "collect_results.py"
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("collect_results", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write_wer(path: Path, value: float, n: int = 100) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    errors = round(value * n / 100)
+    path.write_text(f"utt: a\nWER: 0.00 % N=1 C=1 S=0 D=0 I=0\nlab: A\nrec: A\n\n{'=' * 75}\n"
+                    f"Overall -> 99.00 % N=1 C=0 S=1 D=0 I=0\n"   # an earlier Overall line must not win
+                    f"Overall -> {value:.2f} % N={n} C={n - errors} S={errors} D=0 I=0\n", encoding="utf-8")
+
+
+def make_exp(root: Path, name: str, config: dict, wers: dict, udps: bool, checkpoint: str = None) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    exp = root / name
+    exp.mkdir(parents=True)
+    (exp / "train.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    for (test_set, mode), value in wers.items():
+        write_wer(exp / test_set / mode / "wer", value)
+    if checkpoint:
+        (exp / "test" / "decode.info").write_text(f"checkpoint: {checkpoint}\nbeam_size: 10\n", encoding="utf-8")
+    writer = SummaryWriter(str(exp / "tensorboard" / name))
+    for step in range(5):
+        writer.add_scalar("train/loss", 10.0 - step, step)
+        if udps:
+            writer.add_scalar("udps/encoder.encoders.0.self_attn.alpha", 10.0 + step, step)
+            writer.add_scalar("udps/encoder.encoders.0.self_attn.alpha/h0", 9.0 + step, step)
+    for epoch in range(2):
+        writer.add_scalar("cv/loss", 8.0 - epoch, epoch)
+    writer.close()
+
+
+def build_exp_dir(tmp_path: Path) -> Path:
+    exp = tmp_path / "exp"
+    base = {"encoder": "conformer", "decoder": "bitransformer",
+            "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}
+    make_exp(exp, "conformer_sdp", {**base, "att_udps": False},
+             {("test", "attention_rescoring"): 5.5, ("test", "ctc_greedy_search"): 6.25}, udps=False,
+             checkpoint="exp/conformer_sdp/avg_5.pt")
+    make_exp(exp, "conformer_udps", {**base, "att_udps": True},
+             {("test", "attention_rescoring"): 4.75, ("test", "ctc_greedy_search"): 5.0}, udps=True)
+    make_exp(exp, "transformer_enc_udps",
+             {"encoder": "transformer", "encoder_conf": {"selfattention_layer_type": "udps_selfattn"}},
+             {("test", "attention"): 7.5}, udps=True)
+    return exp
+
+
+def test_describe_model(tmp_path):
+    mod = load_module()
+    y = tmp_path / "train.yaml"
+    y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": False,
+                                 "decoder_conf": {"src_attention_layer_type": "udps_crossattn"}}))
+    assert mod.describe_model(y) == ("transformer", "udps (dec-cross)")
+    y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": True}))
+    assert mod.describe_model(y) == ("conformer", "udps")
+    y.write_text(yaml.safe_dump({"encoder": "conformer",
+                                 "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}))
+    assert mod.describe_model(y) == ("conformer", "dot-product")
+
+
+def test_table_and_plots(tmp_path):
+    exp = build_exp_dir(tmp_path)
+    (exp / "broken" / "test" / "attention").mkdir(parents=True)
+    (exp / "broken" / "test" / "attention" / "wer").write_text("no summary here\n")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "broken/test/attention/wer: no 'Overall" in proc.stderr
+
+    md = (exp / "RESULTS.md").read_text()
+    assert proc.stdout in md
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    # WeNet's mode order within a test set, then exp dir and checkpoint.
+    assert header == ["model", "attention", "test attention", "test ctc_greedy_search",
+                      "test attention_rescoring", "exp", "checkpoint"]
+    rows = {tuple(c.strip() for c in line.strip("|").split("|"))[:2]: [c.strip() for c in line.strip("|").split("|")]
+            for line in lines[2:]}
+    assert len(rows) == 3
+    sdp = rows[("conformer+bitransformer", "dot-product")]
+    assert sdp[2:5] == ["-", "6.25", "5.50"]
+    assert sdp[5].endswith("conformer_sdp") and sdp[6] == "exp/conformer_sdp/avg_5.pt"
+    udps = rows[("conformer+bitransformer", "udps")]
+    assert udps[2:5] == ["-", "5.00", "4.75"]
+    assert udps[6] == "-"
+    enc = rows[("transformer", "udps (enc-self)")]
+    assert enc[2:5] == ["7.50", "-", "-"]
+
+    plots = exp / "plots"
+    for name in ["loss.png", "wer_test.png", "udps_conformer_udps.png", "udps_transformer_enc_udps.png"]:
+        data = (plots / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+    assert not (plots / "udps_conformer_sdp.png").exists()
+
+
+def test_read_scalars_merges_event_files(tmp_path):
+    mod = load_module()
+    exp = build_exp_dir(tmp_path)
+    s = mod.read_scalars(exp / "conformer_udps")
+    assert [v for _, v in s["train/loss"]] == [10.0, 9.0, 8.0, 7.0, 6.0]
+    assert [step for step, _ in s["cv/loss"]] == [0, 1]
+    assert s["udps/encoder.encoders.0.self_attn.alpha"][-1] == (4, 14.0)
+    assert mod.read_scalars(exp / "missing") == {}
+
+
+def test_no_results_still_writes_file(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--out", str(tmp_path / "r.md")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "No results" in (tmp_path / "r.md").read_text()

@@ -1,0 +1,121 @@
+import hashlib
+import importlib.util
+import sys
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import yaml
+
+from wenet_udps.dataset.audio import load_audio, resample
+from wenet_udps.dataset.features import compute_fbank
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_tool(name, argv):
+    spec = importlib.util.spec_from_file_location(f"tool_{name}", ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # so multiprocessing can pickle the tool's worker functions
+    spec.loader.exec_module(module)
+    module.main(argv)
+
+
+@pytest.fixture
+def data_dir(fsdd_dir, tmp_path):
+    files = sorted(fsdd_dir.glob("*.wav"))[::211][:6]
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "wav.scp").write_text("".join(f"{f.stem} {f}\n" for f in files))
+    (d / "text").write_text("".join(f"{f.stem} digit {f.stem[0]}\n" for f in files))
+    return d, files
+
+
+def _digests(files):
+    return [hashlib.md5(open(f, "rb").read()).hexdigest() for f in files]
+
+
+def test_make_raw_list_with_segments(data_dir):
+    d, files = data_dir
+    run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "text"), str(d / "data.list")])
+    rows = [json.loads(line) for line in open(d / "data.list")]
+    assert [r["key"] for r in rows] == [f.stem for f in files]
+    assert rows[0] == {"key": files[0].stem, "wav": str(files[0]), "txt": f"digit {files[0].stem[0]}"}
+    rec = files[0].stem
+    (d / "segments").write_text(f"segA {rec} 0.0 0.1\nsegB {rec} 0.1 0.2\n")
+    (d / "text2").write_text("segA first\nsegB second\n")
+    run_tool("make_raw_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text2"),
+                               str(d / "seg.list")])
+    rows = [json.loads(line) for line in open(d / "seg.list")]
+    assert rows[1] == {"key": "segB", "wav": str(files[0]), "txt": "second", "start": 0.1, "end": 0.2}
+    (d / "bad_segments").write_text("segA rec 0.0\n")
+    with pytest.raises(ValueError, match="bad_segments:1"):
+        run_tool("make_raw_list", ["--segments", str(d / "bad_segments"), str(d / "wav.scp"), str(d / "text2"),
+                                   str(d / "x.list")])
+
+
+def test_make_shard_list_resample_and_segments(data_dir, tmp_path):
+    d, files = data_dir
+    before = _digests(files)
+    run_tool("make_shard_list", ["--num_utts_per_shard", "4", "--num_threads", "2", "--resample", "16000",
+                                 str(d / "wav.scp"), str(d / "text"), str(tmp_path / "shards"), str(d / "shards.list")])
+    shards = open(d / "shards.list").read().split()
+    assert len(shards) == 2
+    names = [m for s in shards for m in tarfile.open(s).getnames()]
+    assert names[:2] == [f"{files[0].stem}.txt", f"{files[0].stem}.wav"] and len(names) == 12
+    member = tarfile.open(shards[0]).extractfile(f"{files[0].stem}.wav").read()
+    wav, sr = load_audio(member)
+    orig, orig_sr = load_audio(str(files[0]))
+    assert sr == 16000 and len(wav) == 2 * len(orig)
+    np.testing.assert_allclose(wav, np.round(resample(orig, orig_sr, 16000)), atol=1.0)
+    (d / "segments").write_text(f"segA {files[0].stem} 0.05 0.15\n")
+    (d / "text2").write_text("segA first\n")
+    run_tool("make_shard_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text2"),
+                                 str(tmp_path / "seg_shards"), str(d / "seg.list")])
+    tar = tarfile.open(open(d / "seg.list").read().split()[0])
+    seg, _ = load_audio(tar.extractfile("segA.wav").read())
+    np.testing.assert_array_equal(seg, orig[400:1200])
+    assert tar.extractfile("segA.txt").read() == b"first"
+    assert _digests(files) == before
+
+
+@pytest.mark.parametrize("use_list", [False, True])
+def test_cmvn_stats_equal_numpy(data_dir, tmp_path, use_list):
+    d, files = data_dir
+    conf = tmp_path / "train.yaml"
+    conf.write_text(yaml.safe_dump({"dataset_conf": {
+        "fbank_conf": {"num_mel_bins": 20, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
+        "resample_conf": {"resample_rate": 16000}, "spec_aug": True}}))
+    in_file = d / "wav.scp"
+    if use_list:
+        run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "text"), str(d / "data.list")])
+        in_file = d / "data.list"
+    if not use_list:  # an unreadable file is skipped, not counted
+        with open(d / "wav.scp", "a") as f:
+            f.write(f"broken {tmp_path / 'missing.wav'}\n")
+    run_tool("compute_cmvn_stats", ["--num_workers", "2", "--train_config", str(conf), "--in_scp", str(in_file),
+                                    "--out_cmvn", str(tmp_path / "global_cmvn")])
+    stats = json.load(open(tmp_path / "global_cmvn"))
+    feats = []
+    for f in files:
+        ref, sr = sf.read(str(f), dtype="int16")
+        wav16 = resample(ref.astype(np.float32), sr, 16000)
+        feats.append(compute_fbank(wav16, 16000, {"num_mel_bins": 20, "dither": 0.0}).astype(np.float64))
+    allf = np.concatenate(feats)
+    assert stats["frame_num"] == allf.shape[0]
+    np.testing.assert_allclose(stats["mean_stat"], allf.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(stats["var_stat"], (allf ** 2).sum(0), rtol=1e-6)
+
+
+def test_make_char_units(tmp_path):
+    (tmp_path / "text").write_text("u1 我爱 hello\nu2 hello world\n")
+    run_tool("make_char_units", [str(tmp_path / "text"), str(tmp_path / "units.txt")])
+    units = [line.split()[0] for line in open(tmp_path / "units.txt")]
+    assert units[:2] == ["<blank>", "<unk>"] and units[-1] == "<sos/eos>"
+    assert set(units[2:-1]) == {"我", "爱", "hello", "world", "\u2581"}
+    run_tool("make_char_units", ["--letters", "--split_with_space", str(tmp_path / "text"), str(tmp_path / "u2")])
+    units = [line.split()[0] for line in open(tmp_path / "u2")]
+    assert set(units[2:-1]) == set("我爱helowrd")

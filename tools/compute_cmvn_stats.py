@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Compute WeNet global CMVN statistics: {"mean_stat": sum x, "var_stat": sum x^2 (per dim), "frame_num": N}.
+
+Features are computed exactly as in training (dataset_conf feats_type/fbank_conf/mfcc_conf and
+resample_conf.resample_rate of --train_config), but without dither and without augmentation.
+
+Usage: python tools/compute_cmvn_stats.py --num_workers 2 --train_config conf/train.yaml \
+           --in_scp data/train/wav.scp --out_cmvn data/train/global_cmvn
+--in_scp takes a Kaldi wav.scp or a WeNet data.list (detected by a first line starting with '{'; its start/end
+segments are honoured). Unreadable audio is skipped with a warning and counted.
+"""
+import argparse
+import json
+import logging
+import multiprocessing
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import yaml
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wenet_udps.dataset.audio import BadAudioError, load_audio, resample  # noqa: E402
+from wenet_udps.dataset.features import compute_features  # noqa: E402
+from wenet_udps.dataset.kaldi_data import read_wav_scp  # noqa: E402
+from wenet_udps.dataset.lists import read_raw_list  # noqa: E402
+
+Utt = Tuple[str, str, Optional[float], Optional[float]]
+
+
+def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int]:
+    """(dataset_conf subset for compute_features with dither 0, sample rate) from a train.yaml."""
+    dataset_conf: Dict[str, Any] = {}
+    if train_config:
+        with open(train_config, encoding="utf-8") as f:
+            dataset_conf = (yaml.safe_load(f) or {}).get("dataset_conf") or {}
+    conf: Dict[str, Any] = {"feats_type": dataset_conf.get("feats_type", "fbank")}
+    for key in ("fbank_conf", "mfcc_conf"):
+        conf[key] = {**(dataset_conf.get(key) or {}), "dither": 0.0}
+    rate = int((dataset_conf.get("resample_conf") or {}).get("resample_rate", 16000))
+    return conf, rate
+
+
+def read_inputs(path: str) -> List[Utt]:
+    with open(path, encoding="utf-8") as f:
+        first = f.readline().lstrip()
+    if first.startswith("{"):
+        return [(s["key"], s["wav"], s.get("start"), s.get("end")) for s in read_raw_list(path)]
+    return [(key, wav, None, None) for key, wav in read_wav_scp(path).items()]
+
+
+def _stats(task: Tuple[List[Utt], Dict[str, Any], int]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], int, int]:
+    utts, conf, rate = task
+    total = sq = None
+    frames = bad = 0
+    for key, path, start, end in utts:
+        try:
+            wav, sr = load_audio(path, start, end, name=key)
+        except BadAudioError as e:
+            logging.warning("skipping %s", e)
+            bad += 1
+            continue
+        feat = compute_features(resample(wav, sr, rate), rate, conf).astype(np.float64)
+        total = feat.sum(0) if total is None else total + feat.sum(0)
+        sq = (feat ** 2).sum(0) if sq is None else sq + (feat ** 2).sum(0)
+        frames += feat.shape[0]
+    return total, sq, frames, bad
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num_workers", type=int, default=1)
+    parser.add_argument("--train_config", default=None, help="train.yaml whose dataset_conf sets the features")
+    parser.add_argument("--in_scp", required=True, help="wav.scp or data.list")
+    parser.add_argument("--out_cmvn", required=True, help="output JSON (WeNet global_cmvn)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+    conf, rate = feature_conf(args.train_config)
+    utts = read_inputs(args.in_scp)
+    if not utts:
+        raise ValueError(f"{args.in_scp}: no utterances")
+    chunk = max(1, min(64, len(utts) // (4 * max(1, args.num_workers)) or 1))
+    tasks = [(utts[i:i + chunk], conf, rate) for i in range(0, len(utts), chunk)]
+    total = sq = None
+    frames = bad = 0
+    bar = tqdm(total=len(utts), desc="cmvn", unit="utt")
+    with multiprocessing.get_context("fork").Pool(max(1, args.num_workers)) as pool:
+        for (t, s, n, b), task in zip(pool.imap(_stats, tasks), tasks):
+            if t is not None:
+                total = t if total is None else total + t
+                sq = s if sq is None else sq + s
+            frames += n
+            bad += b
+            bar.update(len(task[0]))
+    bar.close()
+    if total is None:
+        raise ValueError(f"{args.in_scp}: no readable audio ({bad} files skipped)")
+    if bad:
+        logging.warning("%d unreadable audio files skipped", bad)
+    with open(args.out_cmvn, "w", encoding="utf-8") as f:
+        json.dump({"mean_stat": total.tolist(), "var_stat": sq.tolist(), "frame_num": frames}, f)
+    logging.info("wrote %s: %d frames of dim %d from %d utterances", args.out_cmvn, frames, len(total),
+                 len(utts) - bad)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Write a units file for the char tokenizer from a text file.
+
+Usage: python tools/make_char_units.py [--split_with_space] [--non_lang_syms nls.txt] [--letters] [--no_keys] \
+           data/train/text data/lang_char/units.txt
+Tokens are split as the char tokenizer splits them (CJK characters, whole English words, '▁' for spaces unless
+--split_with_space; --letters splits English words into letters instead). Output: <blank> 0, <unk> 1, the
+tokens in sorted order, <sos/eos> last.
+"""
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wenet_udps.text.base_tokenizer import write_symbol_table  # noqa: E402
+from wenet_udps.text.char_tokenizer import char_split  # noqa: E402
+from wenet_udps.text.text_utils import read_non_lang_syms  # noqa: E402
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split_with_space", action="store_true", help="as tokenizer_conf.split_with_space")
+    parser.add_argument("--non_lang_syms", default=None, help="file of non-language symbols, one per line")
+    parser.add_argument("--letters", action="store_true", help="split English words into letters")
+    parser.add_argument("--no_keys", action="store_true", help="the text file holds plain sentences")
+    parser.add_argument("text_file")
+    parser.add_argument("units_file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+    syms = read_non_lang_syms(args.non_lang_syms)
+    tokens = set()
+    with open(args.text_file, encoding="utf-8") as f:
+        for line in f:
+            sentence = line.strip() if args.no_keys else line.strip().partition(" ")[2]
+            tokens.update(char_split(sentence, split_with_space=args.split_with_space, non_lang_syms=syms,
+                                     letters=args.letters))
+    table = write_symbol_table(sorted(tokens), args.units_file)
+    logging.info("wrote %s (%d units)", args.units_file, len(table))
+
+
+if __name__ == "__main__":
+    main()

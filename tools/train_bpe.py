@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Train a sentencepiece model (WeNet's BPE recipe step) and write the units file.
+
+Usage: python tools/train_bpe.py --text data/train/text --nbpe 5000 --bpe_mode unigram \
+           --model_prefix data/lang_char/train_unigram5000 --units data/lang_char/train_unigram5000_units.txt
+--text is a Kaldi text file (key first; --no_keys for plain sentences). As WeNet does for LibriSpeech, the text is
+upper-cased before training (--case upper, default) and the bpe tokenizer upper-cases its input the same way
+(tokenizer_conf.case). Writes <prefix>.model, <prefix>.vocab and the units file (<blank> 0, <unk> 1, the pieces
+in sorted order, <sos/eos> last).
+"""
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import sentencepiece as spm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wenet_udps.text.base_tokenizer import write_symbol_table  # noqa: E402
+from wenet_udps.text.bpe_tokenizer import CASES  # noqa: E402
+
+
+def _cased(text: str, case: str) -> str:
+    return text.upper() if case == "upper" else text.lower() if case == "lower" else text
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--text", required=True, help="Kaldi text file (key transcript)")
+    parser.add_argument("--no_keys", action="store_true", help="--text holds plain sentences (no key column)")
+    parser.add_argument("--model_prefix", required=True)
+    parser.add_argument("--units", required=True, help="units file to write")
+    parser.add_argument("--nbpe", type=int, default=5000, help="vocabulary size of the sentencepiece model")
+    parser.add_argument("--bpe_mode", choices=("unigram", "bpe"), default="unigram")
+    parser.add_argument("--case", choices=CASES, default="upper")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
+    with open(args.text, encoding="utf-8") as f, tempfile.NamedTemporaryFile(
+            "w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
+        for line in f:
+            sentence = line.strip() if args.no_keys else line.strip().partition(" ")[2].strip()
+            if sentence:
+                tmp.write(_cased(sentence, args.case) + "\n")
+    try:
+        spm.SentencePieceTrainer.train(
+            input=tmp.name, model_prefix=args.model_prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,
+            character_coverage=1.0, input_sentence_size=100000000, unk_id=1, bos_id=-1, eos_id=-1,
+            minloglevel=2)
+    except RuntimeError as e:
+        raise SystemExit(f"sentencepiece training on {args.text} failed: {e}")
+    finally:
+        os.unlink(tmp.name)
+    sp = spm.SentencePieceProcessor()
+    sp.load(args.model_prefix + ".model")
+    pieces = sorted(sp.id_to_piece(i) for i in range(sp.get_piece_size())
+                    if not (sp.is_unknown(i) or sp.is_control(i)))
+    table = write_symbol_table(pieces, args.units)
+    logging.info("wrote %s.model and %s (%d units)", args.model_prefix, args.units, len(table))
+
+
+if __name__ == "__main__":
+    main()

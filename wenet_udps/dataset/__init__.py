@@ -1,0 +1,9 @@
+"""Data pipeline: WeNet raw lists and shards, Kaldi features, augmentation, exact DDP partition, batching."""
+from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
+from wenet_udps.dataset.dataset import AsrDataset, init_dataset
+from wenet_udps.dataset.features import compute_fbank, compute_features, compute_mfcc, spec_aug, spec_sub, spec_trim
+from wenet_udps.dataset.lists import partition, read_raw_list, read_shard_list
+
+__all__ = ["init_dataset", "AsrDataset", "BadAudioError", "load_audio", "resample", "speed_perturb",
+           "compute_fbank", "compute_mfcc", "compute_features", "spec_aug", "spec_sub", "spec_trim", "partition",
+           "read_raw_list", "read_shard_list"]

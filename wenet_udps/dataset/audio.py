@@ -1,0 +1,102 @@
+"""Audio reading (soundfile), resampling and speed perturbation (soxr).
+
+Waveforms are 1-D float32 numpy arrays. ``load_audio`` returns them scaled to the int16 range (``* 2**15``) as WeNet
+feeds Kaldi fbank, so dither and energy floors behave like Kaldi's.
+"""
+import io
+import os
+import struct
+from typing import Optional, Tuple, Union
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+INT16_SCALE = float(1 << 15)
+
+
+class BadAudioError(Exception):
+    """An audio file that cannot be used: missing, unreadable, truncated or empty."""
+
+
+def _riff_data_shortfall(head: bytes, total_size: int) -> int:
+    """Bytes missing from a RIFF/WAVE ``data`` chunk (0 if complete or not a plain WAV header).
+
+    libsndfile silently shortens a WAV whose data chunk was cut off, so truncation is detected here from the
+    header's declared chunk size versus the bytes actually present.
+    """
+    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return 0
+    pos = 12
+    while pos + 8 <= len(head):
+        chunk_id = head[pos:pos + 4]
+        (size,) = struct.unpack("<I", head[pos + 4:pos + 8])
+        if chunk_id == b"data":
+            if size in (0, 0xFFFFFFFF):  # streamed WAV: size unknown, nothing to compare
+                return 0
+            return max(0, pos + 8 + size - total_size)
+        pos += 8 + size + (size & 1)
+    return 0
+
+
+def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Optional[float] = None,
+               name: str = "") -> Tuple[np.ndarray, int]:
+    """Read audio as a mono float32 waveform in the int16 range.
+
+    Args:
+        source: a file path or the file's bytes (a shard member).
+        start, end: optional segment bounds in seconds; only those frames are read.
+        name: used in error messages (e.g. the utterance key).
+    Returns:
+        (waveform (N,), sample_rate). Multi-channel audio keeps channel 0 (Kaldi's default channel).
+    Raises:
+        BadAudioError for missing, unreadable, truncated or empty audio.
+    """
+    label = f"{name} ({source if isinstance(source, str) else 'shard member'})"
+    try:
+        if isinstance(source, str):
+            size = os.path.getsize(source)
+            with open(source, "rb") as f:
+                head = f.read(4096)
+            handle = sf.SoundFile(source)
+        else:
+            size, head = len(source), source[:4096]
+            handle = sf.SoundFile(io.BytesIO(source))
+    except (OSError, RuntimeError, sf.SoundFileError) as e:
+        raise BadAudioError(f"cannot read audio {label}: {e}") from None
+    if _riff_data_shortfall(head, size) > 0:
+        handle.close()
+        raise BadAudioError(f"truncated audio {label}: data chunk is shorter than its header says")
+    with handle:
+        sr, total = handle.samplerate, handle.frames
+        first = 0 if start is None else int(round(start * sr))
+        last = total if end is None or end < 0 else min(total, int(round(end * sr)))
+        if first >= last:
+            raise BadAudioError(f"empty audio {label}: no samples in [{first}, {last}) of {total} frames")
+        try:
+            handle.seek(first)
+            data = handle.read(last - first, dtype="float32", always_2d=True)
+        except (RuntimeError, sf.SoundFileError) as e:
+            raise BadAudioError(f"cannot decode audio {label}: {e}") from None
+    if data.shape[0] < last - first:
+        raise BadAudioError(f"truncated audio {label}: read {data.shape[0]} of {last - first} frames")
+    wav = np.ascontiguousarray(data[:, 0])
+    wav *= INT16_SCALE
+    return wav, sr
+
+
+def resample(wav: np.ndarray, sr: int, target_sr: int) -> np.ndarray:
+    """Resample (N,) from ``sr`` to ``target_sr`` with soxr (no-op when equal)."""
+    if sr == target_sr:
+        return wav
+    return soxr.resample(wav, sr, target_sr).astype(np.float32, copy=False)
+
+
+def speed_perturb(wav: np.ndarray, sr: int, speed: float) -> np.ndarray:
+    """Change speed like sox ``speed``: tempo and pitch scale together, length becomes N / speed.
+
+    The signal is treated as if it had been sampled at ``sr * speed`` and resampled back to ``sr``.
+    """
+    if speed == 1.0:
+        return wav
+    return soxr.resample(wav, sr * speed, sr).astype(np.float32, copy=False)

@@ -1,0 +1,135 @@
+"""Kaldi-compatible features (kaldi-native-fbank) and spectrogram augmentation.
+
+Features are float32 numpy arrays (T, F); augmentations take a ``numpy.random.Generator`` so that every
+worker draws from its own seeded stream.
+"""
+from typing import Any, Dict, Optional
+
+import kaldi_native_fbank as knf
+import numpy as np
+
+from wenet_udps.utils.registry import lookup
+
+# WeNet's defaults for fbank_conf / mfcc_conf.
+FBANK_DEFAULTS = {"num_mel_bins": 23, "frame_shift": 10, "frame_length": 25, "dither": 0.0}
+MFCC_DEFAULTS = {"num_mel_bins": 23, "frame_shift": 10, "frame_length": 25, "dither": 0.0, "num_ceps": 40,
+                 "high_freq": 0.0, "low_freq": 20.0}
+
+
+def _frame_opts(opts: Any, conf: Dict[str, Any], sr: int) -> None:
+    opts.frame_opts.samp_freq = float(sr)
+    opts.frame_opts.frame_shift_ms = float(conf["frame_shift"])
+    opts.frame_opts.frame_length_ms = float(conf["frame_length"])
+    # Dither is added to the waveform by _dithered (seeded and about 2x faster than kaldi-native-fbank's).
+    opts.frame_opts.dither = 0.0
+    opts.mel_opts.num_bins = int(conf["num_mel_bins"])
+    opts.energy_floor = 0.0  # WeNet calls Kaldi fbank with energy_floor=0.0
+
+
+def _run(extractor: Any, wav: np.ndarray, sr: int, dim: int) -> np.ndarray:
+    extractor.accept_waveform(float(sr), wav)
+    extractor.input_finished()
+    n = extractor.num_frames_ready
+    if n == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.stack([extractor.get_frame(i) for i in range(n)])
+
+
+def _checked(conf: Optional[Dict[str, Any]], defaults: Dict[str, Any], what: str) -> Dict[str, Any]:
+    conf = dict(conf or {})
+    unknown = set(conf) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown {what} keys {sorted(unknown)}; valid: {', '.join(sorted(defaults))}")
+    return {**defaults, **conf}
+
+
+def _dithered(wav: np.ndarray, dither: float, rng: Optional[np.random.Generator]) -> np.ndarray:
+    """Add Gaussian noise of std ``dither`` (Kaldi's dither; here once per sample rather than per frame copy)."""
+    if dither == 0.0:
+        return wav
+    rng = rng if rng is not None else np.random.default_rng()
+    return (wav + dither * rng.standard_normal(len(wav), dtype=np.float32)).astype(np.float32, copy=False)
+
+
+def compute_fbank(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = None,
+                  rng: Optional[np.random.Generator] = None) -> np.ndarray:
+    """Log-mel filterbank of a waveform in the int16 range: (N,) -> (T, num_mel_bins), T = 1 + (N - L) // S.
+
+    ``rng`` draws the dither noise (a fresh unseeded generator when None)."""
+    conf = _checked(conf, FBANK_DEFAULTS, "fbank_conf")
+    opts = knf.FbankOptions()
+    _frame_opts(opts, conf, sr)
+    return _run(knf.OnlineFbank(opts), _dithered(wav, float(conf["dither"]), rng), sr, opts.mel_opts.num_bins)
+
+
+def compute_mfcc(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = None,
+                 rng: Optional[np.random.Generator] = None) -> np.ndarray:
+    """MFCC of a waveform in the int16 range: (N,) -> (T, num_ceps)."""
+    conf = _checked(conf, MFCC_DEFAULTS, "mfcc_conf")
+    opts = knf.MfccOptions()
+    _frame_opts(opts, conf, sr)
+    opts.num_ceps = int(conf["num_ceps"])
+    opts.mel_opts.high_freq = float(conf["high_freq"])
+    opts.mel_opts.low_freq = float(conf["low_freq"])
+    return _run(knf.OnlineMfcc(opts), _dithered(wav, float(conf["dither"]), rng), sr, opts.num_ceps)
+
+
+FEATURE_FUNCS = {"fbank": (compute_fbank, "fbank_conf"), "mfcc": (compute_mfcc, "mfcc_conf")}
+
+
+def compute_features(wav: np.ndarray, sr: int, dataset_conf: Dict[str, Any],
+                     rng: Optional[np.random.Generator] = None) -> np.ndarray:
+    """Features chosen by ``dataset_conf.feats_type`` (fbank|mfcc) with that type's ``*_conf``."""
+    func, conf_key = lookup(FEATURE_FUNCS, dataset_conf.get("feats_type", "fbank"), "dataset_conf.feats_type")
+    return func(wav, sr, dataset_conf.get(conf_key), rng)
+
+
+def feature_dim(dataset_conf: Dict[str, Any]) -> int:
+    """Output dimension F of ``compute_features`` for this dataset_conf."""
+    name = dataset_conf.get("feats_type", "fbank")
+    lookup(FEATURE_FUNCS, name, "dataset_conf.feats_type")
+    if name == "mfcc":
+        return int(_checked(dataset_conf.get("mfcc_conf"), MFCC_DEFAULTS, "mfcc_conf")["num_ceps"])
+    return int(_checked(dataset_conf.get("fbank_conf"), FBANK_DEFAULTS, "fbank_conf")["num_mel_bins"])
+
+
+def spec_aug(feats: np.ndarray, rng: np.random.Generator, num_t_mask: int = 2, num_f_mask: int = 2,
+             max_t: int = 50, max_f: int = 10, max_w: int = 80) -> np.ndarray:
+    """Zero ``num_t_mask`` time bands (1..max_t frames) and ``num_f_mask`` frequency bands (1..max_f bins).
+
+    (T, F) -> (T, F), a copy. ``max_w`` (time warp) is accepted for WeNet configs and not applied, as in WeNet.
+    """
+    out = feats.copy()
+    frames, bins = out.shape
+    if frames == 0:
+        return out
+    for _ in range(num_t_mask):
+        start = int(rng.integers(0, frames))
+        out[start:min(frames, start + int(rng.integers(1, max_t + 1)))] = 0.0
+    for _ in range(num_f_mask):
+        start = int(rng.integers(0, bins))
+        out[:, start:min(bins, start + int(rng.integers(1, max_f + 1)))] = 0.0
+    return out
+
+
+def spec_sub(feats: np.ndarray, rng: np.random.Generator, max_t: int = 20, num_t_sub: int = 3) -> np.ndarray:
+    """Replace ``num_t_sub`` spans (1..max_t frames) by earlier frames of the same utterance: (T, F) -> (T, F)."""
+    out = feats.copy()
+    frames = out.shape[0]
+    if frames == 0:
+        return out
+    for _ in range(num_t_sub):
+        start = int(rng.integers(0, frames))
+        end = min(frames, start + int(rng.integers(1, max_t + 1)))
+        shift = int(rng.integers(0, start + 1))
+        out[start:end] = feats[start - shift:end - shift]
+    return out
+
+
+def spec_trim(feats: np.ndarray, rng: np.random.Generator, max_t: int = 20) -> np.ndarray:
+    """Drop 1..max_t frames from the end, only when that keeps more than half: (T, F) -> (T', F)."""
+    frames = feats.shape[0]
+    length = int(rng.integers(1, max_t + 1))
+    if length < frames / 2:
+        return feats[:frames - length].copy()
+    return feats

@@ -1,0 +1,45 @@
+"""Readers for Kaldi data-directory files (wav.scp, text, segments) shared by the list/shard/cmvn tools."""
+from typing import Dict, List, Tuple
+
+
+def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]:
+    """``key rest-of-line`` per line (wav.scp, text); malformed or duplicate lines raise ValueError."""
+    out: Dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            parts = line.split(maxsplit=1)
+            if len(parts) < 2 and not allow_empty_value:
+                raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
+            if parts[0] in out:
+                raise ValueError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
+            out[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return out
+
+
+def read_wav_scp(path: str) -> Dict[str, str]:
+    """wav.scp of file paths; Kaldi pipe commands (``... |``) are not supported and raise ValueError."""
+    table = read_kaldi_map(path)
+    for key, value in table.items():
+        if value.endswith("|"):
+            raise ValueError(f"{path}: entry {key!r} is a pipe command; convert the audio to files first")
+    return table
+
+
+def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
+    """Kaldi segments: ``utt_id recording_id start end`` (seconds; end -1 = to the end of the recording)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                if len(parts) != 4:
+                    raise ValueError
+                out.append((parts[0], parts[1], float(parts[2]), float(parts[3])))
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: expected 'utt rec start end', got {line.strip()!r}") from None
+    return out

@@ -1,0 +1,111 @@
+"""WeNet data lists: raw ``data.list`` (JSON lines), shard lists (tar paths/URLs), and the exact partition.
+
+Raw line: ``{"key": "utt1", "wav": "/path/utt1.wav", "txt": "text", "start": 0.5, "end": 2.0}`` (start/end
+optional, seconds). Shard: a tar holding ``<key>.wav`` (or .flac, ...) and ``<key>.txt`` per utterance, members of one
+utterance adjacent; the list holds one tar path or http(s) URL per line.
+"""
+import json
+import logging
+import tarfile
+import urllib.request
+from typing import Any, Dict, Iterator, List
+
+import numpy as np
+
+AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
+
+
+def read_raw_list(path: str) -> List[Dict[str, Any]]:
+    """Parse a data.list; a malformed line raises ValueError naming the file and line number."""
+    samples = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: not a JSON object ({e.msg}): {line.strip()[:80]!r}") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            for field in ("key", "wav", "txt"):
+                if not isinstance(obj.get(field), str):
+                    raise ValueError(f"{where}: field {field!r} missing or not a string")
+            sample = {"key": obj["key"], "wav": obj["wav"], "txt": obj["txt"]}
+            for field in ("start", "end"):
+                if field in obj:
+                    value = obj[field]
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise ValueError(f"{where}: field {field!r} must be a number of seconds, got {value!r}")
+                    sample[field] = float(value)
+            if "start" in sample and "end" in sample and 0 <= sample["end"] <= sample["start"]:
+                raise ValueError(f"{where}: end {sample['end']} is not after start {sample['start']}")
+            samples.append(sample)
+    return samples
+
+
+def read_shard_list(path: str) -> List[str]:
+    """One tar path or URL per non-empty line."""
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def _open_stream(url: str):
+    if url.startswith(("http://", "https://")):
+        return urllib.request.urlopen(url, timeout=60)
+    return open(url, "rb")
+
+
+def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
+    """Stream one shard: yields ``{"key", "txt", "audio": bytes, "wav": "<shard>#<member>"}``.
+
+    An utterance lacking its audio or text is dropped with a warning and counted in ``stats["skipped"]``;
+    an unreadable shard is logged and its remaining utterances are lost (the epoch goes on).
+    """
+    def finish(group: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+        if "audio" in group and "txt" in group:
+            yield group
+        else:
+            missing = "audio" if "audio" not in group else "text"
+            logging.warning("skipping utterance %s in shard %s: no %s member", group["key"], url, missing)
+            stats["skipped"] += 1
+
+    group: Dict[str, Any] = {}
+    try:
+        with _open_stream(url) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                key, _, ext = member.name.rpartition(".")
+                if group and key != group["key"]:
+                    yield from finish(group)
+                    group = {}
+                group["key"] = key
+                data = tar.extractfile(member).read()
+                if ext == "txt":
+                    group["txt"] = data.decode("utf-8").strip()
+                elif ext.lower() in AUDIO_EXTENSIONS:
+                    group["audio"] = data
+                    group["wav"] = f"{url}#{member.name}"
+    except (OSError, tarfile.TarError, UnicodeDecodeError) as e:
+        logging.warning("error reading shard %s (%s); its remaining utterances are skipped", url, e)
+        group = {}
+    if group:
+        yield from finish(group)
+
+
+def partition(num_items: int, *, rank: int, world_size: int, worker_id: int, num_workers: int,
+              shuffle: bool, seed: int, epoch: int) -> List[int]:
+    """Indices of the list items that one (rank, worker) reads in one epoch.
+
+    All ranks draw the same permutation from ``seed + epoch``, then take every ``world_size``-th item from
+    ``rank`` and, of those, every ``num_workers``-th from ``worker_id``; so over all ranks and workers each item
+    is read exactly once. Ranks may get unequal numbers (by up to one item, hence possibly unequal batch counts).
+    """
+    if not 0 <= rank < world_size or not 0 <= worker_id < num_workers:
+        raise ValueError(f"bad partition rank={rank}/{world_size} worker={worker_id}/{num_workers}")
+    order = np.arange(num_items)
+    if shuffle:
+        order = np.random.default_rng([seed, epoch]).permutation(num_items)
+    return order[rank::world_size][worker_id::num_workers].tolist()

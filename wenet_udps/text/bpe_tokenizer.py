@@ -1,0 +1,60 @@
+"""Sentencepiece tokenizer (WeNet ``bpe``): CJK characters one by one, everything else through the BPE model."""
+from typing import List, Optional
+
+import sentencepiece as spm
+
+from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
+from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
+
+CASES = ("upper", "lower", "keep")
+
+
+class BpeTokenizer(BaseTokenizer):
+    """Encode non-CJK text with a sentencepiece model; CJK characters and listed non-language symbols stay whole.
+
+    ``case``: WeNet trains its LibriSpeech BPE model on upper-case text and upper-cases the input before encoding
+    (``upper``, default); ``tools/train_bpe.py --case`` must match. Decoding returns text in that case.
+    """
+
+    def __init__(self, *, symbol_table_path: str, bpe_path: str, non_lang_syms_path: Optional[str] = None,
+                 split_with_space: bool = False, case: str = "upper"):
+        super().__init__(symbol_table_path=symbol_table_path)
+        if case not in CASES:
+            raise ValueError(f"unknown tokenizer_conf.case {case!r}; valid choices: {', '.join(CASES)}")
+        self.case = case
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.load(bpe_path)
+        except (OSError, RuntimeError) as e:
+            raise ValueError(f"cannot load sentencepiece model {bpe_path}: {e}") from None
+        self.non_lang_syms = read_non_lang_syms(non_lang_syms_path)
+        self.split_with_space = split_with_space
+
+    def _apply_case(self, text: str) -> str:
+        if self.case == "upper":
+            return text.upper()
+        if self.case == "lower":
+            return text.lower()
+        return text
+
+    def text2tokens(self, text: str) -> List[str]:
+        tokens: List[str] = []
+        for part in split_non_lang_syms(text.strip()):
+            if part in self.non_lang_syms:
+                tokens.append(part)
+                continue
+            pending = ""  # non-CJK text collected until the next CJK character, then encoded in one call
+            for chunk in CHUNK.findall(part):
+                if is_cjk(chunk):
+                    if pending.strip():
+                        tokens.extend(self.sp.encode_as_pieces(self._apply_case(pending.strip())))
+                    pending = ""
+                    tokens.append(chunk)
+                else:
+                    pending += chunk
+            if pending.strip():
+                tokens.extend(self.sp.encode_as_pieces(self._apply_case(pending.strip())))
+        return tokens
+
+    def tokens2text(self, tokens: List[str]) -> str:
+        return "".join(tokens).replace(SPACE, " ").strip()
