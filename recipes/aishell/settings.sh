@@ -6,4 +6,4 @@ token_type=char
 nbpe=0
 bpe_mode=unigram
 wer_char=1           # score characters (CER)
-default_config=conf/aishell/conformer.yaml
+default_config=conf/aishell/train_conformer.yaml

@@ -6,4 +6,4 @@ token_type=char
 nbpe=0
 bpe_mode=unigram
 wer_char=0           # score digit words
-default_config=conf/fsdd/conformer.yaml
+default_config=conf/fsdd/train_conformer.yaml

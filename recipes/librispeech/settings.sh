@@ -7,4 +7,4 @@ token_type=bpe
 nbpe=5000
 bpe_mode=unigram
 wer_char=0           # score words (WER)
-default_config=conf/librispeech/conformer.yaml
+default_config=conf/librispeech/train_conformer.yaml

@@ -6,4 +6,4 @@ token_type=char      # letters: the 82-word vocabulary is too small for a BPE mo
 nbpe=0
 bpe_mode=unigram
 wer_char=0           # score words (WER)
-default_config=conf/tiny_en/conformer.yaml
+default_config=conf/tiny_en/train_conformer.yaml

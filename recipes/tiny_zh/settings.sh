@@ -6,4 +6,4 @@ token_type=char
 nbpe=0
 bpe_mode=unigram
 wer_char=1           # score characters (CER), as for AISHELL
-default_config=conf/tiny_zh/conformer.yaml
+default_config=conf/tiny_zh/train_conformer.yaml

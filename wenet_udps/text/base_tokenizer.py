@@ -5,6 +5,7 @@ Units file format (WeNet ``units.txt``): one ``<token> <id>`` per line, ``<blank
 """
 import abc
 import logging
+import os
 from collections import Counter
 from typing import Dict, List, Tuple
 
@@ -41,6 +42,7 @@ def write_symbol_table(tokens: List[str], path: str) -> Dict[str, int]:
             seen.add(tok)
             ordered.append(tok)
     ordered.append(SOS_EOS)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         for i, tok in enumerate(ordered):
             f.write(f"{tok} {i}\n")

@@ -1,0 +1,50 @@
+import pytest
+import torch
+
+from wenet_udps.bin import export, recognize
+from wenet_udps.model_builder import build_model
+from wenet_udps.train.config import finalize_config, save_yaml
+from tests.train.train_helpers import tiny_config, write_data_list, write_units
+
+MODES = ["attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"]
+
+
+def make_model_dir(tmp_path, **kwargs):
+    """train.yaml + a (randomly initialised) checkpoint, as training would leave them."""
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config(tiny_config(units, **kwargs))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    torch.manual_seed(1)
+    torch.save(build_model(config).state_dict(), tmp_path / "avg.pt")
+    return tmp_path / "train.yaml", tmp_path / "avg.pt"
+
+
+def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    items = write_data_list(fsdd_dir, data, 5)
+    stats = recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                            "--result_dir", str(tmp_path / "res"), "--modes", *MODES, "--beam_size", "3",
+                            "--batch_size", "2"])
+    assert "RTF" in capsys.readouterr().out and stats["audio_seconds"] > 1.0 and stats["rtf"] > 0
+    for mode in MODES:
+        lines = (tmp_path / "res" / mode / "text").read_text().splitlines()
+        assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
+    with pytest.raises(SystemExit):
+        recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                        "--result_dir", str(tmp_path / "r2"), "--modes", "beam"])
+
+
+@pytest.mark.parametrize("att_udps,encoder", [(False, "transformer"), (True, "conformer"), (True, "transformer")])
+def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
+    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 3)
+    out = tmp_path / "export"
+    report = export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(out),
+                          "--chunk_size", "4", "--left_chunks", "2", "--test_data", str(data)])
+    for name in ("encoder", "encoder_chunk", "decoder"):
+        assert (out / f"{name}.onnx").is_file() and (out / f"{name}.pt").is_file()
+        assert report[f"{name}.onnx"] <= 1e-4 and report[f"{name}.torchscript"] <= 1e-4
+    assert report["ort_ctc_greedy_search_mismatches"] == 0 and report["ort_attention_rescoring_mismatches"] == 0

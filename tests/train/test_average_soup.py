@@ -1,0 +1,95 @@
+import torch
+import yaml
+
+from wenet_udps.bin import average_model
+from wenet_udps.bin.average_model import SoupEvaluator
+from wenet_udps.model_builder import build_model
+from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
+from wenet_udps.train.checkpoint import load_checkpoint, save_checkpoint
+from wenet_udps.train.config import finalize_config, save_yaml
+from tests.train.train_helpers import tiny_config, write_data_list, write_units
+
+
+def fake_run(tmp_path, cv_losses, config=None):
+    """epoch_N.pt/.yaml with random weights and the given cv losses."""
+    states = []
+    for epoch, loss in enumerate(cv_losses):
+        torch.manual_seed(epoch)
+        if config is not None:
+            state = build_model(config).state_dict()
+        else:
+            state = {"w": torch.randn(3, 2), "b": torch.randn(2), "n": torch.tensor(epoch * 3)}
+        save_checkpoint(str(tmp_path), f"epoch_{epoch}", {"model": state}, {"epoch": epoch, "step": epoch,
+                                                                              "cv_loss": loss})
+        states.append(state)
+    return states
+
+
+def test_average_of_val_best_equals_manual_average(tmp_path):
+    states = fake_run(tmp_path, [5.0, 2.0, 3.0, 1.0])
+    chosen = select_checkpoints(str(tmp_path), 2, val_best=True)
+    assert [p.rsplit("/", 1)[1] for p in chosen] == ["epoch_3.pt", "epoch_1.pt"]
+    average_model.main(["--dst_model", str(tmp_path / "avg.pt"), "--src_path", str(tmp_path), "--num", "2",
+                        "--val_best"])
+    avg = load_checkpoint(str(tmp_path / "avg.pt"))["model"]
+    torch.testing.assert_close(avg["w"], (states[1]["w"] + states[3]["w"]) / 2)
+    torch.testing.assert_close(avg["b"], (states[1]["b"] + states[3]["b"]) / 2)
+    assert avg["n"].dtype == torch.int64 and int(avg["n"]) == (3 + 9) // 2
+    last = select_checkpoints(str(tmp_path), 3, min_epoch=0, max_epoch=2)
+    assert [p.rsplit("/", 1)[1] for p in last] == ["epoch_2.pt", "epoch_1.pt", "epoch_0.pt"]
+    torch.testing.assert_close(average_state_dicts(last)["w"], sum(s["w"] for s in states[:3]) / 3)
+
+
+def test_greedy_soup_adds_only_strictly_improving_candidates():
+    # Synthetic metric (exact binary fractions, so ties are exact): mean of the ingredients' values minus 0.5 per
+    # extra ingredient, plus 10 when "bad" is mixed with anything.
+    value = {"b": 3.5, "bad": 2.5, "c": 2.0, "a": 1.0, "d": 1.5}
+    calls = []
+
+    def evaluate(soups):
+        calls.append(len(soups))
+        return [sum(value[x] for x in s) / len(s) - 0.5 * (len(s) - 1) + (10.0 if "bad" in s and len(s) > 1
+                                                                            else 0.0) for s in soups]
+
+    soup, metric, history = greedy_soup(list(value), evaluate, num_look=1)
+    # rank a, d, c, bad, b: +d 0.75 (added), +c 0.5 (added), +bad 10.8 (no), +b 0.5 = tie (no: not strict).
+    assert soup == ["a", "d", "c"] and metric == 0.5
+    assert [h["added"] for h in history] == ["d", "c", None, None]
+    assert calls == [5, 1, 1, 1, 1]
+
+    calls.clear()
+    soup, metric, history = greedy_soup(list(value), evaluate, num_look=2)
+    # windows (d, c) -> d; (c, bad) -> c; (bad, b) -> none improves, both dropped.
+    assert soup == ["a", "d", "c"] and metric == 0.5
+    assert [h["tried"] for h in history] == [["d", "c"], ["c", "bad"], ["bad", "b"]]
+    assert calls == [5, 2, 2, 2]
+
+
+def test_greedy_soup_real_run_cv_loss_in_two_workers(tmp_path, fsdd_dir):
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config(tiny_config(units))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    fake_run(tmp_path, [1.0, 2.0, 3.0], config)
+    dev = tmp_path / "dev.list"
+    write_data_list(fsdd_dir, dev, 3)
+    dst = tmp_path / "soup.pt"
+    soup = average_model.main(["--mode", "greedy_soup", "--soup_metric", "cv_loss", "--dst_model", str(dst),
+                               "--src_path", str(tmp_path), "--num", "3", "--dev_data", str(dev),
+                               "--num_workers", "2", "--batch_size", "2"])
+    info = yaml.safe_load(open(str(dst) + ".soup.yaml"))
+    evaluator = SoupEvaluator({"config": str(tmp_path / "train.yaml"), "dev_data": str(dev), "data_type": "raw",
+                               "metric": "cv_loss", "batch_size": 2})
+    singles = {p: evaluator([p]) for p in info["candidates"]}
+    assert soup[0] == min(singles, key=singles.get)
+    assert abs(evaluator(soup) - info["value"]) < 1e-4
+    best = singles[soup[0]]
+    for h in info["history"]:
+        if h["added"] is not None:
+            assert min(h["metrics"]) < best
+            best = min(h["metrics"])
+        else:
+            assert min(h["metrics"]) >= best
+    assert abs(best - info["value"]) < 1e-9
+    torch.testing.assert_close(load_checkpoint(str(dst))["model"]["encoder.after_norm.weight"],
+                               average_state_dicts(soup)["encoder.after_norm.weight"])

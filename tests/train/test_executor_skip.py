@@ -1,0 +1,57 @@
+import math
+
+import torch
+
+from wenet_udps.model_builder import build_model
+from wenet_udps.train.config import finalize_config
+from wenet_udps.train.distributed import DistInfo
+from wenet_udps.train.executor import Executor
+from wenet_udps.train.scheduler import build_optimizer, build_scheduler
+from tests.train.train_helpers import tiny_config, write_units
+
+
+def synthetic_batches(n, vocab, nan_at=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    batches = []
+    for i in range(n):
+        feats = torch.randn(2, 40, 20, generator=g)
+        if i == nan_at:
+            feats[1, 5, 3] = float("nan")
+        batches.append({"keys": [f"u{i}a", f"u{i}b"], "feats": feats, "feats_lengths": torch.tensor([40, 33]),
+                        "target": torch.randint(2, vocab - 1, (2, 3), generator=g),
+                        "target_lengths": torch.tensor([3, 3]), "num_skipped": 1})
+    return batches
+
+
+def make_executor(tmp_path, **overrides):
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config({**tiny_config(units), **overrides})
+    torch.manual_seed(0)
+    model = build_model(config)
+    opt = build_optimizer(config, model.parameters())
+    ex = Executor(model=model, optimizer=opt, scheduler=build_scheduler(config, opt), config=config,
+                  device=torch.device("cpu"), dist_info=DistInfo())
+    return ex, model, config
+
+
+def test_non_finite_batch_is_skipped_and_training_continues(tmp_path, caplog):
+    ex, model, config = make_executor(tmp_path)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    stats = ex.train_epoch(synthetic_batches(4, config["output_dim"], nan_at=1), epoch=0)
+    assert stats.skipped_batches == 1 and stats.batches == 4 and stats.steps == 3 and ex.step == 3
+    assert stats.bad_audio == 4  # num_skipped summed over the batches
+    assert "not finite" in caplog.text
+    after = model.state_dict()
+    assert all(torch.isfinite(v).all() for v in after.values() if v.is_floating_point())
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    cv = ex.cv(synthetic_batches(2, config["output_dim"], seed=1))
+    assert math.isfinite(cv["loss"]) and cv["loss_ctc"] is not None and cv["loss_att"] is not None
+
+
+def test_accum_grad_steps_once_per_window(tmp_path):
+    ex, model, config = make_executor(tmp_path, accum_grad=2)
+    stats = ex.train_epoch(synthetic_batches(5, config["output_dim"]), epoch=0)
+    # 5 batches: two full windows; the fifth batch's gradients are dropped at the end of the epoch.
+    assert stats.steps == 2 and ex.step == 2
+    assert all(p.grad is None for p in model.parameters())

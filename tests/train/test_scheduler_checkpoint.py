@@ -1,0 +1,60 @@
+import os
+
+import pytest
+import torch
+
+from wenet_udps.train import checkpoint as ckpt
+from wenet_udps.train.scheduler import build_optimizer, build_scheduler
+
+
+def test_warmuplr_follows_wenet_formula():
+    p = torch.nn.Parameter(torch.zeros(1))
+    cfg = {"optim": "adam", "optim_conf": {"lr": 0.002}, "scheduler": "warmuplr",
+           "scheduler_conf": {"warmup_steps": 25}}
+    opt = build_optimizer(cfg, [p])
+    sched = build_scheduler(cfg, opt)
+    for step in range(1, 80):
+        expected = 0.002 * 25 ** 0.5 * min(step ** -0.5, step * 25 ** -1.5)
+        assert opt.param_groups[0]["lr"] == pytest.approx(expected)
+        opt.step()
+        sched.step()
+    with pytest.raises(ValueError, match="warmup_step"):
+        build_scheduler({"scheduler": "warmuplr", "scheduler_conf": {"warmup_step": 3}}, opt)
+    with pytest.raises(ValueError, match="adamw"):
+        build_optimizer({"optim": "sgd"}, [p])
+
+
+def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
+    target = tmp_path / "epoch_0.pt"
+    ckpt.atomic_write_bytes(str(target), b"old complete content")
+
+    def boom(src, dst):
+        raise KeyboardInterrupt("killed between write and rename")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        ckpt.atomic_write_bytes(str(target), b"new")
+    assert target.read_bytes() == b"old complete content"
+    assert [p.name for p in tmp_path.iterdir()] == ["epoch_0.pt"]
+
+
+def test_readers_ignore_temp_and_incomplete_checkpoints(tmp_path):
+    state = {"model": {"w": torch.ones(2)}, "epoch": 0}
+    ckpt.save_checkpoint(str(tmp_path), "epoch_0", state, {"epoch": 0, "step": 5, "cv_loss": 1.0})
+    ckpt.save_checkpoint(str(tmp_path), "step_7", state, {"epoch": 1, "step": 7})
+    # A save killed mid-write leaves a temp file (and a .pt without its .yaml when killed between the two).
+    (tmp_path / ".step_9.pt.tmp.1234").write_bytes(b"partial")
+    (tmp_path / "step_9.pt").write_bytes(b"partial too")
+    assert ckpt.latest_checkpoint(str(tmp_path)) == str(tmp_path / "step_7.pt")
+    assert [os.path.basename(p) for p, _ in ckpt.list_checkpoints(str(tmp_path))] == ["epoch_0.pt", "step_7.pt"]
+    with pytest.raises(ValueError, match="temporary"):
+        ckpt.load_checkpoint(str(tmp_path / ".step_9.pt.tmp.1234"))
+    loaded = ckpt.load_checkpoint(str(tmp_path / "step_7.pt"))
+    assert torch.equal(loaded["model"]["w"], torch.ones(2))
+    torch.save({"w": torch.zeros(2)}, tmp_path / "bare.pt")
+    assert torch.equal(ckpt.load_checkpoint(str(tmp_path / "bare.pt"))["model"]["w"], torch.zeros(2))
+
+
+def test_final_link_points_at_last(tmp_path):
+    src = ckpt.save_checkpoint(str(tmp_path), "epoch_3", {"model": {"w": torch.ones(1)}}, {"epoch": 3})
+    final = ckpt.link_final(str(tmp_path), src)
+    assert torch.equal(ckpt.load_checkpoint(final)["model"]["w"], torch.ones(1))

@@ -1,0 +1,205 @@
+"""Average checkpoints (WeNet's average_model.py) or build a greedy soup.
+
+WeNet's modes:
+    python -m wenet_udps.bin.average_model --dst_model exp/x/avg_10.pt --src_path exp/x --num 10 --val_best
+    python -m wenet_udps.bin.average_model --dst_model exp/x/avg_5.pt --src_path exp/x --num 5 \
+        --min_epoch 40 --max_epoch 60
+(``--val_best``: the ``num`` lowest cv_loss epochs from epoch_N.yaml; else the last ``num`` epochs in range.)
+
+Greedy soup (wenet_udps.train.average explains the selection), ranking by dev WER of one decoding mode:
+    python -m wenet_udps.bin.average_model --mode greedy_soup --dst_model exp/x/soup.pt --src_path exp/x \
+        --num 20 --val_best --config exp/x/train.yaml --dev_data data/dev/data.list \
+        --decode_mode attention_rescoring --wer_char 1 --num_look 2 --num_workers 4
+``--soup_metric cv_loss`` ranks by the dev-set loss instead. Candidates are evaluated in parallel ``spawn``
+processes. The soup's ingredients and metric history go to ``<dst_model>.soup.yaml``.
+"""
+import argparse
+import importlib.util
+import logging
+import math
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+import yaml
+
+from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
+from wenet_udps.train.checkpoint import atomic_write_bytes
+from wenet_udps.transformer.search import DECODING_METHODS
+
+COMPUTE_WER = Path(__file__).resolve().parents[2] / "tools" / "compute-wer.py"
+
+
+def load_compute_wer():
+    """tools/compute-wer.py as a module (its file name is not importable)."""
+    if not COMPUTE_WER.is_file():
+        raise FileNotFoundError(f"{COMPUTE_WER} not found (needed to score the dev set)")
+    spec = importlib.util.spec_from_file_location("compute_wer", COMPUTE_WER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def word_error_rate(refs: Dict[str, str], hyps: Dict[str, str], char: bool) -> float:
+    """compute-wer's Overall error rate (percent) of ``hyps`` against ``refs``."""
+    cw = load_compute_wer()
+    total, _, _ = cw.score(refs, hyps, char=char, case_sensitive=False, ignore=set(), verbose=0, pad=" ",
+                           out=open(os.devnull, "w"))
+    return total.error_rate()
+
+
+class SoupEvaluator:
+    """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
+
+    def __init__(self, settings: Dict[str, Any]):
+        from wenet_udps.bin.recognize import decode_dataset_conf
+        from wenet_udps.dataset import init_dataset
+        from wenet_udps.dataset.lists import read_raw_list
+        from wenet_udps.model_builder import build_model
+        from wenet_udps.text import init_tokenizer
+        from wenet_udps.train.config import load_config
+        self.s = settings
+        self.config = load_config(settings["config"])
+        self.model = build_model(self.config).eval()
+        self.tokenizer = init_tokenizer(self.config)
+        self.dataset_conf = decode_dataset_conf(self.config.get("dataset_conf") or {}, settings["batch_size"])
+        self.init_dataset = init_dataset
+        self.refs: Dict[str, str] = {}
+        if settings["metric"] == "wer":
+            if settings.get("ref_text"):
+                cw = load_compute_wer()
+                self.refs = cw.read_text(settings["ref_text"])
+            elif settings["data_type"] == "raw":
+                self.refs = {s["key"]: s["txt"] for s in read_raw_list(settings["dev_data"])}
+            else:
+                raise ValueError("--soup_metric wer with shard data needs --ref_text (Kaldi text of the dev set)")
+
+    def __call__(self, paths: List[str]) -> float:
+        self.model.load_state_dict(average_state_dicts(paths))
+        s = self.s
+        if s["metric"] == "wer":
+            from wenet_udps.bin.recognize import decode_dataset
+            results, _ = decode_dataset(self.model, self.tokenizer, self.config, s["dev_data"],
+                                        modes=[s["decode_mode"]], data_type=s["data_type"],
+                                        batch_size=s["batch_size"], beam_size=s["beam_size"],
+                                        decode_kwargs={"ctc_weight": s["ctc_weight"],
+                                                       "decoding_chunk_size": -1}, progress=False)
+            return word_error_rate(self.refs, results[s["decode_mode"]], s["wer_char"])
+        dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
+                                    partition=False)
+        total = num = 0.0
+        with torch.no_grad():
+            for batch in dataset:
+                out = self.model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
+                loss = float(out["loss"])
+                if math.isfinite(loss):
+                    total += loss * batch["feats"].size(0)
+                    num += batch["feats"].size(0)
+        return total / num if num else math.inf
+
+
+_WORKER: Optional[SoupEvaluator] = None
+
+
+def _init_worker(settings: Dict[str, Any], threads: int) -> None:
+    global _WORKER
+    torch.set_num_threads(threads)
+    logging.basicConfig(level=logging.WARNING)
+    _WORKER = SoupEvaluator(settings)
+
+
+def _evaluate(paths: List[str]) -> float:
+    return _WORKER(paths)
+
+
+class ParallelEvaluator:
+    """``evaluate(list of ingredient lists) -> metrics`` over a spawn pool (in-process with one worker)."""
+
+    def __init__(self, settings: Dict[str, Any], num_workers: int):
+        self.pool = None
+        self.local = None
+        if num_workers > 1:
+            threads = max(1, (os.cpu_count() or 1) // num_workers)
+            self.pool = multiprocessing.get_context("spawn").Pool(num_workers, initializer=_init_worker,
+                                                                  initargs=(settings, threads))
+        else:
+            self.local = SoupEvaluator(settings)
+
+    def __call__(self, tasks: List[List[str]]) -> List[float]:
+        if self.pool is not None:
+            return self.pool.map(_evaluate, tasks, chunksize=1)
+        return [self.local(t) for t in tasks]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dst_model", required=True, help="output state dict")
+    p.add_argument("--src_path", required=True, help="experiment dir with epoch_N.pt + epoch_N.yaml")
+    p.add_argument("--num", type=int, default=5, help="checkpoints to average (soup: candidates)")
+    p.add_argument("--val_best", action="store_true", help="pick by cv_loss instead of the last epochs")
+    p.add_argument("--min_epoch", type=int, default=0)
+    p.add_argument("--max_epoch", type=int, default=1 << 30)
+    p.add_argument("--mode", default="average", choices=["average", "greedy_soup"])
+    p.add_argument("--soup_metric", default="wer", choices=["wer", "cv_loss"])
+    p.add_argument("--num_look", type=int, default=1, help="greedy soup look-ahead window")
+    p.add_argument("--num_workers", type=int, default=1, help="parallel evaluation processes (greedy soup)")
+    p.add_argument("--config", default=None, help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")
+    p.add_argument("--dev_data", default=None, help="dev data.list (greedy soup)")
+    p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
+    p.add_argument("--ref_text", default=None, help="Kaldi text of the dev set (default: the list's txt)")
+    p.add_argument("--decode_mode", default="attention_rescoring", choices=list(DECODING_METHODS))
+    p.add_argument("--beam_size", type=int, default=10)
+    p.add_argument("--ctc_weight", type=float, default=0.5)
+    p.add_argument("--batch_size", type=int, default=16)
+    p.add_argument("--wer_char", type=int, default=0, choices=[0, 1], help="score characters (CER)")
+    return p
+
+
+def save_state(state: Dict[str, torch.Tensor], path: str) -> None:
+    import io
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def main(argv: Optional[List[str]] = None) -> List[str]:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    candidates = select_checkpoints(args.src_path, args.num, val_best=args.val_best, min_epoch=args.min_epoch,
+                                    max_epoch=args.max_epoch)
+    if args.mode == "average":
+        logging.info("averaging %s", ", ".join(os.path.basename(c) for c in candidates))
+        save_state(average_state_dicts(candidates), args.dst_model)
+        logging.info("wrote %s", args.dst_model)
+        return candidates
+    if not args.dev_data:
+        raise ValueError("--mode greedy_soup needs --dev_data")
+    settings = {"config": args.config or os.path.join(args.src_path, "train.yaml"), "dev_data": args.dev_data,
+                "data_type": args.data_type, "ref_text": args.ref_text, "metric": args.soup_metric,
+                "decode_mode": args.decode_mode, "beam_size": args.beam_size, "ctc_weight": args.ctc_weight,
+                "batch_size": args.batch_size, "wer_char": bool(args.wer_char)}
+    evaluator = ParallelEvaluator(settings, args.num_workers)
+    try:
+        soup, metric, history = greedy_soup(candidates, evaluator, num_look=args.num_look)
+    finally:
+        evaluator.close()
+    save_state(average_state_dicts(soup), args.dst_model)
+    info = {"metric": args.soup_metric, "value": metric, "ingredients": soup, "candidates": candidates,
+            "history": history}
+    atomic_write_bytes(args.dst_model + ".soup.yaml", yaml.safe_dump(info, sort_keys=False).encode("utf-8"))
+    logging.info("greedy soup of %d/%d checkpoints (%s %.4f) -> %s", len(soup), len(candidates),
+                 args.soup_metric, metric, args.dst_model)
+    return soup
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,77 @@
+"""Export a trained model to TorchScript and ONNX and check the exports against eager PyTorch.
+
+    python -m wenet_udps.bin.export --config exp/x/train.yaml --checkpoint exp/x/avg_10.pt --output_dir exp/x/export \
+        [--chunk_size 16 --left_chunks -1] [--test_data data/test/data.list --num_utts 8]
+
+Writes encoder.{pt,onnx} (whole utterance: speech, speech_lengths -> encoder_out, encoder_out_lens,
+ctc_log_probs), encoder_chunk.{pt,onnx} (streaming step: chunk, offset, att_cache, cnn_cache, att_mask -> output,
+ctc_log_probs, new_att_cache, new_cnn_cache) and decoder.{pt,onnx} (rescoring: hyps with sos, hyps_lens,
+encoder_out -> l2r/r2l log-probs); see wenet_udps/export/wrappers.py. Then prints the max abs difference of every
+exported part against eager (fails above --tolerance) and checks that onnxruntime ctc_greedy_search and
+attention_rescoring give eager's transcripts on the first --num_utts utterances of --test_data (random features
+when no list is given). Works for scaled-dot and UDPS attention alike (the graphs are traced).
+"""
+import argparse
+import logging
+import sys
+from typing import Dict, List, Optional
+
+import torch
+
+from wenet_udps.export.exporter import check_parity, export_model, summarize
+from wenet_udps.text import init_tokenizer
+from wenet_udps.train.config import load_config
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, help="the experiment's train.yaml")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--chunk_size", type=int, default=16, help="output frames per streaming chunk")
+    p.add_argument("--left_chunks", type=int, default=-1, help="chunks of left context kept (-1: all)")
+    p.add_argument("--reverse_weight", type=float, default=0.0, help="export the r2l decoder output (> 0)")
+    p.add_argument("--test_data", default=None, help="data.list whose first utterances drive the parity check")
+    p.add_argument("--num_utts", type=int, default=8)
+    p.add_argument("--beam_size", type=int, default=4)
+    p.add_argument("--ctc_weight", type=float, default=0.5)
+    p.add_argument("--tolerance", type=float, default=1e-4, help="max abs diff allowed (float32)")
+    return p
+
+
+def parity_batch(config: Dict, test_data: Optional[str], num_utts: int):
+    """(feats, lens) of the list's first utterances (decoding features), or random features."""
+    if test_data:
+        from wenet_udps.bin.recognize import decode_dataset_conf
+        from wenet_udps.dataset import init_dataset
+        conf = decode_dataset_conf(config.get("dataset_conf") or {}, num_utts)
+        batch = next(iter(init_dataset("raw", test_data, init_tokenizer(config), conf, partition=False)))
+        return batch["feats"], batch["feats_lengths"].to(torch.int64)
+    g = torch.Generator().manual_seed(0)
+    lens = torch.tensor([120, 97, 64][:max(1, num_utts)], dtype=torch.int64)
+    return torch.randn(len(lens), int(lens.max()), config["input_dim"], generator=g), lens
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    from wenet_udps.bin.recognize import load_model
+    config = load_config(args.config)
+    model = load_model(config, args.checkpoint)
+    export_model(model, config["input_dim"], args.output_dir, chunk_size=args.chunk_size,
+                 left_chunks=args.left_chunks, reverse_weight=args.reverse_weight)
+    feats, lens = parity_batch(config, args.test_data, args.num_utts)
+    report = check_parity(model, args.output_dir, feats, lens, chunk_size=args.chunk_size,
+                          left_chunks=args.left_chunks, beam_size=args.beam_size, ctc_weight=args.ctc_weight,
+                          reverse_weight=args.reverse_weight)
+    ok, lines = summarize(report, args.tolerance)
+    for line in lines:
+        print(line)
+    print(f"parity {'OK' if ok else 'FAILED'} on {feats.size(0)} utterances (tolerance {args.tolerance:g})")
+    if not ok:
+        raise SystemExit(1)
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,161 @@
+"""Decode a data list with several methods in one pass (the encoder runs once per batch).
+
+    python -m wenet_udps.bin.recognize --config exp/x/train.yaml --checkpoint exp/x/avg_10.pt \
+        --test_data data/test/data.list --result_dir exp/x/test \
+        --modes attention ctc_greedy_search ctc_prefix_beam_search attention_rescoring \
+        --beam_size 10 --ctc_weight 0.5 --reverse_weight 0.0 --batch_size 16
+
+Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
+and prints the real-time factor: decoding time / audio seconds, the audio seconds being feature frames times the
+frame shift. Score with ``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
+"""
+import argparse
+import copy
+import logging
+import os
+import sys
+import time
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from wenet_udps.dataset import init_dataset
+from wenet_udps.model_builder import build_model
+from wenet_udps.text import init_tokenizer
+from wenet_udps.train.checkpoint import load_model_state
+from wenet_udps.train.config import apply_overrides, load_config
+from wenet_udps.transformer.search import DECODING_METHODS
+
+# Keep every utterance when decoding (WeNet relaxes the training filter the same way).
+DECODE_FILTER = {"min_length": 0, "max_length": 1e12, "token_min_length": 0, "token_max_length": 1e12,
+                 "min_output_input_ratio": 0.0, "max_output_input_ratio": 1e12}
+
+
+def decode_dataset_conf(dataset_conf: Mapping[str, Any], batch_size: int) -> Dict[str, Any]:
+    """The training dataset_conf made deterministic for decoding: no shuffle, sort, augmentation or dither,
+    no length filter, static batches of ``batch_size``."""
+    conf = copy.deepcopy(dict(dataset_conf or {}))
+    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle", "sort"):
+        conf[key] = False
+    for key in ("fbank_conf", "mfcc_conf"):
+        if conf.get(key):
+            conf[key]["dither"] = 0.0
+    conf["filter_conf"] = dict(DECODE_FILTER)
+    conf["batch_conf"] = {"batch_type": "static", "batch_size": batch_size}
+    return conf
+
+
+def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
+    name = "mfcc_conf" if dataset_conf.get("feats_type") == "mfcc" else "fbank_conf"
+    return float((dataset_conf.get(name) or {}).get("frame_shift", 10))
+
+
+def load_model(config: Mapping[str, Any], checkpoint: str, device: str = "cpu") -> torch.nn.Module:
+    """build_model + the checkpoint's weights, in eval mode on ``device``."""
+    model = build_model(config)
+    load_model_state(model, checkpoint)
+    return model.to(device).eval()
+
+
+def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, Any], data_list: str, *,
+                   modes: List[str], data_type: str = "raw", batch_size: int = 16, beam_size: int = 10,
+                   device: str = "cpu", decode_kwargs: Optional[Dict[str, Any]] = None, num_workers: int = 0,
+                   progress: bool = True) -> Tuple[Dict[str, Dict[str, str]], Dict[str, float]]:
+    """Decode ``data_list`` with every mode in ``modes``.
+
+    Returns:
+        mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf"}``.
+    """
+    dataset_conf = dict(config.get("dataset_conf") or {})
+    dataset = init_dataset(data_type, data_list, tokenizer, decode_dataset_conf(dataset_conf, batch_size),
+                           partition=False)
+    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers)
+    shift = frame_shift_ms(dataset_conf) / 1000.0
+    results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
+    decode_seconds = audio_seconds = 0.0
+    bar = tqdm(desc="decode", unit="utt", disable=not progress)
+    with torch.no_grad():
+        for batch in loader:
+            feats = batch["feats"].to(device)
+            lens = batch["feats_lengths"].to(device)
+            t0 = time.perf_counter()
+            out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
+            decode_seconds += time.perf_counter() - t0
+            audio_seconds += float(batch["feats_lengths"].sum()) * shift
+            for mode in modes:
+                for key, res in zip(batch["keys"], out[mode]):
+                    results[mode][key] = tokenizer.detokenize(res.tokens)[0]
+            bar.update(len(batch["keys"]))
+    bar.close()
+    rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
+    return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf}
+
+
+def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str) -> List[str]:
+    """``<result_dir>/<mode>/text`` for every mode; returns the paths."""
+    paths = []
+    for mode, hyps in results.items():
+        os.makedirs(os.path.join(result_dir, mode), exist_ok=True)
+        path = os.path.join(result_dir, mode, "text")
+        with open(path, "w", encoding="utf-8") as f:
+            for key, text in hyps.items():
+                f.write(f"{key} {text}\n")
+        paths.append(path)
+    return paths
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, help="the experiment's train.yaml")
+    p.add_argument("--checkpoint", required=True, help="model weights (epoch_N.pt, avg_N.pt, ...)")
+    p.add_argument("--test_data", required=True, help="data.list (raw) or shard list")
+    p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
+    p.add_argument("--result_dir", required=True)
+    p.add_argument("--modes", nargs="+", required=True, choices=list(DECODING_METHODS))
+    p.add_argument("--beam_size", type=int, default=10)
+    p.add_argument("--ctc_weight", type=float, default=0.5, help="CTC weight in attention_rescoring")
+    p.add_argument("--reverse_weight", type=float, default=0.0, help="right-to-left decoder weight (bitransformer)")
+    p.add_argument("--decoding_chunk_size", type=int, default=-1, help="-1 full context; > 0 chunk size")
+    p.add_argument("--num_decoding_left_chunks", type=int, default=-1)
+    p.add_argument("--simulate_streaming", action="store_true", help="encoder chunk by chunk (batch size 1)")
+    p.add_argument("--length_penalty", type=float, default=0.0, help="per-token bonus in attention beam search")
+    p.add_argument("--blank_penalty", type=float, default=0.0, help="subtracted from the blank logit (CTC modes)")
+    p.add_argument("--batch_size", type=int, default=16)
+    p.add_argument("--num_workers", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="change a train.yaml value (e.g. dataset_conf.fbank_conf.dither)")
+    return p
+
+
+def decode_kwargs_from_args(args: argparse.Namespace) -> Dict[str, Any]:
+    return {"decoding_chunk_size": args.decoding_chunk_size,
+            "num_decoding_left_chunks": args.num_decoding_left_chunks, "ctc_weight": args.ctc_weight,
+            "simulate_streaming": args.simulate_streaming, "reverse_weight": args.reverse_weight,
+            "length_penalty": args.length_penalty, "blank_penalty": args.blank_penalty}
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    if args.simulate_streaming and args.batch_size != 1:
+        raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
+    config = apply_overrides(load_config(args.config), args.override)
+    model = load_model(config, args.checkpoint, args.device)
+    tokenizer = init_tokenizer(config)
+    results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
+                                    data_type=args.data_type, batch_size=args.batch_size,
+                                    beam_size=args.beam_size, device=args.device,
+                                    decode_kwargs=decode_kwargs_from_args(args), num_workers=args.num_workers)
+    for path in write_results(results, args.result_dir):
+        logging.info("wrote %s", path)
+    num = len(next(iter(results.values()))) if results else 0
+    print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "
+          f"of audio, {num} utterances, modes {' '.join(args.modes)}, {args.device})", flush=True)
+    return stats
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""TorchScript/ONNX export of ASR models (see wenet_udps.bin.export)."""

@@ -1,0 +1,145 @@
+"""Checkpoints: ``<tag>.pt`` (model, optimizer, scheduler, scaler, RNG states) + ``<tag>.yaml`` (epoch, step, lr,
+cv_loss, config), written atomically.
+
+Atomic write: the bytes go to a hidden temp file in the same directory (``.<name>.tmp.<pid>``), are fsync'ed,
+then ``os.replace``d onto the final name, and the directory is fsync'ed; a crash leaves either the old file or
+the new one, plus perhaps a temp file that every reader here ignores. The ``.pt`` is written before the
+``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :func:`latest_checkpoint` looks only at YAMLs.
+
+Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet) and ``step_N`` every ``save_interval`` optimizer
+steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last epoch's checkpoint.
+"""
+import glob
+import io
+import logging
+import os
+import random
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+import torch
+import yaml
+
+TMP_MARK = ".tmp."
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that ``path`` never holds a partial file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_MARK}{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def rng_state() -> Dict[str, Any]:
+    """Python, numpy and torch (CPU and, when present, CUDA) random states."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(model_dir: str, tag: str, state: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    """Write ``<model_dir>/<tag>.pt`` (``state``) then ``<tag>.yaml`` (``info``); returns the .pt path."""
+    path = os.path.join(model_dir, f"{tag}.pt")
+    buf = io.BytesIO()
+    torch.save(dict(state), buf)
+    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(os.path.join(model_dir, f"{tag}.yaml"),
+                       yaml.safe_dump(dict(info), sort_keys=False, allow_unicode=True).encode("utf-8"))
+    return path
+
+
+def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
+    """Point ``<model_dir>/final.pt`` at ``src`` (hard link; a copy where the file system has none), atomically."""
+    dst = os.path.join(model_dir, name)
+    tmp = os.path.join(model_dir, f".{name}{TMP_MARK}{os.getpid()}")
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    try:
+        os.link(src, tmp)
+        os.replace(tmp, dst)
+    except OSError:
+        with open(src, "rb") as f:
+            atomic_write_bytes(dst, f.read())
+    return dst
+
+
+def load_checkpoint(path: str, map_location: str = "cpu") -> Dict[str, Any]:
+    """Load a checkpoint dict; a bare state dict (WeNet's epoch_N.pt, or ``average_model``'s output) comes back as
+    ``{"model": state_dict}``. A temp file is refused (it may be partial)."""
+    if TMP_MARK in os.path.basename(path):
+        raise ValueError(f"{path} is a temporary file of an interrupted save, not a checkpoint")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    obj = torch.load(path, map_location=map_location, weights_only=False)
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: expected a checkpoint dict, got {type(obj).__name__}")
+    if "model" in obj and isinstance(obj["model"], dict):
+        return obj
+    return {"model": obj}
+
+
+def load_model_state(model: torch.nn.Module, path: str) -> Dict[str, Any]:
+    """Load ``path``'s weights into ``model`` (strict; missing/unexpected keys are named) and return the checkpoint."""
+    ckpt = load_checkpoint(path)
+    missing, unexpected = model.load_state_dict(ckpt["model"], strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
+                         f", unexpected keys {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
+    return ckpt
+
+
+def read_info(yaml_path: str) -> Optional[Dict[str, Any]]:
+    """A checkpoint's YAML, or None when unreadable (logged)."""
+    try:
+        with open(yaml_path, encoding="utf-8") as f:
+            info = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        logging.warning("ignoring %s: %s", yaml_path, e)
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def list_checkpoints(model_dir: str, pattern: str = r"(epoch|step)_\d+") -> List[Tuple[str, Dict[str, Any]]]:
+    """``(pt_path, info)`` of every complete checkpoint whose tag matches ``pattern`` (temp files ignored)."""
+    found = []
+    for yaml_path in sorted(glob.glob(os.path.join(model_dir, "*.yaml"))):
+        tag = os.path.basename(yaml_path)[:-len(".yaml")]
+        if not re.fullmatch(pattern, tag):
+            continue
+        pt = os.path.join(model_dir, f"{tag}.pt")
+        info = read_info(yaml_path)
+        if info is not None and os.path.isfile(pt):
+            found.append((pt, info))
+    return found
+
+
+def latest_checkpoint(model_dir: str) -> Optional[str]:
+    """The complete checkpoint with the most optimizer steps (an epoch one on ties), or None."""
+    found = list_checkpoints(model_dir)
+    if not found:
+        return None
+    best = max(found, key=lambda item: (int(item[1].get("step", 0)), os.path.basename(item[0]).startswith("epoch")))
+    return best[0]
