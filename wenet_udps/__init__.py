@@ -1,4 +1,9 @@
 """wenet_udps: WeNet-style ASR toolkit whose every attention can be switched to UDPS from one YAML key."""
+import os
+
+# OpenMP threads that spin while waiting collapse (100x slower small ops, measured on 2 cores) as soon as another
+# process, e.g. a DataLoader worker computing fbank, needs a core. Must be set before torch loads OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from wenet_udps.transformer.udps_ops import udps_similarity
 
 __all__ = ["udps_similarity", "build_model"]

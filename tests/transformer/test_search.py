@@ -118,3 +118,29 @@ def test_attention_beam_is_not_worse_than_greedy_and_batch_independent():
         if len(one[b].tokens) < 6:
             assert beam[b].score >= one[b].score - 1e-4
         assert all(0 <= t < 7 and t != 6 for t in beam[b].tokens)
+
+
+def test_attention_beam_early_stop_returns_what_the_full_search_returns(monkeypatch):
+    """Stopping once the best ended hypothesis cannot be overtaken changes no result, only the step count."""
+    import wenet_udps.transformer.search as search
+    dec = tiny_decoder()
+    memory = torch.randn(4, 30, 8) * 3
+    mask = torch.ones(4, 1, 30, dtype=torch.bool)
+    mask[3, :, 20:] = False
+    steps = {"n": 0}
+    step_fn = dec.forward_one_step
+
+    def counting(*args, **kwargs):
+        steps["n"] += 1
+        return step_fn(*args, **kwargs)
+
+    monkeypatch.setattr(dec, "forward_one_step", counting)
+    early = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
+    early_steps = steps["n"]
+    steps["n"] = 0
+    monkeypatch.setattr(search, "_best_has_ended", lambda *a: False)
+    full = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
+    for e, f in zip(early, full):
+        assert e.tokens == f.tokens
+        assert e.score == pytest.approx(f.score, abs=1e-5)
+    assert early_steps <= steps["n"]

@@ -94,13 +94,25 @@ def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam
     return results
 
 
+def _best_has_ended(scores: torch.Tensor, end_flag: torch.Tensor, batch: int) -> bool:
+    """Whether every utterance's best ended hypothesis scores at least its best running one.
+
+    Extending a hypothesis only adds log-probabilities <= 0, so (without a length bonus) no running hypothesis can
+    overtake it any more and stopping now returns what running to the end would. scores, end_flag: (B * beam, 1).
+    """
+    ended = scores.masked_fill(~end_flag, -math.inf).view(batch, -1).max(dim=-1).values
+    running = scores.masked_fill(end_flag, -math.inf).view(batch, -1).max(dim=-1).values
+    return bool((ended >= running).all() and torch.isfinite(ended).all())
+
+
 @torch.no_grad()
 def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
                           beam_size: int, sos: int, eos: int, length_penalty: float = 0.0) -> List[DecodeResult]:
     """Batched left-to-right beam search with the decoder's incremental cache.
 
     All B * beam hypotheses advance together; a hypothesis that emitted eos keeps its score (it can only be
-    extended by eos at log-probability 0). Stops when all have ended or after T' steps (the encoder length).
+    extended by eos at log-probability 0). Stops when all have ended, when (without a length bonus) each utterance's
+    best ended hypothesis can no longer be overtaken, or after T' steps (the encoder length).
 
     Args:
         decoder: has ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache)``.
@@ -121,7 +133,7 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     cache: Optional[List[torch.Tensor]] = None
     base = torch.arange(batch, device=device).unsqueeze(1) * beam_size  # (B, 1) first row of each utterance
     for step in range(1, maxlen + 1):
-        if bool(end_flag.all()):
+        if bool(end_flag.all()) or (length_penalty <= 0.0 and _best_has_ended(scores, end_flag, batch)):
             break
         hyps_mask = subsequent_mask(step, device=device).unsqueeze(0).repeat(running, 1, 1)
         logp, cache = decoder.forward_one_step(memory, memory_mask, hyps, hyps_mask, cache)
