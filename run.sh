@@ -22,6 +22,7 @@ dir=                    # experiment dir prefix; empty: exp/<corpus>/<config nam
 data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
 fsdd_dir=               # fsdd only: a local copy of FSDD's recordings/ (skips the download)
+prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd)
 data_type=raw           # raw (data.list) | shard (tar shards)
 num_utts_per_shard=1000 # shard only
 num_nodes=1             # machines taking part in training
@@ -88,7 +89,8 @@ if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
   if [[ -f ${data}/${train_set}/wav.scp && -f ${data}/${train_set}/text ]]; then
     log "stage 0: ${data}/${train_set} already prepared, skipping"
   else
-    bash "recipes/${corpus}/prepare.sh" "${download_dir}" "${data}"
+    # shellcheck disable=SC2086  # prepare_opts is a list of options
+    bash "recipes/${corpus}/prepare.sh" ${prepare_opts} "${download_dir}" "${data}"
   fi
 fi
 
