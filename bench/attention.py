@@ -1,0 +1,212 @@
+"""Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, blocked, dispatch).
+
+Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask; repeats are interleaved (one
+round runs every implementation once, in a shuffled order) so load from other processes hits all of them alike, and
+the table reports the median time and its ratio to SDPA's median. Peak memory of forward+backward is measured in a
+fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.max_memory_allocated`` on GPU.
+
+    python bench/attention.py --out docs/bench_attention.md          # T in 128 512 1024 2048
+    python bench/attention.py --quick                                # T in 64 128, 3 repeats
+    python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
+"""
+import argparse
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from wenet_udps.transformer.attention import scaled_dot_attention  # noqa: E402
+from wenet_udps.transformer.udps_fused import udps_attention_blocked  # noqa: E402
+from wenet_udps.transformer.udps_ops import udps_attention, udps_attention_reference  # noqa: E402
+
+ALPHA = 10.0
+
+
+def naive_scaled_dot(q, k, v, mask):
+    """softmax(q k^T / sqrt(d_k)) v, one op per step (what WeNet's attention does)."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    keep = mask.unsqueeze(1)
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    attn = torch.softmax(scores, dim=-1).masked_fill(~keep, 0.0)
+    return torch.matmul(attn, v)
+
+
+def _udps(kernel: Callable) -> Callable:
+    """Wrap a UDPS kernel as the attention module calls it: k_num = 4 alpha k, k_norm = |k| in float32."""
+    def run(q, k, v, mask):
+        return kernel(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k.float(), dim=-1), v, mask=mask)
+    return run
+
+
+IMPLS: Dict[str, Callable] = {
+    "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
+    "naive scaled-dot": naive_scaled_dot,
+    "udps reference": _udps(udps_attention_reference),
+    "udps blocked": _udps(udps_attention_blocked),
+    "udps (dispatch)": _udps(udps_attention),
+}
+BASELINE = "sdpa (scaled-dot)"
+
+
+def make_inputs(batch: int, heads: int, t: int, d_k: int, dtype: torch.dtype, device: str, seed: int = 0):
+    """q, k, v (B, H, T, d_k) and a key padding mask (B, 1, T) with lengths drawn in [T/2, T], one of them T."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype) for _ in range(3))
+    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
+    lengths[0] = t
+    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1).to(device)
+    return q, k, v, mask, torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype)
+
+
+def _step(fn: Callable, q, k, v, mask, grad, backward: bool) -> None:
+    if not backward:
+        with torch.no_grad():
+            fn(q, k, v, mask)
+        return
+    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+    fn(*leaves, mask).backward(grad)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_config(names: List[str], t: int, args, backward: bool) -> Dict[str, float]:
+    """Median seconds per implementation, repeats interleaved in shuffled order."""
+    q, k, v, mask, grad = make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)
+    times: Dict[str, List[float]] = {name: [] for name in names}
+    for name in names:  # warm-up
+        _step(IMPLS[name], q, k, v, mask, grad, backward)
+    rng = random.Random(t)
+    for _ in range(args.repeats):
+        order = list(names)
+        rng.shuffle(order)
+        for name in order:
+            _sync(args.device)
+            start = args.clock()
+            _step(IMPLS[name], q, k, v, mask, grad, backward)
+            _sync(args.device)
+            times[name].append(args.clock() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _status_mib(field: str) -> float:
+    """A memory field of /proc/self/status (Linux), e.g. VmRSS (current) or VmHWM (peak since the last reset)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def measure_memory_child(name: str, t: int, args) -> float:
+    """Peak memory growth (MiB) of one forward+backward, measured in this (fresh) process."""
+    q, k, v, mask, grad = make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        _step(IMPLS[name], q, k, v, mask, grad, True)
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+    # One small warm-up so the libraries' own one-time allocations do not count.
+    _step(IMPLS[name], *make_inputs(1, 1, 16, args.d_k, args.torch_dtype, args.device)[:4],
+          torch.randn(1, 1, 16, args.d_k, dtype=args.torch_dtype), True)
+    # Reset the peak-RSS mark (ru_maxrss would carry the parent's peak over fork+exec).
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = _status_mib("VmRSS")
+    _step(IMPLS[name], q, k, v, mask, grad, True)
+    return _status_mib("VmHWM") - base
+
+
+def measure_memory(name: str, t: int, args) -> float:
+    cmd = [sys.executable, __file__, "--_memory", name, "--T", str(t), "--batch", str(args.batch),
+           "--heads", str(args.heads), "--d-k", str(args.d_k), "--dtype", args.dtype, "--device", args.device]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["peak_mib"]
+
+
+def machine_line(args) -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    dev = torch.cuda.get_device_name() if args.device == "cuda" else f"{cpu}, {torch.get_num_threads()} threads"
+    return f"{dev}; torch {torch.__version__}; {args.dtype}; B={args.batch} H={args.heads} d_k={args.d_k}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--T", type=int, nargs="+", default=[128, 512, 1024, 2048])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-k", dest="d_k", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default: fp32 on CPU, "
+                                                      "bf16 on GPU)")
+    parser.add_argument("--impls", nargs="+", default=list(IMPLS), help=f"subset of: {list(IMPLS)}")
+    parser.add_argument("--skip-reference-above", type=int, default=1024,
+                        help="skip 'udps reference' and 'naive scaled-dot' timing above this T (they take minutes)")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--quick", action="store_true", help="T in 64 128, 3 repeats")
+    parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    parser.add_argument("--_memory", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    args.torch_dtype = getattr(torch, args.dtype)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.clock_name, args.clock = args.clock, (time.process_time if args.clock == "cpu" else time.perf_counter)
+    if args._memory:
+        print(json.dumps({"peak_mib": measure_memory_child(args._memory, args.T[0], args)}))
+        return
+    unknown = [n for n in args.impls if n not in IMPLS]
+    if unknown or BASELINE not in args.impls:
+        parser.error(f"--impls must include {BASELINE!r}; unknown: {unknown}; valid: {list(IMPLS)}")
+    if args.quick:
+        args.T, args.repeats = [64, 128], 3
+
+    slow = {"udps reference", "naive scaled-dot"}
+    lines = [f"Machine: {machine_line(args)}; key padding mask, lengths in [T/2, T]; {args.clock_name} clock, median "
+             f"of {args.repeats} interleaved repeats; ratio = time / SDPA time; peak MiB = peak memory growth of one "
+             "fwd+bwd (CPU: peak RSS in a fresh process).", "",
+             "| T | implementation | fwd ms | fwd ratio | fwd+bwd ms | fwd+bwd ratio | fwd+bwd peak MiB |",
+             "|---|---|---|---|---|---|---|"]
+    for t in args.T:
+        names = [n for n in args.impls if not (t > args.skip_reference_above and n in slow)]
+        fwd = time_config(names, t, args, backward=False)
+        both = time_config(names, t, args, backward=True)
+        for name in names:
+            mem = "" if args.no_memory else f"{measure_memory(name, t, args):.0f}"
+            lines.append(f"| {t} | {name} | {fwd[name] * 1e3:.1f} | {fwd[name] / fwd[BASELINE]:.2f} | "
+                         f"{both[name] * 1e3:.1f} | {both[name] / both[BASELINE]:.2f} | {mem} |")
+            print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    if args.out:
+        args.out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

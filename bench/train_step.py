@@ -1,0 +1,128 @@
+"""Whole-model benchmark: one training step and decoding, scaled-dot vs UDPS, for the AISHELL-1 confs.
+
+For each conf (``conf/aishell/train_conformer.yaml``, ``train_transformer.yaml``) two models are built from the same
+seed, ``att_udps: false`` (scaled-dot) and ``att_udps: true`` (every attention site UDPS), with input_dim 80,
+output_dim 4233 and no CMVN. One training step is forward, backward and an Adam step on a fixed random batch;
+the two modes are timed interleaved (alternating, the order flipped every repeat) and the medians compared.
+Decoding real-time factor (decode seconds / audio seconds, 10 ms frames) is measured per method with
+``model.decode`` on the first batch in eval mode.
+
+    python bench/train_step.py --out docs/bench_train_step.md
+    python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
+"""
+import argparse
+import copy
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+from wenet_udps.model_builder import build_model  # noqa: E402
+
+CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
+         "transformer": ROOT / "conf/aishell/train_transformer.yaml"}
+# (utterances, frames): 8 utterances of 6 s and 4 of 20 s at 10 ms frames, as the project owner's measurements.
+BATCHES = [(8, 600), (4, 2000)]
+METHODS = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+MODES = {"scaled-dot": False, "udps": True}
+
+
+def load_config(path: Path, udps: bool) -> dict:
+    config = yaml.safe_load(path.read_text())
+    config["input_dim"], config["output_dim"] = 80, 4233
+    config.pop("cmvn", None)
+    config.pop("cmvn_conf", None)
+    config["att_udps"] = udps
+    return config
+
+
+def make_batch(utts: int, frames: int, seed: int) -> Tuple[torch.Tensor, ...]:
+    """Random fbank-like features (B, T, 80) and character targets (about 4 per second, as Mandarin speech)."""
+    gen = torch.Generator().manual_seed(seed)
+    speech = torch.randn(utts, frames, 80, generator=gen)
+    speech_lengths = torch.full((utts,), frames, dtype=torch.long)
+    tokens = max(1, frames // 25)
+    text = torch.randint(1, 4232, (utts, tokens), generator=gen)
+    text_lengths = torch.full((utts,), tokens, dtype=torch.long)
+    return speech, speech_lengths, text, text_lengths
+
+
+def train_step(model, optimizer, batch) -> float:
+    start = time.perf_counter()
+    optimizer.zero_grad(set_to_none=True)
+    loss = model(*batch)["loss"]
+    loss.backward()
+    optimizer.step()
+    return time.perf_counter() - start
+
+
+def bench_conf(name: str, args) -> List[str]:
+    models, optims = {}, {}
+    for mode, udps in MODES.items():
+        torch.manual_seed(0)
+        models[mode] = build_model(load_config(CONFS[name], udps)).train()
+        optims[mode] = torch.optim.Adam(models[mode].parameters(), lr=1e-4)
+    rows = []
+    for utts, frames in args.batches:
+        batch = make_batch(utts, frames, seed=utts * frames)
+        times: Dict[str, List[float]] = {mode: [] for mode in MODES}
+        for mode in MODES:  # warm-up
+            train_step(models[mode], optims[mode], batch)
+        for rep in range(args.repeats):
+            order = list(MODES) if rep % 2 == 0 else list(reversed(MODES))
+            for mode in order:
+                times[mode].append(train_step(models[mode], optims[mode], batch))
+        med = {mode: statistics.median(ts) for mode, ts in times.items()}
+        rows.append(f"| {name} | train step | {utts} x {frames / 100:.0f} s | {med['scaled-dot']:.2f} s | "
+                    f"{med['udps']:.2f} s | {med['udps'] / med['scaled-dot']:.3f} |")
+        print(rows[-1], flush=True)
+    if args.decode:
+        utts, frames = args.batches[0]
+        speech, speech_lengths, _, _ = make_batch(utts, frames, seed=1)
+        audio_s = utts * frames / 100
+        for method in METHODS:
+            rtf = {}
+            for mode in MODES:
+                model = models[mode].eval()
+                with torch.no_grad():
+                    model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
+                    start = time.perf_counter()
+                    model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
+                rtf[mode] = (time.perf_counter() - start) / audio_s
+            rows.append(f"| {name} | RTF {method} | {utts} x {frames / 100:.0f} s | {rtf['scaled-dot']:.4f} | "
+                        f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--confs", nargs="+", default=list(CONFS), choices=list(CONFS))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--beam", type=int, default=10)
+    parser.add_argument("--no-decode", dest="decode", action="store_false")
+    parser.add_argument("--quick", action="store_true", help="transformer, 2 x 2 s batch, 2 repeats, no decoding")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    args.batches = BATCHES
+    if args.quick:
+        args.confs, args.batches, args.repeats, args.decode = ["transformer"], [(2, 200)], 2, False
+    header = [f"torch {torch.__version__}, {torch.get_num_threads()} threads; median of {args.repeats} interleaved "
+              "repeats after one warm-up; ratio = udps / scaled-dot.", "",
+              "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
+    rows = [row for name in args.confs for row in bench_conf(name, args)]
+    table = "\n".join(header + rows)
+    if args.out:
+        args.out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
