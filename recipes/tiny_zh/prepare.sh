@@ -1,26 +1,5 @@
 #!/usr/bin/env bash
 # Usage: recipes/tiny_zh/prepare.sh [--seed 1 --num_train 800 --num_dev 60 --num_test 60 --jobs 2] DOWNLOAD_DIR DATA_DIR
-# Synthesises the tiny_zh corpus (wenet_udps.corpora.tiny --lang zh) into DATA_DIR/{train,dev,test}
-# with the wavs under DATA_DIR/wav. DOWNLOAD_DIR is unused (nothing is downloaded).
+# Synthesises the tiny_zh corpus with espeak-ng (recipes/tiny_prepare.sh); nothing is downloaded.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-. "${root}/tools/log.sh"
-. "${root}/recipes/common.sh"
-
-seed=1          # corpus seed: same seed, same corpus
-num_train=800
-num_dev=60
-num_test=60
-jobs=2          # parallel espeak-ng processes
-help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
-. "${root}/tools/parse_options.sh"
-
-[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
-data_dir=$2
-command -v espeak-ng > /dev/null || die "espeak-ng not found; install it with: sudo apt-get install espeak-ng"
-
-PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" python3 -m wenet_udps.corpora.tiny --lang zh --out "${data_dir}" \
-  --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" --num_test "${num_test}" --jobs "${jobs}"
-for x in train dev test; do
-  check_kaldi_dir "${data_dir}/${x}"
-done
+TINY_LANG=zh exec bash "$(dirname "${BASH_SOURCE[0]}")/../tiny_prepare.sh" "$@"
