@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.dataset.kaldi_data import read_kaldi_map, read_segments, read_wav_scp  # noqa: E402
+from wenet_udps.dataset.kaldi_data import read_utterances  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -24,26 +24,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    wavs = read_wav_scp(args.wav_file)
-    texts = read_kaldi_map(args.text_file, allow_empty_value=True)
-    if args.segments:
-        entries = [(utt, rec, start, end) for utt, rec, start, end in read_segments(args.segments)]
-    else:
-        entries = [(key, key, None, None) for key in wavs]
-    written = missing = 0
+    entries = read_utterances(args.wav_file, args.text_file, args.segments)
     with open(args.output_file, "w", encoding="utf-8") as out:
-        for utt, rec, start, end in entries:
-            if rec not in wavs or utt not in texts:
-                missing += 1
-                continue
-            obj = {"key": utt, "wav": wavs[rec], "txt": texts[utt]}
+        for utt, wav, txt, start, end in entries:
+            obj = {"key": utt, "wav": wav, "txt": txt}
             if start is not None:
                 obj["start"], obj["end"] = start, end
             out.write(json.dumps(obj, ensure_ascii=False) + "\n")
-            written += 1
-    if missing:
-        logging.warning("%d utterances lack audio or text and were left out", missing)
-    logging.info("wrote %d utterances to %s", written, args.output_file)
+    logging.info("wrote %d utterances to %s", len(entries), args.output_file)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample  # noqa: E402
-from wenet_udps.dataset.kaldi_data import read_kaldi_map, read_segments, read_wav_scp  # noqa: E402
+from wenet_udps.dataset.kaldi_data import read_utterances  # noqa: E402
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 
@@ -77,16 +77,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    wavs = read_wav_scp(args.wav_file)
-    texts = read_kaldi_map(args.text_file, allow_empty_value=True)
-    if args.segments:
-        pairs = [(utt, rec, start, end) for utt, rec, start, end in read_segments(args.segments)]
-    else:
-        pairs = [(key, key, None, None) for key in wavs]
-    entries = [(utt, wavs[rec], texts[utt], start, end) for utt, rec, start, end in pairs
-               if rec in wavs and utt in texts]
-    if len(entries) < len(pairs):
-        logging.warning("%d utterances lack audio or text and were left out", len(pairs) - len(entries))
+    entries = read_utterances(args.wav_file, args.text_file, args.segments)
     if args.shuffle:
         random.Random(777).shuffle(entries)
     os.makedirs(args.shards_dir, exist_ok=True)

@@ -1,5 +1,6 @@
 """Readers for Kaldi data-directory files (wav.scp, text, segments) shared by the list/shard/cmvn tools."""
-from typing import Dict, List, Tuple
+import logging
+from typing import Dict, List, Optional, Tuple
 
 
 def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]:
@@ -43,3 +44,24 @@ def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
             except ValueError:
                 raise ValueError(f"{path}:{lineno}: expected 'utt rec start end', got {line.strip()!r}") from None
     return out
+
+
+def read_utterances(wav_file: str, text_file: str,
+                    segments_file: Optional[str] = None) -> List[Tuple[str, str, str, Optional[float], Optional[float]]]:
+    """Join a Kaldi data dir into ``(key, wav path, transcript, start, end)`` per utterance.
+
+    With a segments file each segment is an utterance cut from its recording (start/end in seconds); without one,
+    every wav.scp entry is an utterance (start/end None). Utterances lacking audio or text are left out with one
+    warning saying how many.
+    """
+    wavs = read_wav_scp(wav_file)
+    texts = read_kaldi_map(text_file, allow_empty_value=True)
+    if segments_file:
+        pairs = [(utt, rec, start, end) for utt, rec, start, end in read_segments(segments_file)]
+    else:
+        pairs = [(key, key, None, None) for key in wavs]
+    entries = [(utt, wavs[rec], texts[utt], start, end) for utt, rec, start, end in pairs
+               if rec in wavs and utt in texts]
+    if len(entries) < len(pairs):
+        logging.warning("%d utterances lack audio or text and were left out", len(pairs) - len(entries))
+    return entries
