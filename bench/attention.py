@@ -1,4 +1,4 @@
-"""Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, blocked, dispatch).
+"""Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, tiled compiled/eager, dispatch).
 
 Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask; repeats are interleaved (one
 round runs every implementation once, in a shuffled order) so load from other processes hits all of them alike, and
@@ -10,6 +10,7 @@ fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.m
     python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
 """
 import argparse
+import functools
 import json
 import math
 import random
@@ -23,11 +24,12 @@ from typing import Callable, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from wenet_udps.transformer.attention import scaled_dot_attention  # noqa: E402
-from wenet_udps.transformer.udps_fused import udps_attention_blocked  # noqa: E402
+from wenet_udps.transformer import udps_fused  # noqa: E402
 from wenet_udps.transformer.udps_ops import udps_attention, udps_attention_reference  # noqa: E402
 
 ALPHA = 10.0
@@ -53,7 +55,8 @@ IMPLS: Dict[str, Callable] = {
     "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
     "naive scaled-dot": naive_scaled_dot,
     "udps reference": _udps(udps_attention_reference),
-    "udps blocked": _udps(udps_attention_blocked),
+    "udps tiled (compiled)": _udps(udps_fused.udps_attention_tiled),
+    "udps tiled (eager)": _udps(functools.partial(udps_fused.udps_attention_tiled, compiled=False)),
     "udps (dispatch)": _udps(udps_attention),
 }
 BASELINE = "sdpa (scaled-dot)"
@@ -121,9 +124,8 @@ def measure_memory_child(name: str, t: int, args) -> float:
         _step(IMPLS[name], q, k, v, mask, grad, True)
         torch.cuda.synchronize()
         return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
-    # One small warm-up so the libraries' own one-time allocations do not count.
-    _step(IMPLS[name], *make_inputs(1, 1, 16, args.d_k, args.torch_dtype, args.device)[:4],
-          torch.randn(1, 1, 16, args.d_k, dtype=args.torch_dtype), True)
+    # A warm-up run of the same shapes, so one-time allocations (libraries, compilation) do not count.
+    _step(IMPLS[name], q, k, v, mask, grad, True)
     # Reset the peak-RSS mark (ru_maxrss would carry the parent's peak over fork+exec).
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")

@@ -5,7 +5,8 @@ seed, ``att_udps: false`` (scaled-dot) and ``att_udps: true`` (every attention s
 output_dim 4233 and no CMVN. One training step is forward, backward and an Adam step on a fixed random batch;
 the two modes are timed interleaved (alternating, the order flipped every repeat) and the medians compared.
 Decoding real-time factor (decode seconds / audio seconds, 10 ms frames) is measured per method with
-``model.decode`` on the first batch in eval mode.
+``model.decode`` on the first batch in eval mode; for ``attention`` also per decoder step, since the two untrained
+models stop the beam search after different numbers of steps.
 
     python bench/train_step.py --out docs/bench_train_step.md
     python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
@@ -21,6 +22,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
 import torch  # noqa: E402
 import yaml  # noqa: E402
 
@@ -63,6 +65,14 @@ def train_step(model, optimizer, batch) -> float:
     return time.perf_counter() - start
 
 
+def _count_decoder_steps(model) -> list:
+    """A list that gets one entry per incremental decoder step of ``model`` (attention beam search) from now on."""
+    steps: list = []
+    step = type(model.decoder).forward_one_step
+    model.decoder.forward_one_step = lambda *a, **kw: steps.append(1) or step(model.decoder, *a, **kw)
+    return steps
+
+
 def bench_conf(name: str, args) -> List[str]:
     models, optims = {}, {}
     for mode, udps in MODES.items():
@@ -88,17 +98,27 @@ def bench_conf(name: str, args) -> List[str]:
         speech, speech_lengths, _, _ = make_batch(utts, frames, seed=1)
         audio_s = utts * frames / 100
         for method in METHODS:
-            rtf = {}
+            rtf, step_ms = {}, {}
             for mode in MODES:
                 model = models[mode].eval()
+                steps = _count_decoder_steps(model)
                 with torch.no_grad():
                     model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
+                    steps.clear()
                     start = time.perf_counter()
                     model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
-                rtf[mode] = (time.perf_counter() - start) / audio_s
+                elapsed = time.perf_counter() - start
+                rtf[mode] = elapsed / audio_s
+                step_ms[mode] = elapsed * 1e3 / len(steps) if steps else None
             rows.append(f"| {name} | RTF {method} | {utts} x {frames / 100:.0f} s | {rtf['scaled-dot']:.4f} | "
                         f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
+            if step_ms["udps"] is not None:
+                # Untrained models stop the beam search after different numbers of steps; per step is comparable.
+                rows.append(f"| {name} | {method}: ms per decoder step | {utts} x {frames / 100:.0f} s | "
+                            f"{step_ms['scaled-dot']:.2f} | {step_ms['udps']:.2f} | "
+                            f"{step_ms['udps'] / step_ms['scaled-dot']:.3f} |")
+                print(rows[-1], flush=True)
     return rows
 
 

@@ -1,9 +1,12 @@
 """wenet_udps: WeNet-style ASR toolkit whose every attention can be switched to UDPS from one YAML key."""
 import os
 
-# OpenMP threads that spin while waiting collapse (100x slower small ops, measured on 2 cores) as soon as another
-# process, e.g. a DataLoader worker computing fbank, needs a core. Must be set before torch loads OpenMP.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP threads that spin long while waiting collapse (a 160x128 linear: 0.04 ms -> 8 ms on 2 cores) as soon as
+# another process, e.g. a DataLoader worker running torch ops, needs a core; threads that sleep at once
+# (OMP_WAIT_POLICY=PASSIVE) pay a wake-up per op instead (0.04 -> 0.1 ms idle). A short spin keeps both cases fast.
+# Must be set before torch loads OpenMP; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 from wenet_udps.transformer.udps_ops import udps_similarity
 
 __all__ = ["udps_similarity", "build_model"]

@@ -1,10 +1,25 @@
-"""The UDPS kernels: the blocked fast path and the dispatch give the reference's values and gradients."""
+"""The UDPS kernels: the tiled fast path (compiled and eager) and the dispatch give the reference's values and
+gradients."""
+import functools
+
 import pytest
 import torch
 
-from wenet_udps.transformer.udps_fused import UDPSBlockedFunction, udps_attention_blocked
-from wenet_udps.transformer.udps_ops import (BLOCKED_MIN_LEN, fast_path_available, udps_attention,
+from wenet_udps.transformer import udps_fused
+from wenet_udps.transformer.udps_fused import UDPSTiledFunction, plan_tiles, udps_attention_tiled
+from wenet_udps.transformer.udps_ops import (TILED_MIN_LEN, fast_path_available, udps_attention,
                                              udps_attention_reference)
+
+
+@pytest.fixture(params=["compiled", "eager"])
+def tile_kernels(request, monkeypatch):
+    """Run a test with the compiled tile functions and again with the eager ones (the no-compiler fallback)."""
+    kernels = udps_fused.kernels()
+    if request.param == "eager":
+        monkeypatch.setattr(kernels, "compiled", False)
+    else:
+        assert kernels.compiled, "WENET_UDPS_COMPILE=0 in the test environment"
+    return request.param
 
 
 def _inputs(batch, heads, t1, t2, d, k_batch=None, dtype=torch.float32, seed=0):
@@ -51,19 +66,27 @@ CASES = {
 }
 
 
+# (tile_elems, save_elems): one tile per call, scores saved for the backward; one tile, recomputed; tiles of a few
+# items or of 8 query rows (the smallest block), recomputed and saved.
+TILINGS = {"one tile, saved": (1 << 19, 1 << 22), "one tile, recomputed": (1 << 19, 0),
+           "small tiles, recomputed": (16, 0), "small tiles, saved": (16, 1 << 22)}
+
+
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("k_batch_one", [False, True])
-def test_blocked_matches_reference(case, k_batch_one):
+@pytest.mark.parametrize("tiling", list(TILINGS))
+def test_tiled_matches_reference(case, tiling, tile_kernels):
     batch, heads, t1, t2, make_mask = CASES[case]
     mask = make_mask() if make_mask else None
-    q, k, v, alpha = _inputs(batch, heads, t1, t2, 8, k_batch=1 if k_batch_one else None)
+    # A batch-1 key tensor (as the rel-pos term gives) must broadcast like the reference.
+    q, k, v, alpha = _inputs(batch, heads, t1, t2, 8, k_batch=1 if case == "no mask" else None)
+    tile_elems, save_elems = TILINGS[tiling]
     ref = _run(udps_attention_reference, q, k, v, alpha, mask)
-    # A tiny tile forces several query blocks per batch item.
-    got = _run(udps_attention_blocked, q, k, v, alpha, mask, tile_elems=16)
+    got = _run(udps_attention_tiled, q, k, v, alpha, mask, tile_elems=tile_elems, save_elems=save_elems)
     _assert_same(ref, got)
 
 
-def test_eps_floor_matches_reference():
+@pytest.mark.parametrize("save_elems", [0, 1 << 22])
+def test_eps_floor_matches_reference(save_elems, tile_kernels):
     """Near-zero queries and keys hit the eps floor of the denominator; its gradient must stop there too."""
     q, k, v, alpha = _inputs(2, 2, 12, 12, 4)
     q[:, :, :4] *= 1e-5
@@ -71,28 +94,44 @@ def test_eps_floor_matches_reference():
     q[0, 0, 0] = 0.0
     kwargs = dict(eps=1e-3)
     ref = _run(udps_attention_reference, q, k, v, alpha, None, **kwargs)
-    got = _run(udps_attention_blocked, q, k, v, alpha, None, tile_elems=16, **kwargs)
+    got = _run(udps_attention_tiled, q, k, v, alpha, None, tile_elems=16, save_elems=save_elems, **kwargs)
     _assert_same(ref, got)
 
 
-def test_fully_masked_rows_are_zero():
+def test_fully_masked_rows_are_zero(tile_kernels):
     q, k, v, _ = _inputs(2, 2, 8, 8, 4)
     mask = torch.ones(2, 8, 8, dtype=torch.bool)
     mask[1, 3] = False
-    out = udps_attention_blocked(q, 2 * k, torch.linalg.vector_norm(k, dim=-1), v, mask=mask)
+    out = udps_attention_tiled(q, 2 * k, torch.linalg.vector_norm(k, dim=-1), v, mask=mask)
     assert torch.equal(out[1, :, 3], torch.zeros_like(out[1, :, 3]))
     assert out[0].abs().sum() > 0
 
 
-def test_gradcheck_float64():
+@pytest.mark.parametrize("save_elems", [0, 1 << 22])
+def test_gradcheck_float64(save_elems):
+    """The hand-derived backward against finite differences (eager tile functions: the same code the compiler
+    fuses, checked against the reference in float32 above)."""
     q, k, v, _ = _inputs(2, 2, 5, 6, 3, dtype=torch.float64)
     k_norm = torch.linalg.vector_norm(k, dim=-1)
-    mask = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 0, 1, 1, 1, 1]], dtype=torch.bool).unsqueeze(1)
-    for m in (None, mask, torch.tril(torch.ones(5, 6, dtype=torch.bool)).expand(2, 5, 6)):
-        def fn(q_, k_, n_, v_, m=m):
-            return UDPSBlockedFunction.apply(q_, k_, n_, v_, m, 1e-6, 8)
+    pad = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.bool).view(2, 1, 1, 6)
+    holes = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 0, 1, 1, 1, 1]], dtype=torch.bool).view(2, 1, 1, 6)
+    causal = torch.tril(torch.ones(5, 6, dtype=torch.bool)).expand(2, 1, 5, 6)
+    for keep in (torch.ones(2, 1, 1, 6, dtype=torch.bool), pad, holes, causal):
+        fn = functools.partial(_apply_tiled, keep=keep, save_elems=save_elems)
         inputs = [x.clone().requires_grad_(True) for x in (q, 3 * k, k_norm, v)]
         assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-6)
+
+
+def _apply_tiled(q, k_num, k_norm, v, keep, save_elems):
+    return UDPSTiledFunction.apply(q, k_num, k_norm, v, keep, 1e-6, 8, save_elems, False)
+
+
+def test_plan_tiles_groups_items_and_cuts_rows():
+    # Items fit together while items x heads x t1 x (largest extent) <= tile_elems; empty items get no tile.
+    assert plan_tiles([10, 8, 0, 10], heads=2, t1=5, tile_elems=200) == [(0, 2, 10, 5), (3, 4, 10, 5)]
+    # One item larger than a tile: blocks of query rows, a multiple of 8.
+    assert plan_tiles([100], heads=2, t1=50, tile_elems=4000) == [(0, 1, 100, 16)]
+    assert plan_tiles([100], heads=2, t1=50, tile_elems=10) == [(0, 1, 100, 8)]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -109,15 +148,15 @@ def test_low_precision_inputs_close_to_float32(dtype):
 
 
 def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
-    t = BLOCKED_MIN_LEN
+    t = TILED_MIN_LEN
     q, k, v, alpha = _inputs(2, 2, t, t, 8)
     mask = _padding_mask([t, t - 9], t)
     assert fast_path_available(q, k, None, 0.0, False)
     calls = []
-    real = UDPSBlockedFunction.apply
-    monkeypatch.setattr(UDPSBlockedFunction, "apply", lambda *a: calls.append(1) or real(*a))
+    real = UDPSTiledFunction.apply
+    monkeypatch.setattr(UDPSTiledFunction, "apply", lambda *a: calls.append(1) or real(*a))
     got = _run(udps_attention, q, k, v, alpha, mask)
-    assert calls, "udps_attention did not take the blocked path"
+    assert calls, "udps_attention did not take the tiled path"
     _assert_same(_run(udps_attention_reference, q, k, v, alpha, mask), got)
     # An empty mask means no mask.
     empty = torch.ones((0, 0, 0), dtype=torch.bool)
@@ -126,7 +165,7 @@ def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
 
 
 def test_dispatch_falls_back_for_bias_dropout_and_short_inputs():
-    t = BLOCKED_MIN_LEN
+    t = TILED_MIN_LEN
     q, k, _, _ = _inputs(1, 2, t, t, 4)
     assert not fast_path_available(q, k, torch.zeros(1, 2, t, t), 0.0, False)
     assert not fast_path_available(q, k, None, 0.1, True)
@@ -137,3 +176,31 @@ def test_dispatch_falls_back_for_bias_dropout_and_short_inputs():
     bias = torch.randn(1, 2, t, t)
     torch.testing.assert_close(_run(udps_attention, q, k, v, alpha, None, bias=bias)[0],
                                _run(udps_attention_reference, q, k, v, alpha, None, bias=bias)[0])
+
+
+def test_tracing_records_the_reference_formula():
+    """torch.jit.trace / ONNX export must not record the tiled kernel (a Python autograd Function)."""
+    t = TILED_MIN_LEN
+    q, k, v, _ = _inputs(1, 2, t, t, 4)
+    traced = torch.jit.trace(udps_attention, (q, k, torch.linalg.vector_norm(k, dim=-1), v))
+    assert "UDPSTiled" not in str(traced.graph)
+    q, k, v, _ = _inputs(1, 2, t + 16, t + 16, 4, seed=5)
+    k_norm = torch.linalg.vector_norm(k, dim=-1)
+    torch.testing.assert_close(traced(q, k, k_norm, v), udps_attention_reference(q, k, k_norm, v))
+
+
+def test_compile_failure_falls_back_to_eager(monkeypatch, caplog):
+    """Without a working compiler the tile functions run eagerly, with one warning, and give the same numbers."""
+    def broken_compile(fn, **kwargs):
+        def run(*args):
+            raise RuntimeError("no C++ compiler found")
+        return run
+    monkeypatch.setattr(udps_fused, "_KERNELS", None)
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    q, k, v, alpha = _inputs(2, 2, 20, 20, 8)
+    mask = _padding_mask([20, 13], 20)
+    with caplog.at_level("WARNING", logger=udps_fused.__name__):
+        got = _run(udps_attention_tiled, q, k, v, alpha, mask)
+    assert "no C++ compiler found" in caplog.text and "eagerly" in caplog.text
+    assert not udps_fused.kernels().compiled
+    _assert_same(_run(udps_attention_reference, q, k, v, alpha, mask), got)

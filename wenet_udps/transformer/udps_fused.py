@@ -1,217 +1,292 @@
-"""Memory-lean UDPS attention: query-blocked forward and a hand-derived backward (pure PyTorch, any device).
+"""Fast UDPS attention: tiled forward and hand-derived backward, each tile one compiled (fused) kernel.
 
 The straightforward formula makes a separate pass over a full (B, H, T1, T2) tensor for every step and autograd keeps
-several of them alive for the backward. Here the score matrix only ever exists one tile at a time (one batch item,
-all heads, a block of query rows), small enough to stay in the CPU cache while the elementwise steps run over it, and
-the backward recomputes each tile instead of saving it (flash-attention style). Nothing of size T1 x T2 is saved.
-Batch items are spread over torch's CPU threads, each running single-threaded ops (see ``_for_each_item``).
+several of them alive for the backward. Here the work is cut into tiles (a group of batch items, or a block of query
+rows of one item, at most ``tile_elems`` score elements) and each tile runs pure functions (:data:`TILE_FUNCTIONS`)
+compiled by ``torch.compile`` (inductor), so the elementwise steps and row reductions of a tile are a few fused
+loops over cache-resident data between the matmuls. For long inputs the backward recomputes the tile's scores from
+q, k and the saved row log-sum-exp (flash-attention style): nothing of size T1 x T2 is kept between forward and
+backward. Up to ``save_elems`` score elements per call the forward keeps the scores instead (one matmul less; naive
+attention keeps as much). Keys past the last kept key of a tile (padding) are not computed at all.
 
 Math (per head; a_i = |q_i|, n_j = key norm, N = q k~^T, den = a_i + n_j, D = max(den^2, eps), S = N / D,
 P = softmax(S), O = P v), with dO the output gradient and delta_i = sum_c dO_ic O_ic:
 
     dv = P^T dO          dS = P * (dO v^T - delta)          dN = dS / D
-    dq = dN k~ + (da_i) q_i / a_i                            dk~ = dN^T q
-    G = dD * 2 den = -2 dN * S * den  (0 where den^2 < eps)   da_i = sum_j G_ij     dn_j = sum_i G_ij
+    dq = dN k~ + da_i q_i / a_i                              dk~ = dN^T q
+    G = dN * S * den (0 where den^2 < eps)    da_i = -2 sum_j G_ij     dn_j = -2 sum_i G_ij
 
-Padding: with a key-only mask (B, 1, T2) whose kept keys of a batch item are a prefix (the usual padding mask),
-the padded key columns are skipped altogether, which gives exactly the reference's numbers (their probabilities are
-exactly 0 there). Other masks are applied to each tile. Query rows with no kept key give zeros, as the reference.
+Compilation happens once per process and input layout (dynamic shapes; inductor's on-disk cache makes later
+processes start in seconds). Where it is unavailable (no C++ compiler, ``WENET_UDPS_COMPILE=0``) the same tile
+functions run eagerly: same numbers, slower.
 """
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Tuple
+import functools
+import logging
+import math
+import os
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
-# Elements of one score tile: 4 MiB in float32, held in the L2/L3 cache while the elementwise steps run. Larger
-# tiles mean fewer parallel regions, which keeps the kernel fast when other processes compete for the cores.
+logger = logging.getLogger(__name__)
+
+# Score elements per tile: 4 MiB in float32, so a tile's temporaries stay in the CPU caches while the fused loops run
+# over them, yet large enough that the matmuls run at full speed and the per-call overhead (about 0.1 ms) is small.
 DEFAULT_TILE_ELEMS = 1 << 20
+# Up to this many score elements per attention call (16 MiB in float32) the forward saves the score tiles for the
+# backward instead of recomputing them: one matmul less, and no more memory than naive attention keeps (its softmax).
+DEFAULT_SAVE_ELEMS = 1 << 22
 
 
-def _key_lengths(mask: Optional[torch.Tensor], batch: int, t2: int) -> Tuple[Optional[List[int]], bool]:
-    """For a (B|1, 1, T2) mask whose kept keys form a prefix per batch item: ([L_b] * B, True); else (None, False).
+def _scores(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, keep: Optional[torch.Tensor], eps: float
+            ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(a, den, S): |q| (n, H, r, 1), |q| + n (n, H, r, K) and the scores, -inf where ``keep`` is False."""
+    a = torch.linalg.vector_norm(q, dim=-1, keepdim=True)
+    den = a + k_norm.unsqueeze(-2)
+    s = torch.matmul(q, k_num.transpose(-2, -1)) / (den * den).clamp_min(eps)
+    if keep is not None:
+        s = s.masked_fill(~keep, -math.inf)
+    return a, den, s
 
-    ``None`` mask: every key kept ([T2] * B, True).
+
+def _softmax_matmul(s: torch.Tensor, v: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """softmax(S) v and the row log-sum-exp of S (+inf for a row with no kept key, whose output is 0)."""
+    m = s.amax(dim=-1, keepdim=True)
+    m = torch.where(m == -math.inf, torch.zeros_like(m), m)
+    e = torch.exp(s - m)
+    total = e.sum(dim=-1, keepdim=True)
+    # Normalising after the matmul touches r x dv elements instead of r x K.
+    out = torch.matmul(e, v) / total.clamp_min(torch.finfo(total.dtype).tiny)
+    return out, torch.where(total > 0, m + torch.log(total), torch.full_like(total, math.inf))
+
+
+def tile_forward(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                 keep: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    """One tile of the forward.
+
+    q (n, H, r, d), k_num (n, H, K, d), k_norm (n, H, K), v (n, H, K, dv), keep (n, H, r|1, K) bool or None
+    -> out (n, H, r, dv), lse (n, H, r, 1).
     """
-    if mask is None:
-        return [t2] * batch, True
-    if mask.size(1) != 1:
-        return None, False
-    keep = mask[:, 0, :]
-    lengths = keep.sum(-1)
-    prefix = torch.arange(t2, device=mask.device).unsqueeze(0) < lengths.unsqueeze(1)
-    if not torch.equal(prefix, keep):
-        return None, False
-    lengths = lengths.expand(batch) if lengths.size(0) == 1 else lengths
-    return [int(x) for x in lengths.tolist()], True
+    return _softmax_matmul(_scores(q, k_num, k_norm, keep, eps)[2], v)
 
 
-def _row_blocks(t1: int, heads: int, keys: int, tile_elems: int) -> int:
-    """Query rows per tile so a (heads, rows, keys) tile holds about ``tile_elems`` elements (a multiple of 8)."""
-    rows = tile_elems // max(1, heads * keys)
-    return max(8, min(t1, (rows // 8) * 8 or 8))
+def tile_forward_saving(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                        keep: Optional[torch.Tensor], eps: float
+                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`tile_forward` that also returns the scores S (n, H, r, K) for :func:`tile_backward_saved`."""
+    s = _scores(q, k_num, k_norm, keep, eps)[2]
+    return _softmax_matmul(s, v) + (s,)
 
 
-class UDPSBlockedFunction(torch.autograd.Function):
-    """autograd Function computing UDPS attention tile by tile; see the module docstring for the math.
+def _grads(q, k_num, v, keep, a, den, s, lse, out, d_out, eps: float):
+    """dq, dk_num, dk_norm, dv of a tile from its scores S (see the module docstring)."""
+    den2 = den * den
+    d = den2.clamp_min(eps)
+    p = torch.exp(s - lse)
+    if keep is not None:
+        p = torch.where(keep, p, torch.zeros_like(p))
+    delta = (d_out * out).sum(dim=-1, keepdim=True)
+    d_num = p * (torch.matmul(d_out, v.transpose(-2, -1)) - delta) / d
+    # G: the denominator's share of the gradient; clamp_min passes none where the eps floor is active. Masked
+    # entries (S = -inf, d_num = 0) give 0 through the same select.
+    live = den2 >= eps if keep is None else (den2 >= eps) & keep
+    g = torch.where(live, d_num * s * den, torch.zeros_like(s))
+    da = -2.0 * g.sum(dim=-1, keepdim=True)
+    # d|q|/dq = q / |q| (0 at q = 0, as torch's norm backward).
+    dq = torch.matmul(d_num, k_num) + torch.where(a > 0, da / a, torch.zeros_like(a)) * q
+    return dq, torch.matmul(d_num.transpose(-2, -1), q), -2.0 * g.sum(dim=-2), torch.matmul(p.transpose(-2, -1), d_out)
 
-    forward(q (B, H, T1, d), k_num (B, H, T2, d), k_norm (B, H, T2), v (B, H, T2, dv), mask (B|1, 1|T1, T2) bool
-    or None, eps, tile_elems) -> (B, H, T1, dv). Inputs share one float dtype and are batch-expanded by the caller.
+
+def tile_backward(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                  keep: Optional[torch.Tensor], out: torch.Tensor, lse: torch.Tensor, d_out: torch.Tensor, eps: float
+                  ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tile of the backward, recomputing the scores (shapes as :func:`tile_forward`; ``d_out`` like ``out``).
+
+    Returns dq (n, H, r, d), dk_num (n, H, K, d), dk_norm (n, H, K), dv (n, H, K, dv): this tile's contributions.
+    """
+    a, den, s = _scores(q, k_num, k_norm, keep, eps)
+    return _grads(q, k_num, v, keep, a, den, s, lse, out, d_out, eps)
+
+
+def tile_backward_saved(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                        keep: Optional[torch.Tensor], s: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                        d_out: torch.Tensor, eps: float
+                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`tile_backward` with the scores S saved by :func:`tile_forward_saving`."""
+    a = torch.linalg.vector_norm(q, dim=-1, keepdim=True)
+    return _grads(q, k_num, v, keep, a, a + k_norm.unsqueeze(-2), s, lse, out, d_out, eps)
+
+
+TILE_FUNCTIONS: Dict[str, Callable] = {
+    "forward": tile_forward,
+    "forward_saving": tile_forward_saving,
+    "backward": tile_backward,
+    "backward_saved": tile_backward_saved,
+}
+
+
+class _Kernels:
+    """The tile functions, each compiled on first use; eager where compiling is off or fails (logged once)."""
+
+    def __init__(self) -> None:
+        self.compiled = os.environ.get("WENET_UDPS_COMPILE", "1") != "0"
+        self.functions: Dict[str, Callable] = {}
+
+    def run(self, name: str, *args, compiled: bool = True):
+        if compiled and self.compiled:
+            if name not in self.functions:
+                self.functions[name] = torch.compile(TILE_FUNCTIONS[name], dynamic=True)
+            try:
+                return self.functions[name](*args)
+            except Exception as exc:  # noqa: BLE001 - any compiler failure: the eager functions give the same numbers
+                logger.warning("UDPS attention: torch.compile failed (%s: %s); running the tile kernels eagerly "
+                               "(same numbers, slower). Set WENET_UDPS_COMPILE=0 to skip compiling.",
+                               type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+                self.compiled = False
+        return TILE_FUNCTIONS[name](*args)
+
+
+_KERNELS: Optional[_Kernels] = None
+
+
+def kernels() -> _Kernels:
+    """The process-wide tile kernels (created on first use, so importing the package compiles nothing)."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _Kernels()
+    return _KERNELS
+
+
+def plan_tiles(extent: List[int], heads: int, t1: int, tile_elems: int) -> List[Tuple[int, int, int, int]]:
+    """Cut the work into groups (b0, b1, keys, rows): items b0:b1 and their keys 0:keys, in blocks of ``rows`` queries.
+
+    ``extent[b]`` is one past item b's last kept key (0: nothing kept, no tile). Consecutive items are grouped while
+    the group's tile (items x heads x t1 x its largest extent) fits ``tile_elems``; an item too large alone is cut
+    into blocks of query rows (a multiple of 8).
+    """
+    groups = []
+    b, batch = 0, len(extent)
+    while b < batch:
+        if extent[b] == 0:
+            b += 1
+            continue
+        keys, end = extent[b], b + 1
+        while end < batch and (end + 1 - b) * heads * t1 * max(keys, extent[end]) <= tile_elems:
+            keys, end = max(keys, extent[end]), end + 1
+        rows = t1
+        if end == b + 1 and heads * t1 * keys > tile_elems:
+            rows = min(t1, max(8, tile_elems // (heads * keys) // 8 * 8))
+        groups.append((b, end, keys, rows))
+        b = end
+    return groups
+
+
+class UDPSTiledFunction(torch.autograd.Function):
+    """UDPS attention tile by tile (see the module docstring for the math).
+
+    forward(q (B, H, T1, d), k_num (B, H, T2, d), k_norm (B, H, T2), v (B, H, T2, dv), keep (B, 1, T1|1, T2) bool,
+    eps, tile_elems, save_elems, compiled) -> (B, H, T1, dv). Inputs share one float dtype; ``compiled=False`` runs
+    the tile functions eagerly.
     """
 
     @staticmethod
-    def forward(ctx, q, k_num, k_norm, v, mask, eps, tile_elems):
+    def forward(ctx, q, k_num, k_norm, v, keep, eps, tile_elems, save_elems, compiled):
         batch, heads, t1, _ = q.shape
-        t2 = k_num.size(2)
-        lengths, prefix = _key_lengths(mask, batch, t2)
-        a = torch.linalg.vector_norm(q, dim=-1)
+        # One past the last key any query of an item keeps: the keys after it are padding for the whole item.
+        kept = keep.any(dim=2)[:, 0]
+        extent_t = (kept.size(-1) - kept.flip(-1).to(torch.uint8).argmax(-1)).masked_fill(~kept.any(-1), 0)
+        extent = extent_t.tolist()
+        # A padding mask (every query keeps keys 0:extent) needs no mask inside a tile whose items all have that
+        # extent: the tile is cut there.
+        prefix = keep.size(2) == 1 and torch.equal(
+            keep[:, 0, 0], torch.arange(keep.size(-1), device=keep.device) < extent_t.unsqueeze(1))
+        groups = [(b0, b1, keys, rows, not (prefix and all(e == keys for e in extent[b0:b1])))
+                  for b0, b1, keys, rows in plan_tiles(extent, heads, t1, tile_elems)]
+        save = any(ctx.needs_input_grad[:4]) and sum(
+            (b1 - b0) * heads * t1 * keys for b0, b1, keys, _, _ in groups) <= save_elems
+        run = functools.partial(kernels().run, compiled=compiled)
         out = q.new_zeros(batch, heads, t1, v.size(-1))
-        row_valid = None if prefix else mask.any(-1)  # (B|1, 1|T1): rows that keep at least one key
-        def item(b: int) -> None:
-            keys = lengths[b] if prefix else t2
-            if keys == 0:
-                return  # every row fully masked: zeros, as the reference
-            k_t = k_num[b, :, :keys].transpose(-2, -1)
-            n = k_norm[b, :, None, :keys]
-            v_b = v[b, :, :keys]
-            rows = _row_blocks(t1, heads, keys, tile_elems)
-            for i0 in range(0, t1, rows):
-                i1 = min(t1, i0 + rows)
-                s, _, _ = _scores_tile(q[b, :, i0:i1], a[b, :, i0:i1], k_t, n, eps, need_den=False)
-                if not prefix:
-                    s.masked_fill_(~_tile_keep(mask, b, i0, i1), torch.finfo(s.dtype).min)
-                torch.softmax(s, dim=-1, out=s)
-                out[b, :, i0:i1] = torch.matmul(s, v_b)
-
-        _for_each_item(item, lengths if prefix else [t2] * batch)
-        if row_valid is not None:
-            out.mul_(row_valid.unsqueeze(1).expand(batch, 1, -1).unsqueeze(-1).to(out.dtype))
-        ctx.save_for_backward(q, k_num, k_norm, v, a, out, mask if mask is not None else torch.empty(0))
-        ctx.has_mask = mask is not None
-        ctx.lengths, ctx.prefix, ctx.eps, ctx.tile_elems = lengths, prefix, eps, tile_elems
+        lse = q.new_full((batch, heads, t1, 1), math.inf)
+        scores = []
+        for b0, b1, keys, masked, i0, i1, (k_g, n_g, v_g) in _tiles(groups, t1, (k_num, k_norm, v)):
+            result = run("forward_saving" if save else "forward", _fresh(q[b0:b1, :, i0:i1]), k_g, n_g, v_g,
+                         _keep_tile(keep, b0, b1, i0, i1, keys, heads) if masked else None, eps)
+            out[b0:b1, :, i0:i1], lse[b0:b1, :, i0:i1] = result[:2]
+            scores.extend(result[2:])
+        ctx.save_for_backward(q, k_num, k_norm, v, keep, out, lse, *scores)
+        ctx.groups, ctx.eps, ctx.compiled = groups, eps, compiled
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k_num, k_norm, v, a, out, mask = ctx.saved_tensors
-        mask = mask if ctx.has_mask else None
-        lengths, prefix, eps = ctx.lengths, ctx.prefix, ctx.eps
-        batch, heads, t1, _ = q.shape
-        t2 = k_num.size(2)
+        q, k_num, k_norm, v, keep, out, lse, *scores = ctx.saved_tensors
+        heads, t1 = q.size(1), q.size(2)
         d_out = grad_out.to(out.dtype)
-        if not prefix:
-            # Fully masked rows have a constant zero output: no gradient flows through them.
-            d_out = d_out * mask.any(-1).unsqueeze(1).expand(batch, 1, -1).unsqueeze(-1).to(d_out.dtype)
-        delta = (d_out * out).sum(-1)  # (B, H, T1)
-        dq = torch.zeros_like(q)
-        da = torch.zeros_like(a)
-        dk = torch.zeros_like(k_num)
-        dn = torch.zeros_like(k_norm)
-        dv = torch.zeros_like(v)
-        def item(b: int) -> None:
-            keys = lengths[b] if prefix else t2
-            if keys == 0:
-                return
-            k_b = k_num[b, :, :keys]
-            k_t = k_b.transpose(-2, -1)
-            n = k_norm[b, :, None, :keys]
-            v_b = v[b, :, :keys]
-            rows = _row_blocks(t1, heads, keys, ctx.tile_elems)
-            for i0 in range(0, t1, rows):
-                i1 = min(t1, i0 + rows)
-                q_blk = q[b, :, i0:i1]
-                s, d, den = _scores_tile(q_blk, a[b, :, i0:i1], k_t, n, eps, need_den=True)
-                if not prefix:
-                    s.masked_fill_(~_tile_keep(mask, b, i0, i1), torch.finfo(s.dtype).min)
-                p = torch.softmax(s, dim=-1)
-                do_blk = d_out[b, :, i0:i1]
-                dv[b, :, :keys].baddbmm_(p.transpose(-2, -1), do_blk)
-                ds = torch.matmul(do_blk, v_b.transpose(-2, -1))
-                ds.sub_(delta[b, :, i0:i1, None]).mul_(p)
-                dnum = ds.div_(d)
-                dq[b, :, i0:i1] = torch.matmul(dnum, k_b)
-                dk[b, :, :keys].baddbmm_(dnum.transpose(-2, -1), q_blk)
-                # G / -2 = dN * S * den; dN is 0 on masked entries, so S's fill value there does not matter.
-                g = dnum.mul_(s).mul_(den)
-                da[b, :, i0:i1] = g.sum(-1)
-                dn[b, :, :keys] += g.sum(-2)
-
-        _for_each_item(item, lengths if prefix else [t2] * batch)
-        da.mul_(-2.0)
-        dn.mul_(-2.0)
-        # d|q|/dq = q / |q| (0 at q = 0, as torch's norm backward).
-        dq.add_(torch.where(a > 0, da / a.clamp_min(torch.finfo(a.dtype).tiny), torch.zeros_like(a)).unsqueeze(-1)
-                * q)
-        return dq, dk, dn, dv, None, None, None
+        dq, dk, dn, dv = (torch.zeros_like(x) for x in (q, k_num, k_norm, v))
+        run = functools.partial(kernels().run, compiled=ctx.compiled)
+        tiles = _tiles(ctx.groups, t1, (k_num, k_norm, v))
+        for n, (b0, b1, keys, masked, i0, i1, (k_g, n_g, v_g)) in enumerate(tiles):
+            saved = (scores[n],) if scores else ()
+            dq_t, dk_t, dn_t, dv_t = run(
+                "backward_saved" if scores else "backward", _fresh(q[b0:b1, :, i0:i1]), k_g, n_g, v_g,
+                _keep_tile(keep, b0, b1, i0, i1, keys, heads) if masked else None, *saved,
+                _fresh(out[b0:b1, :, i0:i1]), _fresh(lse[b0:b1, :, i0:i1]), _fresh(d_out[b0:b1, :, i0:i1]), ctx.eps)
+            dq[b0:b1, :, i0:i1] = dq_t
+            dk[b0:b1, :, :keys] += dk_t
+            dn[b0:b1, :, :keys] += dn_t
+            dv[b0:b1, :, :keys] += dv_t
+        return dq, dk, dn, dv, None, None, None, None, None
 
 
-def _for_each_item(item: Callable[[int], None], work: List[int]) -> None:
-    """Run ``item(b)`` for every batch item, spread over torch's CPU threads.
+def _tiles(groups, t1: int, key_side: Tuple[torch.Tensor, ...]):
+    """(b0, b1, keys, masked, i0, i1, key-side tensors of the group) for every query block i0:i1 of every group."""
+    for b0, b1, keys, rows, masked in groups:
+        group = tuple(_fresh(x[b0:b1, :, :keys]) for x in key_side)
+        for i0 in range(0, t1, rows):
+            yield b0, b1, keys, masked, i0, min(t1, i0 + rows), group
 
-    Each worker runs its items with single-threaded torch ops, so the many small tile ops need no thread barrier:
-    with torch's own intra-op threads every op is a parallel region, and on a machine where other processes compete
-    for the cores each such region waits for a descheduled thread (the kernel became 10-20x slower that way). Items
-    write disjoint slices of the outputs, so no locking is needed. ``work`` (keys per item) orders the items, longest
-    first, for balance.
+
+def _fresh(x: torch.Tensor) -> torch.Tensor:
+    """x as a contiguous tensor of its own (offset 0).
+
+    Compiled functions guard on their inputs' storage offsets and strides: fed slices, they would recompile for every
+    new offset until dynamo's limit and then silently run eagerly.
     """
-    threads = torch.get_num_threads()
-    order = sorted(range(len(work)), key=lambda b: -work[b])
-    if threads < 2 or len(order) < 2:
-        for b in order:
-            item(b)
-        return
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(max_workers=min(threads, len(order))) as pool:
-            # Grad mode is thread-local: the workers must not record autograd history either.
-            for future in [pool.submit(_no_grad_call, item, b) for b in order]:
-                future.result()
-    finally:
-        torch.set_num_threads(threads)
+    if x.storage_offset() != 0 or not x.is_contiguous():
+        return x.clone(memory_format=torch.contiguous_format)
+    return x
 
 
-def _no_grad_call(item: Callable[[int], None], b: int) -> None:
-    with torch.no_grad():
-        item(b)
+def _keep_tile(keep: torch.Tensor, b0: int, b1: int, i0: int, i1: int, keys: int, heads: int) -> torch.Tensor:
+    """The mask of a tile, (n, H, r|1, K), written out per head.
 
-
-def _scores_tile(q_blk: torch.Tensor, a_blk: torch.Tensor, k_t: torch.Tensor, n: torch.Tensor, eps: float,
-                 need_den: bool) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
-    """S = (q k~^T) / max((a + n)^2, eps) for one tile (H, rows, keys), in place in the matmul's buffer.
-
-    Returns S and, when ``need_den``, D = max(den^2, eps) and den masked to 0 where the eps floor is active (the
-    factor that carries the denominator's gradient).
+    Broadcasting over heads would stop the compiled kernels from merging (item, head, row) into one loop, and they
+    parallelise the outermost loop only: a single-item tile would run on one thread.
     """
-    s = torch.matmul(q_blk, k_t)
-    den = a_blk.unsqueeze(-1) + n
-    floored = float(a_blk.min()) + float(n.min()) < eps ** 0.5 if a_blk.numel() and n.numel() else False
-    d = den * den  # not den.square(): torch's pow kernel is several times slower on CPU
-    if floored:
-        d.clamp_min_(eps)
-    s.div_(d)
-    if not need_den:
-        return s, None, None
-    if floored:
-        den = den.masked_fill(den.square() < eps, 0.0)
-    return s, d, den
+    rows = slice(i0, i1) if keep.size(2) > 1 else slice(None)
+    return keep[b0:b1, :, rows, :keys].expand(-1, heads, -1, -1).contiguous()
 
 
-def _tile_keep(mask: torch.Tensor, b: int, i0: int, i1: int) -> torch.Tensor:
-    """The keep-mask of batch item ``b`` for query rows i0:i1, shaped (1, rows|1, T2) to broadcast over heads."""
-    m = mask[b if mask.size(0) > 1 else 0]
-    return (m if m.size(0) == 1 else m[i0:i1]).unsqueeze(0)
+def udps_attention_tiled(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                         mask: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                         tile_elems: int = DEFAULT_TILE_ELEMS, save_elems: int = DEFAULT_SAVE_ELEMS,
+                         compiled: bool = True) -> torch.Tensor:
+    """UDPS attention through :class:`UDPSTiledFunction` (no bias, no dropout); any float dtype.
 
-
-def udps_attention_blocked(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
-                           mask: Optional[torch.Tensor] = None, eps: float = 1e-6,
-                           tile_elems: int = DEFAULT_TILE_ELEMS) -> torch.Tensor:
-    """UDPS attention through :class:`UDPSBlockedFunction` (no bias, no dropout); any float dtype.
-
-    q (B, H, T1, d), k_num (B|1, H, T2, d), k_norm (B|1, H, T2), v (B, H, T2, dv), mask (B|1, 1|T1, T2) bool or
-    None -> (B, H, T1, dv) in v's dtype. Scores are computed in float32 (float64 for float64 inputs).
+    q (B, H, T1, d), k_num (B|1, H, T2, d), k_norm (B|1, H, T2), v (B, H, T2, dv), mask (B|1, 1|T1, T2) bool
+    (True = attend) or None -> (B, H, T1, dv) in v's dtype. Scores are computed in float32 (float64 for float64
+    inputs), with autocast off. ``compiled=False`` runs the tile functions eagerly (what happens anyway where
+    torch.compile is unavailable).
     """
-    batch = q.size(0)
+    batch, _, t1, _ = q.shape
+    t2 = k_num.size(2)
     dtype = torch.promote_types(q.dtype, torch.float32)  # float32, or float64 for float64 inputs
-    k_num = k_num.to(dtype).expand(batch, -1, -1, -1)
-    k_norm = k_norm.to(dtype).expand(batch, -1, -1)
-    out = UDPSBlockedFunction.apply(q.to(dtype), k_num, k_norm, v.to(dtype), mask, eps, tile_elems)
+    if mask is None:
+        keep = torch.ones(batch, 1, 1, t2, dtype=torch.bool, device=q.device)
+    else:
+        keep = mask.unsqueeze(1).expand(batch, 1, mask.size(1), t2).contiguous()
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        out = UDPSTiledFunction.apply(q.to(dtype), k_num.to(dtype).expand(batch, -1, -1, -1),
+                                      k_norm.to(dtype).expand(batch, -1, -1), v.to(dtype), keep, eps, tile_elems,
+                                      save_elems, compiled)
     return out.to(v.dtype)

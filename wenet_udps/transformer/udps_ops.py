@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from wenet_udps.transformer.udps_fused import udps_attention_blocked
+from wenet_udps.transformer.udps_fused import udps_attention_tiled
 
 DEFAULT_EPS = 1e-6
 
@@ -99,16 +99,24 @@ def udps_attention_reference(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch
     return torch.matmul(attn.to(v.dtype), v)
 
 
-# The blocked path loops over batch items and query blocks in Python; below this many query rows or keys a single
-# pass of the reference is cheaper (e.g. one decoding step, T1 = 1).
-BLOCKED_MIN_LEN = 64
+# Below this many query rows or keys (e.g. one decoding step, T1 = 1) a single pass of the reference is cheaper than
+# the tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
+TILED_MIN_LEN = 64
+
+
+def _exporting() -> bool:
+    """TorchScript scripting/tracing, ONNX export or an enclosing torch.compile: the plain formula, which they can
+    record and fuse (the tiled kernel is an autograd Function with Python loops and compiled calls of its own)."""
+    return (torch.jit.is_scripting() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+            or torch.compiler.is_compiling())
 
 
 def fast_path_available(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
                         training: bool) -> bool:
-    """Whether :func:`udps_attention` runs the blocked kernel (CPU, no bias, no active dropout, T1, T2 >= 64)."""
+    """Whether :func:`udps_attention` runs the tiled kernel: CPU, no bias, no active dropout, T1, T2 >= 64, and not
+    while exporting or compiling."""
     return (q.device.type == "cpu" and bias is None and not (dropout_p > 0.0 and training)
-            and q.size(-2) >= BLOCKED_MIN_LEN and k_num.size(-2) >= BLOCKED_MIN_LEN)
+            and q.size(-2) >= TILED_MIN_LEN and k_num.size(-2) >= TILED_MIN_LEN and not _exporting())
 
 
 def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
@@ -117,12 +125,12 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
     """UDPS attention; picks the fastest implementation that gives the reference's numbers.
 
     Shapes as :func:`udps_attention_reference`. On CPU, without ``bias`` or active dropout and with at least
-    ``BLOCKED_MIN_LEN`` query rows and keys, runs the query-blocked kernel with a hand-derived backward
-    (``udps_fused.udps_attention_blocked``: faster, and saves no T1 x T2 tensor); otherwise the reference.
+    ``TILED_MIN_LEN`` query rows and keys, runs the tiled kernel with compiled tiles and a hand-derived backward
+    (``udps_fused.udps_attention_tiled``: faster, and saves no more than naive attention); otherwise the reference.
     On GPU the reference runs (no fused GPU kernel yet).
     """
     if fast_path_available(q, k_num, bias, dropout_p, training):
-        return udps_attention_blocked(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
+        return udps_attention_tiled(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     return udps_attention_reference(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps,
                                     dropout_p=dropout_p, training=training)
 
