@@ -66,10 +66,16 @@ def train_step(model, optimizer, batch) -> float:
 
 
 def _count_decoder_steps(model) -> list:
-    """A list that gets one entry per incremental decoder step of ``model`` (attention beam search) from now on."""
+    """A list that gets the seconds of every incremental decoder step of ``model`` (attention beam search)."""
     steps: list = []
     step = type(model.decoder).forward_one_step
-    model.decoder.forward_one_step = lambda *a, **kw: steps.append(1) or step(model.decoder, *a, **kw)
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        result = step(model.decoder, *args, **kwargs)
+        steps.append(time.perf_counter() - start)
+        return result
+    model.decoder.forward_one_step = timed
     return steps
 
 
@@ -89,10 +95,12 @@ def bench_conf(name: str, args) -> List[str]:
             order = list(MODES) if rep % 2 == 0 else list(reversed(MODES))
             for mode in order:
                 times[mode].append(train_step(models[mode], optims[mode], batch))
-        med = {mode: statistics.median(ts) for mode, ts in times.items()}
-        rows.append(f"| {name} | train step | {utts} x {frames / 100:.0f} s | {med['scaled-dot']:.2f} s | "
-                    f"{med['udps']:.2f} s | {med['udps'] / med['scaled-dot']:.3f} |")
-        print(rows[-1], flush=True)
+        # Load from other processes only adds time: the fastest repeat is the steadier estimate on a shared machine.
+        for stat, fn in (("median", statistics.median), ("fastest", min)):
+            t = {mode: fn(ts) for mode, ts in times.items()}
+            rows.append(f"| {name} | train step ({stat}) | {utts} x {frames / 100:.0f} s | {t['scaled-dot']:.2f} s | "
+                        f"{t['udps']:.2f} s | {t['udps'] / t['scaled-dot']:.3f} |")
+            print(rows[-1], flush=True)
     if args.decode:
         utts, frames = args.batches[0]
         speech, speech_lengths, _, _ = make_batch(utts, frames, seed=1)
@@ -109,7 +117,7 @@ def bench_conf(name: str, args) -> List[str]:
                     model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
                 elapsed = time.perf_counter() - start
                 rtf[mode] = elapsed / audio_s
-                step_ms[mode] = elapsed * 1e3 / len(steps) if steps else None
+                step_ms[mode] = sum(steps) * 1e3 / len(steps) if steps else None
             rows.append(f"| {name} | RTF {method} | {utts} x {frames / 100:.0f} s | {rtf['scaled-dot']:.4f} | "
                         f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
@@ -135,7 +143,8 @@ def main() -> None:
     if args.quick:
         args.confs, args.batches, args.repeats, args.decode = ["transformer"], [(2, 200)], 2, False
     header = [f"torch {torch.__version__}, {torch.get_num_threads()} threads; median of {args.repeats} interleaved "
-              "repeats after one warm-up; ratio = udps / scaled-dot.", "",
+              "repeats after one warm-up (train step: median and fastest repeat); ratio = udps / scaled-dot; ms per "
+              "decoder step = time inside the decoder's incremental step only.", "",
               "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
     rows = [row for name in args.confs for row in bench_conf(name, args)]
     table = "\n".join(header + rows)
