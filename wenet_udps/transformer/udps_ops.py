@@ -115,8 +115,9 @@ def fast_path_available(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[tor
                         training: bool) -> bool:
     """Whether :func:`udps_attention` runs the tiled kernel: CPU, no bias, no active dropout, T1, T2 >= 64, and not
     while exporting or compiling."""
-    return (q.device.type == "cpu" and bias is None and not (dropout_p > 0.0 and training)
-            and q.size(-2) >= TILED_MIN_LEN and k_num.size(-2) >= TILED_MIN_LEN and not _exporting())
+    # _exporting() first: under tracing the size comparisons would be recorded as constants.
+    return (not _exporting() and q.device.type == "cpu" and bias is None and not (dropout_p > 0.0 and training)
+            and q.size(-2) >= TILED_MIN_LEN and k_num.size(-2) >= TILED_MIN_LEN)
 
 
 def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
