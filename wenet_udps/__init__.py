@@ -8,13 +8,16 @@ import os
 # own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-from wenet_udps.transformer.udps_ops import udps_similarity
 
 __all__ = ["udps_similarity", "build_model"]
 
 
 def __getattr__(name):
-    # build_model pulls in every model module; import it on first use so `import wenet_udps` stays light.
+    # Both pull in torch (build_model every model module); import them on first use so that `import wenet_udps`
+    # stays light for the torch-free parts (wenet_udps.scoring behind tools/compute-wer.py).
+    if name == "udps_similarity":
+        from wenet_udps.transformer.udps_ops import udps_similarity
+        return udps_similarity
     if name == "build_model":
         from wenet_udps.model_builder import build_model
         return build_model

@@ -74,7 +74,7 @@ def test_greedy_soup_real_run_cv_loss_in_two_workers(tmp_path, fsdd_dir):
     dev = tmp_path / "dev.list"
     write_data_list(fsdd_dir, dev, 3)
     dst = tmp_path / "soup.pt"
-    soup = average_model.main(["--mode", "greedy_soup", "--soup_metric", "cv_loss", "--dst_model", str(dst),
+    soup = average_model.main(["--method", "greedy_soup", "--soup_metric", "cv_loss", "--dst_model", str(dst),
                                "--src_path", str(tmp_path), "--num", "3", "--dev_data", str(dev),
                                "--num_workers", "2", "--batch_size", "2"])
     info = yaml.safe_load(open(str(dst) + ".soup.yaml"))

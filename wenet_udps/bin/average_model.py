@@ -4,52 +4,34 @@ WeNet's modes:
     python -m wenet_udps.bin.average_model --dst_model exp/x/avg_10.pt --src_path exp/x --num 10 --val_best
     python -m wenet_udps.bin.average_model --dst_model exp/x/avg_5.pt --src_path exp/x --num 5 \
         --min_epoch 40 --max_epoch 60
-(``--val_best``: the ``num`` lowest cv_loss epochs from epoch_N.yaml; else the last ``num`` epochs in range.)
+(``--val_best``: the ``num`` lowest cv_loss epochs from epoch_N.yaml; else the last ``num`` epochs.) The flags
+WeNet also has mean what they mean there, with these differences: ``--min_epoch``/``--max_epoch`` also bound the
+last-epochs choice (WeNet applies them with ``--val_best`` only), and "last" goes by epoch number, not file time;
+fewer matching checkpoints than ``--num`` is an error in both. WeNet's ``--mode`` (hybrid/epoch/step: which
+checkpoints to rank) is not offered: only epoch checkpoints are averaged, as with WeNet's ``--mode epoch``.
 
 Greedy soup (wenet_udps.train.average explains the selection), ranking by dev WER of one decoding mode:
-    python -m wenet_udps.bin.average_model --mode greedy_soup --dst_model exp/x/soup.pt --src_path exp/x \
+    python -m wenet_udps.bin.average_model --method greedy_soup --dst_model exp/x/soup.pt --src_path exp/x \
         --num 20 --val_best --config exp/x/train.yaml --dev_data data/dev/data.list \
         --decode_mode attention_rescoring --wer_char 1 --num_look 2 --num_workers 4
 ``--soup_metric cv_loss`` ranks by the dev-set loss instead. Candidates are evaluated in parallel ``spawn``
 processes. The soup's ingredients and metric history go to ``<dst_model>.soup.yaml``.
 """
 import argparse
-import importlib.util
 import logging
 import math
 import multiprocessing
 import os
 import sys
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import torch
 import yaml
 
+from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import atomic_write_bytes
 from wenet_udps.transformer.search import DECODING_METHODS
-
-COMPUTE_WER = Path(__file__).resolve().parents[2] / "tools" / "compute-wer.py"
-
-
-def load_compute_wer():
-    """tools/compute-wer.py as a module (its file name is not importable)."""
-    if not COMPUTE_WER.is_file():
-        raise FileNotFoundError(f"{COMPUTE_WER} not found (needed to score the dev set)")
-    spec = importlib.util.spec_from_file_location("compute_wer", COMPUTE_WER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def word_error_rate(refs: Dict[str, str], hyps: Dict[str, str], char: bool) -> float:
-    """compute-wer's Overall error rate (percent) of ``hyps`` against ``refs``."""
-    cw = load_compute_wer()
-    total, _, _ = cw.score(refs, hyps, char=char, case_sensitive=False, ignore=set(), verbose=0, pad=" ",
-                           out=open(os.devnull, "w"))
-    return total.error_rate()
-
 
 class SoupEvaluator:
     """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
@@ -70,8 +52,7 @@ class SoupEvaluator:
         self.refs: Dict[str, str] = {}
         if settings["metric"] == "wer":
             if settings.get("ref_text"):
-                cw = load_compute_wer()
-                self.refs = cw.read_text(settings["ref_text"])
+                self.refs = read_text(settings["ref_text"])
             elif settings["data_type"] == "raw":
                 self.refs = {s["key"]: s["txt"] for s in read_raw_list(settings["dev_data"])}
             else:
@@ -87,7 +68,7 @@ class SoupEvaluator:
                                         batch_size=s["batch_size"], beam_size=s["beam_size"],
                                         decode_kwargs={"ctc_weight": s["ctc_weight"],
                                                        "decoding_chunk_size": -1}, progress=False)
-            return word_error_rate(self.refs, results[s["decode_mode"]], s["wer_char"])
+            return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
                                     partition=False)
         total = num = 0.0
@@ -147,7 +128,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--val_best", action="store_true", help="pick by cv_loss instead of the last epochs")
     p.add_argument("--min_epoch", type=int, default=0)
     p.add_argument("--max_epoch", type=int, default=1 << 30)
-    p.add_argument("--mode", default="average", choices=["average", "greedy_soup"])
+    # Not --mode: WeNet's --mode chooses which checkpoints to rank (see the module docstring).
+    p.add_argument("--method", default="average", choices=["average", "greedy_soup"],
+                   help="uniform average of the selected checkpoints, or a greedy soup of them")
     p.add_argument("--soup_metric", default="wer", choices=["wer", "cv_loss"])
     p.add_argument("--num_look", type=int, default=1, help="greedy soup look-ahead window")
     p.add_argument("--num_workers", type=int, default=1, help="parallel evaluation processes (greedy soup)")
@@ -176,13 +159,13 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     candidates = select_checkpoints(args.src_path, args.num, val_best=args.val_best, min_epoch=args.min_epoch,
                                     max_epoch=args.max_epoch)
-    if args.mode == "average":
+    if args.method == "average":
         logging.info("averaging %s", ", ".join(os.path.basename(c) for c in candidates))
         save_state(average_state_dicts(candidates), args.dst_model)
         logging.info("wrote %s", args.dst_model)
         return candidates
     if not args.dev_data:
-        raise ValueError("--mode greedy_soup needs --dev_data")
+        raise ValueError("--method greedy_soup needs --dev_data")
     settings = {"config": args.config or os.path.join(args.src_path, "train.yaml"), "dev_data": args.dev_data,
                 "data_type": args.data_type, "ref_text": args.ref_text, "metric": args.soup_metric,
                 "decode_mode": args.decode_mode, "beam_size": args.beam_size, "ctc_weight": args.ctc_weight,

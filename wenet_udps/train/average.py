@@ -63,9 +63,10 @@ def select_checkpoints(src_path: str, num: int, *, val_best: bool = False, min_e
         found = found[::-1]
     chosen = [p for p, _ in found[:num]]
     if len(chosen) < num:
-        logging.warning("asked for %d checkpoints, %d match in %s", num, len(chosen), src_path)
-    if not chosen:
-        raise ValueError(f"no checkpoint of {src_path} matches epochs {min_epoch}..{max_epoch}")
+        # WeNet asserts this too: avg_N.pt must hold N checkpoints.
+        what = "with a cv_loss " if val_best else ""
+        raise ValueError(f"asked for {num} checkpoints, but only {len(chosen)} {what}in {src_path} match epochs "
+                         f"{min_epoch}..{max_epoch}")
     return chosen
 
 
