@@ -171,3 +171,35 @@ def test_overfit_two_sequences(att_udps):
     res = model.decode(methods, speech, lengths, beam_size=3, ctc_weight=0.5)
     for method in methods:
         assert [r.tokens for r in res[method]] == targets, method
+
+
+@pytest.mark.parametrize("encoder", ["transformer", "conformer"])
+def test_results_do_not_depend_on_batch_size_or_composition(encoder):
+    """Every decoding mode gives an utterance the same result alone, in a batch, and in a batch with others. The
+    left-to-right decoder is made to never emit eos, so attention hypotheses run to their step limit: each
+    utterance's own encoder length, not the batch's longest."""
+    model = build_model(tiny_config(encoder=encoder, decoder="bitransformer")).eval()
+    with torch.no_grad():
+        model.decoder.left_decoder.output_layer.bias[model.eos] = -1e4
+    torch.manual_seed(1)
+    lengths = torch.tensor([40, 13, 31, 22, 17])
+    speech = torch.randn(len(lengths), 40, F)
+    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+    kwargs = dict(beam_size=3, ctc_weight=0.5, reverse_weight=0.3)
+
+    def run(idx):
+        sub = torch.tensor(idx)
+        n = int(lengths[sub].max())
+        out = model.decode(methods, speech[sub, :n], lengths[sub], **kwargs)
+        return {(m, i): (r.tokens, r.score) for m in methods for i, r in zip(idx, out[m])}
+
+    reference = {}
+    for i in range(len(lengths)):
+        reference.update(run([i]))
+    with torch.no_grad():
+        enc_lens = model.encoder(speech, lengths)[1].squeeze(1).sum(-1).tolist()
+    assert [len(reference[("attention", i)][0]) for i in range(len(lengths))] == enc_lens
+    for idx in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [1, 3], [2, 0, 4]):
+        for key, (tokens, score) in run(idx).items():
+            assert tokens == reference[key][0], key
+            assert score == pytest.approx(reference[key][1], abs=1e-3), key

@@ -100,7 +100,7 @@ def test_attention_beam_one_equals_greedy():
     res = attention_beam_search(dec, memory, mask, beam_size=1, sos=6, eos=6)
     for b in range(3):
         n = int(mask[b].sum())
-        tokens, score = greedy_attention(dec, memory[b:b + 1, :n], mask[b:b + 1, :, :n], 6, 6, 9)
+        tokens, score = greedy_attention(dec, memory[b:b + 1, :n], mask[b:b + 1, :, :n], 6, 6, n)
         assert res[b].tokens == tokens
         assert res[b].score == pytest.approx(score, abs=1e-4)
 
@@ -144,3 +144,53 @@ def test_attention_beam_early_stop_returns_what_the_full_search_returns(monkeypa
         assert e.tokens == f.tokens
         assert e.score == pytest.approx(f.score, abs=1e-5)
     assert early_steps <= steps["n"]
+
+
+class ScriptedDecoder(torch.nn.Module):
+    """forward_one_step with fixed next-token probabilities per prefix (vocab: 0 unused, 1, 2, 3 = sos/eos).
+
+    From sos: 1 (p .5), 2 (p .45), eos (p .05). After 1: eos (p .9). After 2: 2 (p .95) until three 2s, then eos
+    (p .95). So the final beam holds A = [1] (log-prob -0.80) and B = [2, 2, 2] (-0.95), and the empty hypothesis.
+    """
+
+    def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache):
+        probs = torch.full((tgt.size(0), 4), 1e-4)
+        for i, row in enumerate(tgt.tolist()):
+            last, twos = row[-1], row.count(2)
+            if len(row) == 1:
+                probs[i, 1:] = torch.tensor([0.5, 0.45, 0.05])
+            elif last == 1 or (last == 2 and twos == 3) or last == 3:
+                probs[i, 3] = 0.9 if last == 1 else 0.95
+            else:
+                probs[i, 2] = 0.95
+        return probs.log(), [torch.zeros(tgt.size(0), 1)]
+
+
+@pytest.mark.parametrize("penalty, winner", [(0.0, [1]), (0.1, [1]), (0.5, [2, 2, 2]), (1.0, [2, 2, 2])])
+def test_length_penalty_divides_the_final_score_like_wenet(penalty, winner):
+    """WeNet ranks the final beam by score / length ** length_penalty: the longer B overtakes A from some penalty
+    on (a per-token bonus of the same size would rank differently: -0.80 + 0.1 < -0.95 + 0.3 already at 0.1)."""
+    memory, mask = torch.zeros(1, 6, 8), torch.ones(1, 1, 6, dtype=torch.bool)
+    res = attention_beam_search(ScriptedDecoder(), memory, mask, beam_size=3, sos=3, eos=3,
+                                length_penalty=penalty)[0]
+    assert res.tokens == winner
+    raw = {(1,): math.log(0.5) + math.log(0.9), (2, 2, 2): math.log(0.45) + 3 * math.log(0.95)}
+    assert res.score == pytest.approx(raw[tuple(winner)] / len(winner) ** penalty, abs=1e-4)
+    others = [s / len(h) ** penalty for h, s in raw.items() if list(h) != winner]
+    assert all(res.score > o for o in others)
+
+
+def test_attention_beam_stops_each_utterance_at_its_own_length():
+    """A looping hypothesis of a short utterance stops at that utterance's encoder length, in any batch."""
+    class Looping(torch.nn.Module):  # always prefers token 1, never eos
+        def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache):
+            return torch.tensor([[-9.0, -0.01, -9.0, -9.0]]).repeat(tgt.size(0), 1), [torch.zeros(tgt.size(0), 1)]
+
+    memory = torch.zeros(3, 29, 8)
+    mask = torch.ones(3, 1, 29, dtype=torch.bool)
+    mask[1, :, 6:] = False
+    mask[2, :, 11:] = False
+    res = attention_beam_search(Looping(), memory, mask, beam_size=2, sos=3, eos=3)
+    assert [len(r.tokens) for r in res] == [29, 6, 11]
+    alone = attention_beam_search(Looping(), memory[1:2, :6], mask[1:2, :, :6], beam_size=2, sos=3, eos=3)
+    assert alone[0].tokens == res[1].tokens and alone[0].score == pytest.approx(res[1].score)

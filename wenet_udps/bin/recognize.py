@@ -114,14 +114,21 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
     p.add_argument("--result_dir", required=True)
     p.add_argument("--modes", nargs="+", required=True, choices=list(DECODING_METHODS))
-    p.add_argument("--beam_size", type=int, default=10)
-    p.add_argument("--ctc_weight", type=float, default=0.5, help="CTC weight in attention_rescoring")
-    p.add_argument("--reverse_weight", type=float, default=0.0, help="right-to-left decoder weight (bitransformer)")
-    p.add_argument("--decoding_chunk_size", type=int, default=-1, help="-1 full context; > 0 chunk size")
-    p.add_argument("--num_decoding_left_chunks", type=int, default=-1)
-    p.add_argument("--simulate_streaming", action="store_true", help="encoder chunk by chunk (batch size 1)")
-    p.add_argument("--length_penalty", type=float, default=0.0, help="per-token bonus in attention beam search")
-    p.add_argument("--blank_penalty", type=float, default=0.0, help="subtracted from the blank logit (CTC modes)")
+    # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults.
+    p.add_argument("--beam_size", type=int, default=10, help="beam of the CTC prefix and attention searches")
+    p.add_argument("--ctc_weight", type=float, default=0.0, help="CTC prefix score weight in attention_rescoring")
+    p.add_argument("--reverse_weight", type=float, default=0.0,
+                   help="right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)")
+    p.add_argument("--decoding_chunk_size", type=int, default=-1,
+                   help="< 0 full context; > 0 chunk size; 0 (training's random chunks) is rejected")
+    p.add_argument("--num_decoding_left_chunks", type=int, default=-1, help="left chunks seen per chunk, -1 all")
+    p.add_argument("--simulate_streaming", action="store_true",
+                   help="with --decoding_chunk_size > 0: encoder chunk by chunk with caches (batch size 1)")
+    p.add_argument("--length_penalty", type=float, default=0.0,
+                   help="attention mode: rank the final beam by score / length ** length_penalty (> 0 favours "
+                        "longer hypotheses)")
+    p.add_argument("--blank_penalty", type=float, default=0.0,
+                   help="subtracted from the blank logit before the CTC searches (>= 0)")
     p.add_argument("--batch_size", type=int, default=16)
     p.add_argument("--num_workers", type=int, default=0)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])

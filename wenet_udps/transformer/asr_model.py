@@ -114,7 +114,7 @@ class ASRModel(nn.Module):
 
     @torch.no_grad()
     def decode(self, methods: List[str], speech: torch.Tensor, speech_lengths: torch.Tensor, beam_size: int,
-               decoding_chunk_size: int = 0, num_decoding_left_chunks: int = -1, ctc_weight: float = 0.0,
+               decoding_chunk_size: int = -1, num_decoding_left_chunks: int = -1, ctc_weight: float = 0.0,
                simulate_streaming: bool = False, reverse_weight: float = 0.0, length_penalty: float = 0.0,
                blank_penalty: float = 0.0) -> Dict[str, List[DecodeResult]]:
         """Decode a batch with several methods from one encoder pass.
@@ -124,13 +124,14 @@ class ASRModel(nn.Module):
             speech: (B, T, F); speech_lengths: (B,).
             beam_size: beam of the prefix and attention searches (n-best size of rescoring).
             decoding_chunk_size: > 0 decodes with a chunk mask of that many frames (streaming behaviour);
-                -1 full context; 0 the model's training mode (full context unless trained with a static chunk).
+                < 0 full context (or the model's static chunk). 0 is rejected, as in WeNet: it would draw a random
+                chunk size per batch (dynamic-chunk training) and make results depend on the batch.
             num_decoding_left_chunks: left chunks visible per chunk (-1: all).
             ctc_weight: weight of the CTC prefix score in ``attention_rescoring``.
             simulate_streaming: run the encoder chunk by chunk with its caches (batch size 1).
             reverse_weight: weight of the right-to-left decoder in ``attention_rescoring`` (bitransformer).
-            length_penalty: per-token bonus in ``attention`` beam search.
-            blank_penalty: subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
+            length_penalty: WeNet's: ``attention`` ranks its final beam by score / length ** length_penalty.
+            blank_penalty: >= 0, subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
         Returns:
             method -> B ``DecodeResult``s.
         """
@@ -140,6 +141,11 @@ class ASRModel(nn.Module):
                              f"{', '.join(DECODING_METHODS)}")
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        if decoding_chunk_size == 0:
+            raise ValueError("decoding_chunk_size 0 is the training mode (random chunks); use < 0 for full context "
+                             "or > 0 for a chunk size")
+        if blank_penalty < 0.0:
+            raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
             raise ValueError("reverse_weight > 0 needs the bitransformer decoder")
         encoder_out, encoder_mask = self._forward_encoder(speech, speech_lengths, decoding_chunk_size,

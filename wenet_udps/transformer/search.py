@@ -97,8 +97,9 @@ def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam
 def _best_has_ended(scores: torch.Tensor, end_flag: torch.Tensor, batch: int) -> bool:
     """Whether every utterance's best ended hypothesis scores at least its best running one.
 
-    Extending a hypothesis only adds log-probabilities <= 0, so (without a length bonus) no running hypothesis can
-    overtake it any more and stopping now returns what running to the end would. scores, end_flag: (B * beam, 1).
+    Extending a hypothesis only adds log-probabilities <= 0, so (when the final choice is by log-probability alone)
+    no running hypothesis can overtake it any more and stopping now returns what running to the end would.
+    scores, end_flag: (B * beam, 1).
     """
     ended = scores.masked_fill(~end_flag, -math.inf).view(batch, -1).max(dim=-1).values
     running = scores.masked_fill(end_flag, -math.inf).view(batch, -1).max(dim=-1).values
@@ -111,21 +112,25 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     """Batched left-to-right beam search with the decoder's incremental cache.
 
     All B * beam hypotheses advance together; a hypothesis that emitted eos keeps its score (it can only be
-    extended by eos at log-probability 0). Stops when all have ended, when (without a length bonus) each utterance's
-    best ended hypothesis can no longer be overtaken, or after T' steps (the encoder length).
+    extended by eos at log-probability 0). Utterance b emits at most T'_b tokens, its own encoder length: WeNet
+    stops every utterance at the batch's longest, so a looping hypothesis of a short utterance runs on and the
+    result depends on the batch. The search stops when all hypotheses have ended or used their steps, or (with
+    ``length_penalty == 0``) when each utterance's best ended hypothesis can no longer be overtaken.
 
     Args:
         decoder: has ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache)``.
         encoder_out: (B, T', D); encoder_mask: (B, 1, T').
-        length_penalty: added per emitted token to the final score (> 0 favours longer hypotheses).
+        length_penalty: WeNet's: the final beam is ranked by ``score / length ** length_penalty`` (length = tokens
+            without eos), so > 0 favours longer hypotheses; it does not change which hypotheses the beam keeps.
     Returns:
-        B results; score = log-probability of the hypothesis including eos (plus the length bonus).
+        B results; score = log-probability of the hypothesis including eos, divided by length ** length_penalty.
     """
     device = encoder_out.device
     batch, maxlen, dim = encoder_out.shape
     running = batch * beam_size
     memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(running, maxlen, dim)
     memory_mask = encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(running, 1, maxlen)
+    steps = encoder_mask.squeeze(1).sum(-1).repeat_interleave(beam_size).unsqueeze(1)  # (running, 1)
     hyps = torch.full((running, 1), sos, dtype=torch.long, device=device)
     # Only the first beam of each utterance is live at the start, so the first step does not pick duplicates.
     scores = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device).repeat(batch).unsqueeze(1)
@@ -133,13 +138,15 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     cache: Optional[List[torch.Tensor]] = None
     base = torch.arange(batch, device=device).unsqueeze(1) * beam_size  # (B, 1) first row of each utterance
     for step in range(1, maxlen + 1):
-        if bool(end_flag.all()) or (length_penalty <= 0.0 and _best_has_ended(scores, end_flag, batch)):
+        # A hypothesis whose utterance has used its steps is frozen like an ended one (extended by eos at 0).
+        done = end_flag | (steps < step)
+        if bool(done.all()) or (length_penalty == 0.0 and _best_has_ended(scores, done, batch)):
             break
         hyps_mask = subsequent_mask(step, device=device).unsqueeze(0).repeat(running, 1, 1)
         logp, cache = decoder.forward_one_step(memory, memory_mask, hyps, hyps_mask, cache)
         top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
-        top_logp = mask_finished_scores(top_logp, end_flag)
-        top_idx = mask_finished_preds(top_idx, end_flag, eos)
+        top_logp = mask_finished_scores(top_logp, done)
+        top_idx = mask_finished_preds(top_idx, done, eos)
         cand = (scores + top_logp).view(batch, beam_size * beam_size)
         scores, flat = cand.topk(beam_size, dim=-1)  # (B, beam)
         src = (base + flat // beam_size).view(-1)  # which running hypothesis each survivor extends
@@ -148,10 +155,8 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
         hyps = torch.cat([hyps[src], token], dim=1)
         scores = scores.view(-1, 1)
         end_flag = hyps[:, -1:] == eos
-    final = scores.view(batch, beam_size)
-    lengths = (hyps[:, 1:] != eos).sum(-1).view(batch, beam_size)
-    if length_penalty != 0.0:
-        final = final + length_penalty * lengths.to(final.dtype)
+    lengths = (hyps[:, 1:] != eos).sum(-1).view(batch, beam_size).to(scores.dtype)
+    final = scores.view(batch, beam_size) / lengths.pow(length_penalty)
     best_score, best = final.max(dim=-1)
     results = []
     for b in range(batch):
