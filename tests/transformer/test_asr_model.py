@@ -124,6 +124,11 @@ def test_decode_rejects_bad_arguments():
         model.decode(["beam"], speech, lengths, beam_size=2)
     with pytest.raises(ValueError, match="bitransformer"):
         model.decode(["attention_rescoring"], speech, lengths, beam_size=2, reverse_weight=0.5)
+    # As in WeNet: chunk size 0 (training's random chunks) is not a decoding setting.
+    with pytest.raises(ValueError, match="decoding_chunk_size 0"):
+        model.decode(["ctc_greedy_search"], speech, lengths, beam_size=2, decoding_chunk_size=0)
+    with pytest.raises(ValueError, match="blank_penalty must be >= 0"):
+        model.decode(["ctc_greedy_search"], speech, lengths, beam_size=2, blank_penalty=-1.0)
 
 
 @pytest.mark.parametrize("encoder", ["transformer", "conformer"])
