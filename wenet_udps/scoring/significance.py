@@ -1,0 +1,150 @@
+"""Is one system's error rate really different from another's? Paired tests over utterances, pooled over seeds.
+
+    python -m wenet_udps.scoring.significance --char 1 --ref data/test/text \\
+        --baseline exp/a_seed1/test/attention/text exp/a_seed2/test/attention/text \\
+        --system exp/b_seed1/test/attention/text exp/b_seed2/test/attention/text
+
+Both systems decode the same utterances, once per training seed. Per utterance u the errors are summed over the
+seeds (e_u for the baseline, f_u for the system; n_u reference tokens times the number of seeds), so an utterance
+is one unit however many seeds there are: the seeds' spread enters through the errors, and utterances are not
+counted as more independent than they are. The difference is the pooled error rate of the system minus the
+baseline's, in percentage points: 100 (sum f - sum e) / sum n (< 0: the system is better).
+
+- 95 % confidence interval: paired bootstrap over utterances (``scipy.stats.bootstrap``, percentile method, as
+  Bisani and Ney's ASR bootstrap), each resample drawing utterances with their (e_u, f_u, n_u) together.
+- p-value: paired permutation test (``scipy.stats.permutation_test``, ``permutation_type="samples"``): under the
+  null hypothesis the two systems' errors on an utterance are exchangeable, so each utterance's pair is swapped
+  at random; two-sided.
+
+Both use a fixed random seed, so the same inputs give the same interval and p-value.
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import stats
+
+from wenet_udps.scoring.tokens import read_text
+from wenet_udps.scoring.wer import Report, score
+
+DEFAULT_RESAMPLES = 9999
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """System minus baseline, pooled over seeds; rates and differences in percent (points)."""
+
+    baseline: float
+    system: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    confidence: float
+    num_utts: int
+    num_seeds: int
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        """p < alpha (the permutation test decides; the interval shows the size)."""
+        return self.p_value < alpha
+
+    def describe(self, baseline: str = "baseline", system: str = "system", alpha: float = 0.05) -> str:
+        """One sentence in words, e.g. for RESULTS.md."""
+        direction = "lower" if self.difference < 0 else "higher"
+        verdict = (f"significantly {direction} (p = {self.p_value:.3g} < {alpha})" if self.significant(alpha)
+                   else f"not significantly different (p = {self.p_value:.3g})")
+        return (f"{system} {self.system:.2f} % vs {baseline} {self.baseline:.2f} %: {verdict}; difference "
+                f"{self.difference:+.2f} points, {100 * self.confidence:.0f} % CI [{self.ci_low:+.2f}, "
+                f"{self.ci_high:+.2f}] over {self.num_utts} utterances x {self.num_seeds} seeds")
+
+
+def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:
+    """``{key: (errors S+D+I, reference tokens N)}`` of every scored utterance of a report."""
+    return {key: (a.counts.S + a.counts.D + a.counts.I, a.counts.N) for key, a in report.utterances}
+
+
+def _pooled(runs: Sequence[Mapping[str, Tuple[int, int]]], what: str, keys: Optional[List[str]]
+            ) -> Tuple[List[str], np.ndarray, np.ndarray]:
+    """Errors and reference tokens per utterance, summed over runs; every run must score the same utterances."""
+    if not runs:
+        raise ValueError(f"no {what} runs")
+    keys = keys if keys is not None else sorted(runs[0])
+    errors, tokens = np.zeros(len(keys)), np.zeros(len(keys))
+    for i, run in enumerate(runs):
+        if set(run) != set(keys):
+            diff = sorted(set(run) ^ set(keys))
+            raise ValueError(f"{what} run {i + 1} scores other utterances than the first run: {len(diff)} keys "
+                             f"differ, e.g. {', '.join(diff[:3])}")
+        errors += [run[k][0] for k in keys]
+        tokens += [run[k][1] for k in keys]
+    return keys, errors, tokens
+
+
+def compare(baseline_runs: Sequence[Mapping[str, Tuple[int, int]]],
+            system_runs: Sequence[Mapping[str, Tuple[int, int]]], *, confidence: float = 0.95,
+            n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
+    """Compare per-utterance errors (:func:`utterance_errors` of each seed's report) of two systems."""
+    if len(baseline_runs) != len(system_runs):
+        raise ValueError(f"{len(baseline_runs)} baseline runs but {len(system_runs)} system runs: pair one run "
+                         "of each system per seed")
+    keys, e, n = _pooled(baseline_runs, "baseline", None)
+    _, f, n_sys = _pooled(system_runs, "system", keys)
+    if not np.array_equal(n, n_sys):
+        raise ValueError("the two systems' references differ in length: score both against the same text")
+    if n.sum() == 0:
+        raise ValueError("no reference tokens to compare on")
+    rng = np.random.default_rng(seed)
+
+    def difference(d, tokens, axis=-1):
+        return 100.0 * d.sum(axis=axis) / tokens.sum(axis=axis)
+
+    observed = float(difference(f - e, n))
+    if len(keys) < 2 or np.all(f == e):
+        low = high = observed
+    else:
+        ci = stats.bootstrap((f - e, n), difference, paired=True, vectorized=True, confidence_level=confidence,
+                             n_resamples=n_resamples, method="percentile", rng=rng).confidence_interval
+        low, high = float(ci.low), float(ci.high)
+    total = n.sum()
+    perm = stats.permutation_test((e, f), lambda x, y, axis=-1: 100.0 * (y.sum(axis=axis) - x.sum(axis=axis)) / total,
+                                  permutation_type="samples", vectorized=True, n_resamples=n_resamples,
+                                  alternative="two-sided", rng=rng)
+    return Comparison(baseline=float(100.0 * e.sum() / total), system=float(100.0 * f.sum() / total),
+                      difference=observed, ci_low=low, ci_high=high, p_value=float(perm.pvalue),
+                      confidence=confidence, num_utts=len(keys), num_seeds=len(baseline_runs))
+
+
+def compare_files(ref: str, baseline: Sequence[str], system: Sequence[str], *, char: bool,
+                  **kwargs) -> Comparison:
+    """:func:`compare` of hypothesis files (one per seed) scored against one reference text."""
+    refs = read_text(ref)
+
+    def runs(paths):
+        return [utterance_errors(score(refs, read_text(p), char=char)) for p in paths]
+
+    return compare(runs(baseline), runs(system), **kwargs)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", required=True, help="reference text (Kaldi: key transcript)")
+    parser.add_argument("--baseline", required=True, nargs="+", help="baseline hypothesis texts, one per seed")
+    parser.add_argument("--system", required=True, nargs="+", help="system hypothesis texts, same seed order")
+    parser.add_argument("--char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--n_resamples", type=int, default=DEFAULT_RESAMPLES)
+    args = parser.parse_args(argv)
+    try:
+        result = compare_files(args.ref, args.baseline, args.system, char=bool(args.char),
+                               confidence=args.confidence, n_resamples=args.n_resamples)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(result.describe())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
