@@ -2,7 +2,8 @@
 # Usage: recipes/fsdd/prepare.sh [--rate 16000 --seed 1 --num_train 2000 ...] DOWNLOAD_DIR DATA_DIR
 # Builds connected-digit utterances (wenet_udps.corpora.fsdd) from DOWNLOAD_DIR/recordings (made by
 # download.sh; DOWNLOAD_DIR may also be the recordings folder itself) into DATA_DIR/{train,dev,test}.
-# Test utterances use only recordings with index in --test_indices, train/dev the others.
+# Test utterances use only recordings with index in --test_indices, train/dev the others. --unseen_speaker is
+# held out of train/dev/test and makes DATA_DIR/test_unseen on its own ('none': every speaker trains).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
@@ -13,6 +14,8 @@ seed=1
 num_train=2000
 num_dev=200
 num_test=300
+unseen_speaker=yweweler  # one of george jackson nicolas theo yweweler, or none
+num_test_unseen=300
 test_indices=0-4
 train_indices=5-49
 noise=1             # add white/pink noise at 20-40 dB SNR
@@ -27,7 +30,9 @@ require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS
 
 PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
   --out "${data_dir}" --rate "${rate}" --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" \
-  --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}"
-for x in train dev test; do
+  --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}" \
+  --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}"
+sets="train dev test"; [[ ${unseen_speaker} != none ]] && sets+=" test_unseen"
+for x in ${sets}; do
   check_kaldi_dir "${data_dir}/${x}"
 done

@@ -1,7 +1,7 @@
 # Sourced by run.sh: connected digits built from FSDD.
 train_set=train
 dev_set=dev
-test_sets="test"
+test_sets="test test_unseen"  # test_unseen: a speaker held out of training (prepare.sh --unseen_speaker)
 token_type=char
 nbpe=0
 bpe_mode=unigram

@@ -76,3 +76,31 @@ def test_overlapping_index_ranges_rejected(fsdd_dir, tmp_path):
 def test_missing_dir_message(tmp_path):
     rc = fsdd.main(["--fsdd_dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert rc == 1
+
+
+def _speakers(corpus, split):
+    return {f.split("_")[1] for files in read_table(corpus / split / "sources").values() for f in files.split(",")}
+
+
+def test_unseen_speaker_is_held_out_of_train_dev_and_test(tmp_path, fsdd_dir):
+    counts = dict(COUNTS, test_unseen=6)
+    fsdd.build(fsdd_dir, tmp_path, seed=3, counts=counts, unseen_speaker="theo")
+    assert _speakers(tmp_path, "test_unseen") == {"theo"}
+    for split in fsdd.SPLITS:
+        assert "theo" not in _speakers(tmp_path, split)
+    assert len(read_table(tmp_path / "test_unseen" / "text")) == 6
+    # The held-out speaker's test uses every recording index (nobody trained on any of them).
+    indices = {int(f.rsplit("_", 1)[1][:-4]) for files in read_table(tmp_path / "test_unseen" / "sources").values()
+               for f in files.split(",")}
+    assert max(indices) >= 5
+
+
+def test_without_unseen_speaker_every_speaker_trains(tmp_path, fsdd_dir):
+    fsdd.build(fsdd_dir, tmp_path, seed=3, counts=dict(COUNTS, train=40))
+    assert not (tmp_path / "test_unseen").exists()
+    assert len(_speakers(tmp_path, "train")) == 5
+
+
+def test_unknown_unseen_speaker_lists_the_valid_ones(tmp_path, fsdd_dir):
+    with pytest.raises(ValueError, match="unknown unseen speaker 'nobody'; valid: george, jackson"):
+        fsdd.build(fsdd_dir, tmp_path, seed=3, counts=dict(COUNTS, test_unseen=2), unseen_speaker="nobody")

@@ -111,10 +111,12 @@ def test_fsdd_download_with_local_dir_and_prepare(tmp_path, fsdd_dir):
     proc = sh("recipes/fsdd/download.sh", "--fsdd_dir", fsdd_dir, tmp_path / "dl")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "dl" / "recordings").resolve() == fsdd_dir.resolve()
-    proc = sh("recipes/fsdd/prepare.sh", "--num_train", 3, "--num_dev", 1, "--num_test", 2, tmp_path / "dl",
-              tmp_path / "data")
+    proc = sh("recipes/fsdd/prepare.sh", "--num_train", 3, "--num_dev", 1, "--num_test", 2, "--num_test_unseen", 2,
+              tmp_path / "dl", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr
-    assert [len(read_table(tmp_path / "data" / s / "text")) for s in ("train", "dev", "test")] == [3, 1, 2]
+    sets = ("train", "dev", "test", "test_unseen")
+    assert [len(read_table(tmp_path / "data" / s / "text")) for s in sets] == [3, 1, 2, 2]
+    assert all(k.startswith("yweweler_") for k in read_table(tmp_path / "data" / "test_unseen" / "text"))
 
 
 def test_tiny_recipe(tmp_path):

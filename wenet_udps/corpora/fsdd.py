@@ -6,8 +6,11 @@ FSDD holds ``{digit}_{speaker}_{index}.wav`` (8 kHz mono, index 0..49). Each out
 speaker saying 2-7 digits, joined by random 50-300 ms pauses, with optional low-level noise. Test
 utterances use only recordings whose index lies in ``--test_indices`` (default 0-4, FSDD's own test split);
 train and dev use ``--train_indices`` (default 5-49), so no test recording is ever heard in training.
-Writes ``OUT/{train,dev,test}/{wav.scp,text,sources}`` (``sources``: the FSDD files of each utterance) and
-the wavs under ``OUT/wav/<set>/``. Transcripts are digit words (``THREE ONE FOUR``).
+``--unseen_speaker`` (default ``yweweler``) holds one speaker out of train, dev and test; ``test_unseen`` is made
+of that speaker alone (every recording index), so the two test sets measure in-distribution and unseen-speaker
+error side by side. ``--unseen_speaker none`` keeps every speaker in train (no ``test_unseen``).
+Writes ``OUT/<set>/{wav.scp,text,sources}`` (``sources``: the FSDD files of each utterance) and the wavs under
+``OUT/wav/<set>/``. Transcripts are digit words (``THREE ONE FOUR``).
 """
 import argparse
 import re
@@ -26,6 +29,8 @@ from wenet_udps.corpora.common import NOISE_KINDS, add_noise, speech_power, to_i
 FSDD_RATE = 8000
 DIGIT_WORDS = ("ZERO", "ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE")
 SPLITS = ("train", "dev", "test")
+UNSEEN_SPLIT = "test_unseen"
+DEFAULT_UNSEEN_SPEAKER = "yweweler"
 FILE_RE = re.compile(r"^([0-9])_([A-Za-z0-9]+)_([0-9]+)\.wav$")
 
 # recordings[speaker][digit] -> list of (index, path)
@@ -120,10 +125,26 @@ def build_split(split: str, count: int, inv: Inventory, out_dir: Path, rng: np.r
     return rows, sources, seconds
 
 
+def hold_out(pools: Dict[str, Inventory], everything: Inventory, speaker: Optional[str]) -> Dict[str, Inventory]:
+    """Remove ``speaker`` from every pool and add the ``test_unseen`` pool (all of that speaker's recordings)."""
+    if speaker is None:
+        return pools
+    if speaker not in everything:
+        raise ValueError(f"unknown unseen speaker {speaker!r}; valid: {', '.join(sorted(everything))} (or none)")
+    pools = {split: {s: d for s, d in inv.items() if s != speaker} for split, inv in pools.items()}
+    if not all(pools.values()):
+        raise ValueError(f"holding out {speaker!r} leaves no speaker for training")
+    pools[UNSEEN_SPLIT] = {speaker: everything[speaker]}
+    return pools
+
+
 def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], rate: int = FSDD_RATE,
           test_indices: range = range(0, 5), train_indices: range = range(5, 50), min_digits: int = 2,
-          max_digits: int = 7, noise: bool = True, snr_range: Tuple[float, float] = (20.0, 40.0)) -> Dict[str, float]:
-    """Write the three splits; returns seconds of audio per split."""
+          max_digits: int = 7, noise: bool = True, snr_range: Tuple[float, float] = (20.0, 40.0),
+          unseen_speaker: Optional[str] = None) -> Dict[str, float]:
+    """Write train, dev, test (and ``test_unseen`` with ``unseen_speaker``); returns seconds of audio per split.
+
+    ``counts`` needs an entry for every split written."""
     if set(test_indices) & set(train_indices):
         raise ValueError(f"test indices {test_indices.start}-{test_indices.stop - 1} overlap train indices "
                          f"{train_indices.start}-{train_indices.stop - 1}")
@@ -131,10 +152,13 @@ def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], r
         raise ValueError(f"need 1 <= min_digits <= max_digits, got {min_digits}, {max_digits}")
     pools = {"train": scan_recordings(fsdd_dir, train_indices), "test": scan_recordings(fsdd_dir, test_indices)}
     pools["dev"] = pools["train"]
+    everything = scan_recordings(fsdd_dir, range(min(test_indices.start, train_indices.start),
+                                                 max(test_indices.stop, train_indices.stop)))
+    pools = hold_out(pools, everything, unseen_speaker)
     rng = np.random.default_rng(seed)
     cache = RecordingCache()
     seconds = {}
-    for split in SPLITS:
+    for split in [s for s in (*SPLITS, UNSEEN_SPLIT) if s in pools]:  # fixed order: the rng draws in it
         rows, sources, seconds[split] = build_split(
             split, counts[split], pools[split], out_dir, rng, cache, rate=rate, min_digits=min_digits,
             max_digits=max_digits, noise=noise, snr_range=snr_range)
@@ -151,6 +175,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--num_train", type=int, default=2000)
     parser.add_argument("--num_dev", type=int, default=200)
     parser.add_argument("--num_test", type=int, default=300)
+    parser.add_argument("--unseen_speaker", default=DEFAULT_UNSEEN_SPEAKER,
+                        help="speaker held out of train/dev/test for the test_unseen set; 'none': no such set")
+    parser.add_argument("--num_test_unseen", type=int, default=300)
     parser.add_argument("--rate", type=int, default=FSDD_RATE, choices=[8000, 16000], help="output sample rate")
     parser.add_argument("--test_indices", type=parse_range, default=range(0, 5), help="e.g. 0-4")
     parser.add_argument("--train_indices", type=parse_range, default=range(5, 50), help="e.g. 5-49")
@@ -160,17 +187,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--snr_min", type=float, default=20.0)
     parser.add_argument("--snr_max", type=float, default=40.0)
     args = parser.parse_args(argv)
-    counts = {"train": args.num_train, "dev": args.num_dev, "test": args.num_test}
+    counts = {"train": args.num_train, "dev": args.num_dev, "test": args.num_test,
+              UNSEEN_SPLIT: args.num_test_unseen}
+    unseen = None if args.unseen_speaker == "none" else args.unseen_speaker
     start = time.time()
     try:
         seconds = build(args.fsdd_dir, args.out, seed=args.seed, counts=counts, rate=args.rate,
                         test_indices=args.test_indices, train_indices=args.train_indices,
                         min_digits=args.min_digits, max_digits=args.max_digits, noise=bool(args.noise),
-                        snr_range=(args.snr_min, args.snr_max))
+                        snr_range=(args.snr_min, args.snr_max), unseen_speaker=unseen)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    summary = ", ".join(f"{s}: {counts[s]} utts {seconds[s] / 60:.1f} min" for s in SPLITS)
+    summary = ", ".join(f"{s}: {counts[s]} utts {seconds[s] / 60:.1f} min" for s in seconds)
     print(f"fsdd corpus in {args.out} ({summary}) built in {time.time() - start:.1f} s", file=sys.stderr)
     return 0
 
