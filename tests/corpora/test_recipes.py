@@ -116,7 +116,7 @@ def test_fsdd_download_with_local_dir_and_prepare(tmp_path, fsdd_dir):
     assert proc.returncode == 0, proc.stderr
     sets = ("train", "dev", "test", "test_unseen")
     assert [len(read_table(tmp_path / "data" / s / "text")) for s in sets] == [3, 1, 2, 2]
-    assert all(k.startswith("yweweler_") for k in read_table(tmp_path / "data" / "test_unseen" / "text"))
+    assert all(k.startswith("yweweler_") for k, _ in read_table(tmp_path / "data" / "test_unseen" / "text"))
 
 
 def test_tiny_recipe(tmp_path):
