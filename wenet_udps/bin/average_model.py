@@ -60,7 +60,7 @@ class SoupEvaluator:
         from wenet_udps.dataset.lists import read_raw_list
         from wenet_udps.model_builder import build_model
         from wenet_udps.text import init_tokenizer
-        from wenet_udps.train.config import load_config
+        from wenet_udps.config import load_config
         self.s = settings
         self.config = load_config(settings["config"])
         self.model = build_model(self.config).eval()

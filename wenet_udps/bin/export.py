@@ -20,7 +20,7 @@ import torch
 
 from wenet_udps.export.exporter import check_parity, export_model, summarize
 from wenet_udps.text import init_tokenizer
-from wenet_udps.train.config import load_config
+from wenet_udps.config import load_config
 
 
 def get_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,7 @@ from wenet_udps.dataset import init_dataset
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import load_model_state
-from wenet_udps.train.config import apply_overrides, load_config
+from wenet_udps.config import apply_overrides, load_config
 from wenet_udps.transformer.search import DECODING_METHODS
 
 # Keep every utterance when decoding (WeNet relaxes the training filter the same way).
