@@ -19,16 +19,17 @@ import logging
 import math
 import multiprocessing
 import os
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import torch
 import yaml
 
+from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import atomic_write_bytes
 from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.utils.cli import run_cli
 
 COMPUTE_WER = Path(__file__).resolve().parents[2] / "tools" / "compute-wer.py"
 
@@ -92,7 +93,7 @@ class SoupEvaluator:
                                     partition=False)
         total = num = 0.0
         with torch.no_grad():
-            for batch in dataset:
+            for batch in DataTally().batches(dataset):
                 out = self.model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
                 loss = float(out["loss"])
                 if math.isfinite(loss):
@@ -202,4 +203,4 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_cli(main, "wenet_udps.bin.average_model")
