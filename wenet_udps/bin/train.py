@@ -27,7 +27,6 @@ import copy
 import logging
 import os
 import random
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -35,7 +34,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
@@ -43,8 +41,8 @@ from wenet_udps.dataset import init_dataset
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
-from wenet_udps.train.checkpoint import link_final, load_checkpoint, load_newest_valid, rng_state, \
-    save_checkpoint, set_rng_state
+from wenet_udps.train.checkpoint import gather_rng_states, link_final, load_checkpoint, load_newest_valid, \
+    save_checkpoint, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler
@@ -104,16 +102,6 @@ def _needs_unused_params(model) -> bool:
     if model.ctc_weight in (0.0, 1.0):
         return True
     return hasattr(model.decoder, "right_decoder") and model.reverse_weight == 0.0
-
-
-def _gather_rng(info: DistInfo) -> List[Dict[str, Any]]:
-    """Every rank's RNG state (rank order), so each rank resumes its own dropout stream."""
-    state = rng_state()
-    if not info.distributed:
-        return [state]
-    states: List[Any] = [None] * info.world_size
-    dist.all_gather_object(states, state)
-    return states
 
 
 @dataclass
@@ -179,12 +167,8 @@ def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
 def restore_rng(run: Run) -> None:
     """Same seed on every rank builds the same model; each rank then gets its own dropout stream."""
     _seed_all(run.seed + run.info.rank)
-    states = run.ckpt.get("rng")
-    if states:
-        if len(states) != run.info.world_size:
-            logging.warning("checkpoint has RNG states of %d ranks, this run has %d; using rank 0's",
-                            len(states), run.info.world_size)
-        set_rng_state(states[run.info.rank] if len(states) == run.info.world_size else states[0])
+    if run.ckpt.get("rng"):
+        set_rank_rng_state(run.ckpt["rng"], run.info.rank, run.info.world_size)
 
 
 def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_epoch: int,
@@ -291,7 +275,7 @@ def _train(run: Run) -> None:
 
     def save(tag: str, epoch: int, batch_in_epoch: Optional[int], cv: Optional[Dict[str, Any]],
              extra: Optional[Dict[str, Any]] = None) -> Optional[str]:
-        rng = _gather_rng(info)
+        rng = gather_rng_states(info.distributed, info.world_size)
         if not info.is_main:
             return None
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),

@@ -81,6 +81,24 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def gather_rng_states(distributed: bool, world_size: int) -> List[Dict[str, Any]]:
+    """Every rank's RNG state (rank order), so each rank resumes its own dropout stream (a collective)."""
+    state = rng_state()
+    if not distributed:
+        return [state]
+    states: List[Any] = [None] * world_size
+    torch.distributed.all_gather_object(states, state)
+    return states
+
+
+def set_rank_rng_state(states: List[Mapping[str, Any]], rank: int, world_size: int) -> None:
+    """Restore this rank's state of :func:`gather_rng_states` (rank 0's when the world size changed)."""
+    if len(states) != world_size:
+        logging.warning("checkpoint has RNG states of %d ranks, this run has %d; using rank 0's",
+                        len(states), world_size)
+    set_rng_state(states[rank] if len(states) == world_size else states[0])
+
+
 def save_checkpoint(model_dir: str, tag: str, state: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     """Write ``<model_dir>/<tag>.pt`` (``state``) then ``<tag>.yaml`` (``info``); returns the .pt path."""
     path = os.path.join(model_dir, f"{tag}.pt")
