@@ -44,7 +44,7 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, fsdd_dir,
     assert state["step"] >= 9 and state["step"] < 40  # mid-training
 
     base = train_cmd(exp, killed_dir, *ARGS)[3:]  # drop "python -m wenet_udps.bin.train"
-    train.main(base + ["--checkpoint", "latest"])
+    train.main(base + ["--checkpoint", "auto"])
     train.main(train_cmd(exp, tmp_path / "straight", *ARGS)[3:])
 
     resumed = load_checkpoint(str(killed_dir / "final.pt"))
