@@ -72,7 +72,7 @@ elif [[ ${torch_before} == "${torch_after}" ]]; then
 else
   log "replaced torch ${torch_before} (outside ${torch_range}) by torch ${torch_after}"
 fi
-installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(os.path.dirname(wenet_udps.__file__)))')
+installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))')
 [[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
   "(${PWD}); unset PYTHONPATH and rerun"
 log "environment ready: torch ${torch_after}, $(espeak-ng --version | head -n 1)"
