@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/log.sh
 
-min_free_gb=3   # the CPU build of torch and the rest fill 1.5 GB; CUDA builds about 5 GB (README)
+min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (README)
 venv_hint="python3 -m venv ~/venvs/wenet_udps && . ~/venvs/wenet_udps/bin/activate"
 
 command -v python3 >/dev/null 2>&1 || die "python3 not found: install Python >= 3.10 with pip and venv" \
@@ -41,7 +41,8 @@ fi
 prefix=$(fact prefix)
 free_kb=$(df -Pk "${prefix}" | awk 'NR == 2 { print $4 }')
 (( free_kb >= min_free_gb * 1024 * 1024 )) || die "only $(( free_kb / 1024 / 1024 )) GB free where python3" \
-  "installs (${prefix}); the packages need ${min_free_gb} GB or more: free some space and rerun"
+  "installs (${prefix}); the packages need ${min_free_gb} GB or more (5 GB with a CUDA torch): free some space" \
+  "and rerun"
 
 if ! command -v espeak-ng >/dev/null 2>&1; then
   command -v apt-get >/dev/null 2>&1 || die "espeak-ng is missing and this system has no apt-get: install" \

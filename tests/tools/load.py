@@ -1,5 +1,5 @@
-"""Load a tools/*.py script as a module from its file (tools/ holds scripts, not a package, and the tests edit no
-sys.path), so tests can call its functions or its main(argv) without paying a subprocess's torch import."""
+"""Load a tools/*.py script as a module from its file (tools/ holds scripts, not a package, and the tests leave the
+import path alone), so tests can call its functions or its main(argv) without a subprocess's torch import."""
 import importlib.util
 import sys
 from pathlib import Path
