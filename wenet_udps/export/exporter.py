@@ -6,6 +6,7 @@ Files written to ``output_dir``: ``encoder.onnx`` / ``encoder.pt`` (whole uttera
 TorchScript modules (``torch.jit.load``), kept because WeNet's C++ runtime loads them although torch deprecates
 torch.jit. Inputs/outputs are listed in :mod:`wenet_udps.export.wrappers`.
 """
+import contextlib
 import logging
 import os
 import warnings
@@ -39,13 +40,29 @@ def _load_torchscript(path: str) -> torch.jit.ScriptModule:
         return torch.jit.load(path)
 
 
+@contextlib.contextmanager
+def _quiet_loggers():
+    """The torch.export-based exporter's graph optimizer logs every rewrite at INFO (about 100 lines per part), and
+    torch's op registry warns that torchvision, which this project does not use, is absent."""
+    quiet = {"onnxscript": logging.WARNING, "onnx_ir": logging.WARNING,
+             "torch.onnx._internal.exporter._registration": logging.ERROR}
+    saved = {name: logging.getLogger(name).level for name in quiet}
+    for name, level in quiet.items():
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
 def _onnx_dynamo(module: nn.Module, inputs: Tuple[torch.Tensor, ...], path: str, input_names: List[str],
                  output_names: List[str], dynamic_axes: Dict[str, Dict[int, str]]) -> None:
     """The torch.export-based exporter (torch.onnx's primary one); opset 18 is its lowest native opset."""
     dims = {name: Dim(name, min=8) if name.startswith("T") else Dim(name) for axes in dynamic_axes.values()
             for name in axes.values()}
     shapes = tuple({axis: dims[name] for axis, name in dynamic_axes.get(arg, {}).items()} for arg in input_names)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet_loggers():
         # Two notices from inside torch (2.13) that ask nothing of us: torch.export's own use of a deprecated
         # pytree class, and that speech and speech_lengths share the one named batch dim (as intended).
         warnings.filterwarnings("ignore", r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning)
