@@ -10,7 +10,6 @@
 # Every stage logs with a timestamp, can be rerun on its own (--stage N --stop_stage N) and skips work already done.
 set -euo pipefail
 cd "$(dirname "$0")"
-export PYTHONPATH=${PWD}${PYTHONPATH:+:${PYTHONPATH}}
 . tools/log.sh
 
 corpus=tiny_zh          # a folder of recipes/: tiny_zh tiny_en fsdd aishell librispeech
@@ -71,9 +70,12 @@ list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.
 require() {  # require FILE STAGE
   [[ -e $1 ]] || die "missing $1 (made by stage $2): run with --stage $2, or check --data/--dir"
 }
-# Python availability and the package, before anything long starts.
-python3 -c "import wenet_udps, torch" 2>/dev/null \
-  || die "wenet_udps or torch does not import: run 'pip install -r requirements.txt' (see README)"
+# Python availability and the package, before anything long starts. The stages run tools/*.py, which import the
+# installed wenet_udps: it must be this checkout's (tools/install.sh does pip install -e .).
+installed=$(cd / && python3 -c "import os, torch, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))" \
+  2>/dev/null) || die "wenet_udps or torch does not import: run 'bash tools/install.sh' (see README)"
+[[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
+  "(${PWD}): run 'bash tools/install.sh' here"
 
 if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
   log "stage -1: download ${corpus} to ${download_dir}"

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
 import torch  # noqa: E402

@@ -1,11 +1,9 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 FSDD_DIR = (ROOT / ".." / "shared" / "data" / "fsdd" / "recordings").resolve()
 REFERENCE_JSON = (ROOT / ".." / "shared" / "reference" / "wenet_state_dicts.json").resolve()
 

@@ -7,11 +7,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from tests.dataset.data_helpers import plain_conf, read_list
+from tests.tools.load import run_tool
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.lists import partition
-
-from conftest import run_tool
-from data_helpers import plain_conf, read_list
 
 
 def _batches(ds, **part):

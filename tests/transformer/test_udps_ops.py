@@ -37,7 +37,10 @@ def _run(kernel, q, k, v, alpha, mask, grad_seed=1, **kwargs):
     q_, k_, v_, a_ = leaves
     k_norm = torch.linalg.vector_norm(k_.float() if k_.dtype != torch.float64 else k_, dim=-1)
     out = kernel(q_, 4.0 * a_ * k_, k_norm, v_, mask=mask, **kwargs)
-    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=out.dtype)
+    # Drawn in float32 (float64 stays) then cast: torch 2.11 draws a different stream for half-precision randn,
+    # which would give the low-precision run other upstream gradients than its float32 reference.
+    wide = torch.promote_types(out.dtype, torch.float32)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=wide).to(out.dtype)
     out.backward(grad)
     return [out.detach()] + [x.grad for x in leaves]
 
