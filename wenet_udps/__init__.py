@@ -8,7 +8,7 @@ import os
 # own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-from wenet_udps.transformer.udps_ops import udps_similarity
+from wenet_udps.kernels.reference import udps_similarity
 
 __all__ = ["udps_similarity", "build_model"]
 
