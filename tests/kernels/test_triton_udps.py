@@ -15,7 +15,7 @@ from wenet_udps.kernels import dispatch, triton_udps  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
 from wenet_udps.transformer.attention import ATTENTION_CLASSES  # noqa: E402
 
-from udps_inputs import make_inputs, padding_mask, run_kernel  # noqa: E402
+from tests.kernels.udps_inputs import make_inputs, padding_mask, run_kernel  # noqa: E402
 
 # Blocks of 16 (the smallest tl.dot operand): shapes of up to ~70 cross several block boundaries.
 SMALL = triton_udps.Blocks(16, 16, 4, 16, 16, 4, 16, 16, 4, 1)

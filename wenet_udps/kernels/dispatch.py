@@ -7,7 +7,7 @@ UDPS (:func:`udps_attention`):
 | tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
 | CUDA, fp32/fp16/bf16, triton importable | ``triton_udps`` |
-| CPU, T1 and T2 >= ``TILED_MIN_LEN`` | ``cpu_tiled`` |
+| CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
 | anything else (short inputs on CPU, float64 on CUDA, no triton) | ``reference`` |
 
 Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), re-exported here so the attention
@@ -22,11 +22,15 @@ from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
-__all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN"]
+__all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
 # Below this many query rows or keys (e.g. one decoding step, T1 = 1) a single pass of the reference is cheaper than
 # the tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
 TILED_MIN_LEN = 64
+# Below this many scores per call (B * H * T1 * T2) the compiled tiled kernel saves too little per call to earn back
+# its compile cost (seconds per process, even from inductor's disk cache) within a run: the reference runs, and a
+# process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
+TILED_MIN_SCORES = 1 << 20
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -56,7 +60,9 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     if q.device.type == "cuda":
         same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES
         return "triton" if same and triton_available() else "reference"
-    if q.device.type == "cpu" and q.size(-2) >= TILED_MIN_LEN and k_num.size(-2) >= TILED_MIN_LEN:
+    t1, t2 = q.size(-2), k_num.size(-2)
+    if (q.device.type == "cpu" and t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN
+            and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES):
         return "cpu_tiled"
     return "reference"
 
