@@ -29,6 +29,7 @@ node_rank=0             # this machine's rank (0 .. num_nodes-1)
 HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint) for multi-node training
 gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
 num_workers=2           # DataLoader workers per training process
+train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 checkpoint=             # resume training from this checkpoint (default: the latest epoch_N.pt in the exp dir)
 average_num=5           # checkpoints averaged for decoding
@@ -155,7 +156,8 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
     [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path=${bpemodel}.model)
     for o in ${train_override}; do overrides+=("${o}"); done
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
-          --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}")
+          --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
+          --dtype "${train_dtype}")
     for o in "${overrides[@]}"; do args+=(--override "${o}"); done
     [[ -n ${resume} ]] && args+=(--checkpoint "${resume}")
     log "stage 4: train ${exp} (att_udps=${udps})${resume:+, resuming from ${resume}}"

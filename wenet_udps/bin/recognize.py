@@ -72,7 +72,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     dataset_conf = dict(config.get("dataset_conf") or {})
     dataset = init_dataset(data_type, data_list, tokenizer, decode_dataset_conf(dataset_conf, batch_size),
                            partition=False)
-    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers)
+    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
     shift = frame_shift_ms(dataset_conf) / 1000.0
     results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
     decode_seconds = audio_seconds = 0.0
@@ -80,8 +80,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     tally = DataTally()
     with torch.no_grad():
         for batch in tally.batches(loader):
-            feats = batch["feats"].to(device)
-            lens = batch["feats_lengths"].to(device)
+            feats = batch["feats"].to(device, non_blocking=True)
+            lens = batch["feats_lengths"].to(device, non_blocking=True)
             t0 = time.perf_counter()
             out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
             decode_seconds += time.perf_counter() - t0

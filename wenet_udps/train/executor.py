@@ -118,8 +118,9 @@ class Executor:
         return torch.autocast(device_type=self.device.type, dtype=self.amp_dtype)
 
     def _to_device(self, batch: Mapping[str, Any]):
-        return (batch["feats"].to(self.device), batch["feats_lengths"].to(self.device),
-                batch["target"].to(self.device), batch["target_lengths"].to(self.device))
+        # non_blocking: the DataLoader pins batches on CUDA, so the copies overlap the previous step's kernels.
+        return tuple(batch[k].to(self.device, non_blocking=True)
+                     for k in ("feats", "feats_lengths", "target", "target_lengths"))
 
     def _norm_buffers(self) -> List[torch.Tensor]:
         """BatchNorm running statistics: a forward in train mode updates them, even for a batch then skipped."""
