@@ -10,7 +10,6 @@
 # Every stage logs with a timestamp, can be rerun on its own (--stage N --stop_stage N) and skips work already done.
 set -euo pipefail
 cd "$(dirname "$0")"
-export PYTHONPATH=${PWD}${PYTHONPATH:+:${PYTHONPATH}}
 . tools/log.sh
 
 corpus=tiny_zh          # a folder of recipes/: tiny_zh tiny_en fsdd aishell librispeech
@@ -30,6 +29,7 @@ node_rank=0             # this machine's rank (0 .. num_nodes-1)
 HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint) for multi-node training
 gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
 num_workers=2           # DataLoader workers per training process
+train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 checkpoint=             # resume training from this checkpoint (default: the latest epoch_N.pt in the exp dir)
 average_num=5           # checkpoints averaged for decoding
@@ -71,9 +71,12 @@ list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.
 require() {  # require FILE STAGE
   [[ -e $1 ]] || die "missing $1 (made by stage $2): run with --stage $2, or check --data/--dir"
 }
-# Python availability and the package, before anything long starts.
-python3 -c "import wenet_udps, torch" 2>/dev/null \
-  || die "wenet_udps or torch does not import: run 'pip install -r requirements.txt' (see README)"
+# Python availability and the package, before anything long starts. The stages run tools/*.py, which import the
+# installed wenet_udps: it must be this checkout's (tools/install.sh does pip install -e .).
+installed=$(cd / && python3 -c "import os, torch, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))" \
+  2>/dev/null) || die "wenet_udps or torch does not import: run 'bash tools/install.sh' (see README)"
+[[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
+  "(${PWD}): run 'bash tools/install.sh' here"
 
 if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
   log "stage -1: download ${corpus} to ${download_dir}"
@@ -153,7 +156,8 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
     [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path=${bpemodel}.model)
     for o in ${train_override}; do overrides+=("${o}"); done
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
-          --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}")
+          --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
+          --dtype "${train_dtype}")
     for o in "${overrides[@]}"; do args+=(--override "${o}"); done
     [[ -n ${resume} ]] && args+=(--checkpoint "${resume}")
     log "stage 4: train ${exp} (att_udps=${udps})${resume:+, resuming from ${resume}}"

@@ -22,15 +22,13 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
-from wenet_udps.transformer.attention import scaled_dot_attention  # noqa: E402
-from wenet_udps.transformer import udps_fused  # noqa: E402
-from wenet_udps.transformer.udps_ops import udps_attention, udps_attention_reference  # noqa: E402
+from wenet_udps.kernels import cpu_tiled  # noqa: E402
+from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention  # noqa: E402
+from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
 
 ALPHA = 10.0
 
@@ -55,8 +53,8 @@ IMPLS: Dict[str, Callable] = {
     "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
     "naive scaled-dot": naive_scaled_dot,
     "udps reference": _udps(udps_attention_reference),
-    "udps tiled (compiled)": _udps(udps_fused.udps_attention_tiled),
-    "udps tiled (eager)": _udps(functools.partial(udps_fused.udps_attention_tiled, compiled=False)),
+    "udps tiled (compiled)": _udps(cpu_tiled.udps_attention_tiled),
+    "udps tiled (eager)": _udps(functools.partial(cpu_tiled.udps_attention_tiled, compiled=False)),
     "udps (dispatch)": _udps(udps_attention),
 }
 BASELINE = "sdpa (scaled-dot)"

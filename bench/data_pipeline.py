@@ -8,7 +8,6 @@ Command (from the repository root):
     python bench/data_pipeline.py --fsdd ../shared/data/fsdd/recordings --num_fsdd 500 --num_long 20
 """
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,8 +16,7 @@ import numpy as np
 import soundfile as sf
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.dataset.transforms import UtteranceProcessor  # noqa: E402
+from wenet_udps.dataset.transforms import UtteranceProcessor
 
 CONF = {"resample_conf": {"resample_rate": 16000}, "speed_perturb": True,
         "fbank_conf": {"num_mel_bins": 80, "frame_shift": 10, "frame_length": 25, "dither": 1.0},

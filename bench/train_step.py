@@ -12,15 +12,12 @@ models stop the beam search after different numbers of steps.
     python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
 """
 import argparse
-import copy
 import statistics
-import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
 import torch  # noqa: E402
@@ -56,12 +53,26 @@ def make_batch(utts: int, frames: int, seed: int) -> Tuple[torch.Tensor, ...]:
     return speech, speech_lengths, text, text_lengths
 
 
-def train_step(model, optimizer, batch) -> float:
+def train_step(model, optimizer, batch, amp: Optional[torch.dtype] = None,
+               scaler: Optional[torch.amp.GradScaler] = None) -> float:
+    """Seconds of one step: forward (under autocast to ``amp`` if given), backward, optimizer step (through
+    ``scaler`` if given, as fp16 training does); on CUDA synchronized before and after."""
+    device = batch[0].device
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     start = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
-    loss = model(*batch)["loss"]
-    loss.backward()
-    optimizer.step()
+    with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+        loss = model(*batch)["loss"]
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        optimizer.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
@@ -83,18 +94,20 @@ def bench_conf(name: str, args) -> List[str]:
     models, optims = {}, {}
     for mode, udps in MODES.items():
         torch.manual_seed(0)
-        models[mode] = build_model(load_config(CONFS[name], udps)).train()
+        models[mode] = build_model(load_config(CONFS[name], udps)).to(args.device).train()
         optims[mode] = torch.optim.Adam(models[mode].parameters(), lr=1e-4)
+    amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    scalers = {mode: torch.amp.GradScaler(args.device) if args.dtype == "fp16" else None for mode in MODES}
     rows = []
     for utts, frames in args.batches:
-        batch = make_batch(utts, frames, seed=utts * frames)
+        batch = tuple(x.to(args.device) for x in make_batch(utts, frames, seed=utts * frames))
         times: Dict[str, List[float]] = {mode: [] for mode in MODES}
         for mode in MODES:  # warm-up
-            train_step(models[mode], optims[mode], batch)
+            train_step(models[mode], optims[mode], batch, amp, scalers[mode])
         for rep in range(args.repeats):
             order = list(MODES) if rep % 2 == 0 else list(reversed(MODES))
             for mode in order:
-                times[mode].append(train_step(models[mode], optims[mode], batch))
+                times[mode].append(train_step(models[mode], optims[mode], batch, amp, scalers[mode]))
         # Load from other processes only adds time: the fastest repeat is the steadier estimate on a shared machine.
         for stat, fn in (("median", statistics.median), ("fastest", min)):
             t = {mode: fn(ts) for mode, ts in times.items()}
@@ -103,7 +116,7 @@ def bench_conf(name: str, args) -> List[str]:
             print(rows[-1], flush=True)
     if args.decode:
         utts, frames = args.batches[0]
-        speech, speech_lengths, _, _ = make_batch(utts, frames, seed=1)
+        speech, speech_lengths, _, _ = (x.to(args.device) for x in make_batch(utts, frames, seed=1))
         audio_s = utts * frames / 100
         for method in METHODS:
             rtf, step_ms = {}, {}
@@ -137,12 +150,16 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=10)
     parser.add_argument("--no-decode", dest="decode", action="store_false")
     parser.add_argument("--quick", action="store_true", help="transformer, 2 x 2 s batch, 2 repeats, no decoding")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"],
+                        help="training-step precision: autocast bf16, or fp16 with a GradScaler")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.batches = BATCHES
     if args.quick:
         args.confs, args.batches, args.repeats, args.decode = ["transformer"], [(2, 200)], 2, False
-    header = [f"torch {torch.__version__}, {torch.get_num_threads()} threads; median of {args.repeats} interleaved "
+    where = torch.cuda.get_device_name() if args.device == "cuda" else f"{torch.get_num_threads()} threads"
+    header = [f"torch {torch.__version__}, {where}, train step {args.dtype}; median of {args.repeats} interleaved "
               "repeats after one warm-up (train step: median and fastest repeat); ratio = udps / scaled-dot; ms per "
               "decoder step = time inside the decoder's incremental step only.", "",
               "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]

@@ -21,7 +21,7 @@ help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
 data_dir=$2
 command -v espeak-ng > /dev/null || die "espeak-ng not found; install it with: sudo apt-get install espeak-ng"
 
-PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" python3 -m wenet_udps.corpora.tiny --lang "${lang}" --out "${data_dir}" \
+python3 -m wenet_udps.corpora.tiny --lang "${lang}" --out "${data_dir}" \
   --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" --num_test "${num_test}" --jobs "${jobs}"
 for x in train dev test; do
   check_kaldi_dir "${data_dir}/${x}"

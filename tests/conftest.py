@@ -1,18 +1,21 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+# Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a
+# kernel, and its own library functions, are decorated, i.e. when triton is first imported: set it before that.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 FSDD_DIR = (ROOT / ".." / "shared" / "data" / "fsdd" / "recordings").resolve()
 REFERENCE_JSON = (ROOT / ".." / "shared" / "reference" / "wenet_state_dicts.json").resolve()
 
 
 @pytest.fixture(autouse=True)
 def _seed():
-    import torch
     torch.manual_seed(0)
     yield
 

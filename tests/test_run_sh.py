@@ -1,11 +1,12 @@
 """run.sh end to end on a few synthesised utterances (every stage but the download), and its input checks."""
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.bare_path import bare_bin
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=64 "
@@ -81,15 +82,7 @@ def test_missing_dataset_path_says_what_to_do(tmp_path):
 
 
 def test_missing_espeak_stops_before_work(tmp_path):
-    # A PATH with python3 and the core tools but no espeak-ng.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool in ("python3", "bash", "dirname", "date", "ls", "tr", "basename", "mkdir", "cat", "sed", "awk",
-                 "sort", "tail", "head", "grep", "find", "wc", "env", "rm", "id"):
-        found = shutil.which(tool)
-        if found:
-            (bindir / tool).symlink_to(found)
-    env = dict(os.environ, PATH=str(bindir))
+    env = bare_bin(tmp_path / "bin")  # python3 (the venv's too) and the core tools, no espeak-ng
     line = _one_error_line(run_sh("--stage", "0", "--stop_stage", "0", "--data", str(tmp_path / "d"), env=env))
     assert "espeak-ng" in line and "install" in line
     assert not (tmp_path / "d" / "train").exists()

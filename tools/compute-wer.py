@@ -18,12 +18,9 @@ Number, Japanese, Other). Differences from WeNet's script:
 """
 import argparse
 import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-
-from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report  # noqa: E402
+from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
 
 
 def get_parser() -> argparse.ArgumentParser:

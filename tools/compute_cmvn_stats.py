@@ -13,19 +13,16 @@ import argparse
 import json
 import logging
 import multiprocessing
-import sys
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import yaml
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.dataset.audio import BadAudioError, load_audio, resample  # noqa: E402
-from wenet_udps.dataset.features import compute_features  # noqa: E402
-from wenet_udps.dataset.kaldi_data import read_wav_scp  # noqa: E402
-from wenet_udps.dataset.lists import read_raw_list  # noqa: E402
+from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
+from wenet_udps.dataset.features import compute_features
+from wenet_udps.dataset.kaldi_data import read_wav_scp
+from wenet_udps.dataset.lists import read_raw_list
 
 Utt = Tuple[str, str, Optional[float], Optional[float]]
 

@@ -1,21 +1,79 @@
 #!/usr/bin/env bash
-# Installs what wenet_udps needs on a fresh Debian/Ubuntu machine: espeak-ng (speech synthesis for the embedded
-# tiny corpora) and the pinned Python packages (torch==2.13.0 so pip takes the CPU build, not GBs of CUDA wheels).
-# Safe to rerun: it skips what is already there.
+# Installs what wenet_udps needs: espeak-ng (apt; speech synthesis for the embedded tiny corpora), the Python
+# packages of requirements.txt, then this checkout itself (pip install -e .), into the python3 on PATH (a venv:
+# see README). Safe to rerun: pip skips what is installed, and a torch already installed within requirements.txt's
+# range (a CUDA build, say) is kept. Every missing prerequisite stops it first, with one line saying what to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/log.sh
 
+min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (README)
+venv_hint="python3 -m venv ~/venvs/wenet_udps && . ~/venvs/wenet_udps/bin/activate"
+
+command -v python3 >/dev/null 2>&1 || die "python3 not found: install Python >= 3.10 with pip and venv" \
+  "(Debian/Ubuntu: sudo apt-get install python3 python3-venv) and rerun"
+# One probe answers every Python question (so a stub python3 in tests/tools/test_install.py can fake each case).
+probe=$(python3 -c '
+import importlib.util, os, sys, sysconfig
+print("version=%d.%d" % sys.version_info[:2])
+print("pip=%d" % (importlib.util.find_spec("pip") is not None))
+print("in_venv=%d" % (sys.prefix != sys.base_prefix))
+print("managed=%d" % os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))
+print("ensurepip=%d" % (importlib.util.find_spec("ensurepip") is not None))
+print("prefix=" + sys.prefix)
+') || die "python3 ($(command -v python3)) does not run; install Python >= 3.10 and rerun"
+fact() { sed -n "s/^$1=//p" <<<"${probe}"; }
+
+version=$(fact version)
+IFS=. read -r major minor <<<"${version}"
+(( major > 3 || (major == 3 && minor >= 10) )) || die "python3 is Python ${version}; wenet_udps needs" \
+  "Python >= 3.10: install a newer one (e.g. sudo apt-get install python3.11 python3.11-venv), make a venv with it" \
+  "and rerun"
+if [[ $(fact in_venv) == 0 && $(fact managed) == 1 ]]; then
+  [[ $(fact ensurepip) == 1 ]] || die "python3 is the system's Python and cannot make a venv (no venv module):" \
+    "sudo apt-get install python3-venv, then ${venv_hint}, and rerun"
+  die "python3 is the system's Python (externally managed, pip may not install into it): make and activate a" \
+    "venv first: ${venv_hint}, and rerun"
+fi
+[[ $(fact pip) == 1 ]] || die "python3 ($(fact prefix)) has no pip: run 'python3 -m ensurepip'" \
+  "(or sudo apt-get install python3-pip) and rerun"
+
+prefix=$(fact prefix)
+free_kb=$(df -Pk "${prefix}" | awk 'NR == 2 { print $4 }')
+(( free_kb >= min_free_gb * 1024 * 1024 )) || die "only $(( free_kb / 1024 / 1024 )) GB free where python3" \
+  "installs (${prefix}); the packages need ${min_free_gb} GB or more (5 GB with a CUDA torch): free some space" \
+  "and rerun"
+
 if ! command -v espeak-ng >/dev/null 2>&1; then
-  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  command -v apt-get >/dev/null 2>&1 || die "espeak-ng is missing and this system has no apt-get: install" \
+    "espeak-ng with its package manager (dnf, pacman, zypper, brew install espeak-ng) and rerun"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || die "espeak-ng is missing and installing it needs root: run" \
+      "'apt-get install espeak-ng' as root (or install sudo) and rerun"
+    sudo="sudo"
+  fi
   log "installing espeak-ng with apt-get"
   ${sudo} apt-get update -qq
   DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq espeak-ng >/dev/null
 fi
-if python3 -m pip install --dry-run -q -r requirements.txt 2>/dev/null | grep -q "Would install"; then
-  log "installing Python packages from requirements.txt"
-  python3 -m pip install -q -r requirements.txt
+
+torch_version() { python3 -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true; }
+torch_before=$(torch_version)
+log "pip install -r requirements.txt (python3: ${prefix})"
+python3 -m pip install -r requirements.txt
+log "pip install -e . (this checkout, so python3 -m wenet_udps.* and tools/ work from any directory)"
+python3 -m pip install -q -e .
+torch_after=$(torch_version)
+torch_range=$(sed -n 's/^torch\([^ #]*\).*/\1/p' requirements.txt)
+if [[ -z ${torch_before} ]]; then
+  log "installed torch ${torch_after}"
+elif [[ ${torch_before} == "${torch_after}" ]]; then
+  log "kept the installed torch ${torch_before} (within ${torch_range})"
+else
+  log "replaced torch ${torch_before} (outside ${torch_range}) by torch ${torch_after}"
 fi
-python3 -c "import torch, soundfile, soxr, kaldi_native_fbank, sentencepiece" \
-  || die "Python packages still missing after pip install -r requirements.txt"
-log "environment ready: $(python3 -c 'import torch; print("torch", torch.__version__)'), $(espeak-ng --version | head -n 1)"
+installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))')
+[[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
+  "(${PWD}); unset PYTHONPATH and rerun"
+log "environment ready: torch ${torch_after}, $(espeak-ng --version | head -n 1)"

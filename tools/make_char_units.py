@@ -9,13 +9,10 @@ tokens in sorted order, <sos/eos> last.
 """
 import argparse
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.text.base_tokenizer import write_symbol_table  # noqa: E402
-from wenet_udps.text.char_tokenizer import char_split  # noqa: E402
-from wenet_udps.text.text_utils import read_non_lang_syms  # noqa: E402
+from wenet_udps.text.base_tokenizer import write_symbol_table
+from wenet_udps.text.char_tokenizer import char_split
+from wenet_udps.text.text_utils import read_non_lang_syms
 
 
 def main(argv=None) -> None:

@@ -8,11 +8,8 @@ Utterances without audio or without text are left out with one warning giving th
 import argparse
 import json
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.dataset.kaldi_data import read_utterances  # noqa: E402
+from wenet_udps.dataset.kaldi_data import read_utterances
 
 
 def main(argv=None) -> None:

@@ -12,7 +12,6 @@ import io
 import logging
 import os
 import random
-import sys
 import tarfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -22,9 +21,8 @@ import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample  # noqa: E402
-from wenet_udps.dataset.kaldi_data import read_utterances  # noqa: E402
+from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample
+from wenet_udps.dataset.kaldi_data import read_utterances
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 

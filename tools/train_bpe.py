@@ -11,15 +11,12 @@ in sorted order, <sos/eos> last).
 import argparse
 import logging
 import os
-import sys
 import tempfile
-from pathlib import Path
 
 import sentencepiece as spm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.text.base_tokenizer import write_symbol_table  # noqa: E402
-from wenet_udps.text.bpe_tokenizer import CASES  # noqa: E402
+from wenet_udps.text.base_tokenizer import write_symbol_table
+from wenet_udps.text.bpe_tokenizer import CASES
 
 
 def _cased(text: str, case: str) -> str:

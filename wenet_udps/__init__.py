@@ -16,7 +16,7 @@ def __getattr__(name):
     # Both pull in torch (build_model every model module); import them on first use so that `import wenet_udps`
     # stays light for the torch-free parts (wenet_udps.scoring behind tools/compute-wer.py).
     if name == "udps_similarity":
-        from wenet_udps.transformer.udps_ops import udps_similarity
+        from wenet_udps.kernels.reference import udps_similarity
         return udps_similarity
     if name == "build_model":
         from wenet_udps.model_builder import build_model

@@ -10,6 +10,7 @@ sites through ``UDPS_COUNTERPART``; ``false`` keeps the per-site ``*_layer_type`
 only UDPS sites, each getting the keys its class accepts.
 """
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Mapping, Optional
 
@@ -21,78 +22,76 @@ from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
 from wenet_udps.transformer.encoder import ENCODER_CLASSES
-from wenet_udps.utils.common import keyword_params
 from wenet_udps.utils.registry import lookup
+from wenet_udps.utils.schema import ConfigError, check_section, convert, defaults_of, route, section
 
 CMVN_CLASSES = {"global_cmvn": GlobalCMVN}
 CTC_CLASSES = {"ctc": CTC}
 MODEL_CLASSES = {"asr_model": ASRModel}
 
-# WeNet's defaults when train.yaml omits the part names.
-DEFAULT_ENCODER = "conformer"
-DEFAULT_DECODER = "bitransformer"
-
 # Where each attention site's type lives: (conf key, type key).
 ENCODER_SITES = ("selfattention_layer_type",)
 DECODER_SITES = ("selfattention_layer_type", "src_attention_layer_type")
 
-# Constructor arguments that build_model supplies itself; a user may not set them in the *_conf dicts.
-_ENCODER_SUPPLIED = ("input_size", "global_cmvn")
-_DECODER_SUPPLIED = ("vocab_size", "encoder_output_size")
-_MODEL_SUPPLIED = ("vocab_size", "encoder", "decoder", "ctc", "special_tokens")
+# Constructor arguments that the parts receive from the code, never from the config.
 _ATTENTION_SUPPLIED = ("n_head", "n_feat", "dropout_rate")
-CMVN_CONF_KEYS = ("cmvn_file", "is_json_cmvn")
-CTC_CONF_KEYS = ("ctc_blank_id",)
+UDPS_CLASSES = [cls for name, cls in ATTENTION_CLASSES.items() if is_udps(name)]
 
 
-def _as_dict(value, key: str) -> Dict:
-    """A ``*_conf`` value as a dict (None/missing -> {}); anything else is a config error."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{key} must be a mapping, got {type(value).__name__}")
-    return dict(value)
+@dataclass(frozen=True)
+class CmvnConf:
+    """``cmvn_conf``: JSON statistics from tools/compute_cmvn_stats.py (Kaldi-format stats are not read)."""
+    cmvn_file: Optional[str] = None
+    is_json_cmvn: bool = True
 
 
-def _check_keys(conf: Mapping, valid, key: str) -> None:
-    """Reject keys not in ``valid``, naming the first bad key and listing the valid ones."""
-    for name in conf:
-        if name not in valid:
-            raise ValueError(f"unknown key {key}.{name}; valid keys: {', '.join(sorted(valid))}")
+@dataclass(frozen=True)
+class CtcConf:
+    ctc_blank_id: int = 0
 
 
-def udps_conf_keys() -> Dict[str, set]:
-    """UDPS attention type -> the ``udps_conf`` keys it accepts."""
-    return {name: set(keyword_params(cls)) - set(_ATTENTION_SUPPLIED)
-            for name, cls in ATTENTION_CLASSES.items() if is_udps(name)}
+@dataclass
+class ModelConfig:
+    """The train.yaml keys :func:`build_model` reads (part names default to WeNet's)."""
+    input_dim: Optional[int] = None
+    output_dim: Optional[int] = None
+    att_udps: bool = False
+    udps_conf: Optional[dict] = section(UDPS_CLASSES, supplied=_ATTENTION_SUPPLIED)
+    encoder: str = "conformer"
+    encoder_conf: Optional[dict] = section(choice="encoder", registry=ENCODER_CLASSES,
+                                           supplied=("input_size", "global_cmvn"))
+    decoder: str = "bitransformer"
+    decoder_conf: Optional[dict] = section(choice="decoder", registry=DECODER_CLASSES,
+                                           supplied=("vocab_size", "encoder_output_size"))
+    ctc: str = "ctc"
+    ctc_conf: Optional[dict] = section(CtcConf)
+    cmvn: Optional[str] = None
+    cmvn_conf: Optional[dict] = section(CmvnConf)
+    model: str = "asr_model"
+    model_conf: Optional[dict] = section(choice="model", registry=MODEL_CLASSES,
+                                         supplied=("vocab_size", "encoder", "decoder", "ctc", "special_tokens"))
 
 
 def _site_type(conf: Dict, key: str, cls: type, where: str, att_udps: bool) -> str:
     """The attention type of one site after the ``att_udps`` rule; written back into ``conf``."""
-    default = keyword_params(cls).get(key)
-    name = conf.get(key, default)
+    name = conf.get(key, defaults_of(cls).get(key))
     lookup(ATTENTION_CLASSES, name, f"{where}.{key}")
     if att_udps:
         if name not in UDPS_COUNTERPART:
-            raise ValueError(f"{where}.{key} {name!r} has no UDPS counterpart for att_udps: true; types with one: "
-                             f"{', '.join(sorted(UDPS_COUNTERPART))}")
+            raise ConfigError(f"{where}.{key}", f"{name!r} has no UDPS counterpart for att_udps: true; types with "
+                              f"one: {', '.join(sorted(UDPS_COUNTERPART))}")
         name = UDPS_COUNTERPART[name]
     conf[key] = name
     return name
 
 
 def _attention_conf(conf: Dict, site_types, udps_conf: Dict, where: str) -> None:
-    """Set ``conf['attention_conf']``: the user's own ``attention_conf`` over the UDPS options of its UDPS sites.
-
-    Only the ``udps_conf`` keys some UDPS site of this part accepts are kept (the part splits them per site).
-    """
-    accepted = set()
-    keys = udps_conf_keys()
-    for name in site_types:
-        if is_udps(name):
-            accepted |= keys[name]
-    merged = {k: v for k, v in udps_conf.items() if k in accepted}
-    merged.update(_as_dict(conf.get("attention_conf"), f"{where}.attention_conf"))
+    """Set ``conf['attention_conf']``: the part's own ``attention_conf`` (checked against its sites' attention
+    classes) over the ``udps_conf`` keys some UDPS site of this part takes. The part routes them per site."""
+    classes = [ATTENTION_CLASSES[name] for name in site_types]
+    own = check_section(conf.get("attention_conf"), classes, f"{where}.attention_conf", supplied=_ATTENTION_SUPPLIED)
+    udps_sites = [cls for name, cls in zip(site_types, classes) if is_udps(name)]
+    merged = {**(route(udps_conf, udps_sites) if udps_sites else {}), **own}
     if merged:
         conf["attention_conf"] = merged
     else:
@@ -105,16 +104,15 @@ def _build_cmvn(config: Mapping) -> Optional[nn.Module]:
     if name is None:
         return None
     cls = lookup(CMVN_CLASSES, name, "cmvn")
-    cmvn_conf = _as_dict(config.get("cmvn_conf"), "cmvn_conf")
-    _check_keys(cmvn_conf, CMVN_CONF_KEYS, "cmvn_conf")
+    cmvn_conf = config.get("cmvn_conf") or {}
     if not cmvn_conf.get("cmvn_file"):
-        raise ValueError(f"cmvn: {name} needs cmvn_conf.cmvn_file")
+        raise ConfigError("cmvn_conf.cmvn_file", f"required by cmvn: {name}")
     path = Path(cmvn_conf["cmvn_file"])
     if not cmvn_conf.get("is_json_cmvn", True):
-        raise ValueError(f"cmvn_conf.is_json_cmvn: false (Kaldi stats) is not supported; write JSON stats for "
-                         f"{path} with tools/compute_cmvn_stats.py")
+        raise ConfigError("cmvn_conf.is_json_cmvn", f"false (Kaldi stats) is not supported; write JSON stats for "
+                          f"{path} with tools/compute_cmvn_stats.py")
     if not path.is_file():
-        raise ValueError(f"cmvn_conf.cmvn_file {path} does not exist")
+        raise ConfigError("cmvn_conf.cmvn_file", f"{path} does not exist")
     mean, istd = load_cmvn_json(path)
     return cls(mean, istd)
 
@@ -123,53 +121,49 @@ def build_model(config: Mapping) -> ASRModel:
     """Build the hybrid CTC/attention model described by a train.yaml dict (not modified).
 
     Raises:
-        ValueError: missing ``input_dim``/``output_dim``, unknown part names (listing valid ones), unknown keys in
-            ``encoder_conf``/``decoder_conf``/``ctc_conf``/``cmvn_conf``/``model_conf``/``udps_conf`` (naming the
-            key and listing valid keys), or a missing cmvn file.
+        ConfigError (a ValueError): missing ``input_dim``/``output_dim``, unknown part names (listing valid ones),
+            unknown keys or wrongly typed values in any model section (naming the key path and the valid keys), or
+            a missing cmvn file.
     """
-    config = copy.deepcopy(dict(config))
+    special_tokens = convert((config.get("tokenizer_conf") or {}).get("special_tokens"), Optional[Dict[str, int]],
+                             "tokenizer_conf.special_tokens") or None
+    config = resolve_model_config(config)
     for key in ("input_dim", "output_dim"):
         if not isinstance(config.get(key), int) or config[key] <= 0:
-            raise ValueError(f"config needs a positive integer {key}, got {config.get(key)!r}")
+            raise ConfigError(key, f"the config needs a positive integer, got {config.get(key)!r}")
     input_dim, vocab_size = config["input_dim"], config["output_dim"]
-    att_udps = config.get("att_udps", False)
-    if not isinstance(att_udps, bool):
-        raise ValueError(f"att_udps must be true or false, got {att_udps!r}")
-    lookup(MODEL_CLASSES, config.get("model", "asr_model"), "model")
+    encoder_cls = ENCODER_CLASSES[config["encoder"]]
+    decoder_cls = DECODER_CLASSES[config["decoder"]]
+    ctc_cls = CTC_CLASSES[config["ctc"]]
+    ctc_conf = {**defaults_of(CtcConf), **(config.get("ctc_conf") or {})}
+    model_cls = MODEL_CLASSES[config["model"]]
 
-    udps_conf = _as_dict(config.get("udps_conf"), "udps_conf")
-    all_udps_keys = set().union(*udps_conf_keys().values())
-    _check_keys(udps_conf, all_udps_keys, "udps_conf")
+    encoder = encoder_cls(input_size=input_dim, global_cmvn=_build_cmvn(config), **config["encoder_conf"])
+    decoder = decoder_cls(vocab_size=vocab_size, encoder_output_size=encoder.output_size(), **config["decoder_conf"])
+    ctc = ctc_cls(odim=vocab_size, encoder_output_size=encoder.output_size(), blank_id=ctc_conf["ctc_blank_id"])
+    return model_cls(vocab_size=vocab_size, encoder=encoder, decoder=decoder, ctc=ctc,
+                     special_tokens=special_tokens, **(config.get("model_conf") or {}))
 
-    encoder_name = config.get("encoder", DEFAULT_ENCODER)
-    encoder_cls = lookup(ENCODER_CLASSES, encoder_name, "encoder")
-    encoder_conf = _as_dict(config.get("encoder_conf"), "encoder_conf")
-    _check_keys(encoder_conf, set(keyword_params(encoder_cls)) - set(_ENCODER_SUPPLIED), "encoder_conf")
-    enc_types = [_site_type(encoder_conf, k, encoder_cls, "encoder_conf", att_udps) for k in ENCODER_SITES]
-    _attention_conf(encoder_conf, enc_types, udps_conf, "encoder_conf")
 
-    decoder_name = config.get("decoder", DEFAULT_DECODER)
-    decoder_cls = lookup(DECODER_CLASSES, decoder_name, "decoder")
-    decoder_conf = _as_dict(config.get("decoder_conf"), "decoder_conf")
-    _check_keys(decoder_conf, set(keyword_params(decoder_cls)) - set(_DECODER_SUPPLIED), "decoder_conf")
-    dec_types = [_site_type(decoder_conf, k, decoder_cls, "decoder_conf", att_udps) for k in DECODER_SITES]
-    _attention_conf(decoder_conf, dec_types, udps_conf, "decoder_conf")
-
-    ctc_cls = lookup(CTC_CLASSES, config.get("ctc", "ctc"), "ctc")
-    ctc_conf = _as_dict(config.get("ctc_conf"), "ctc_conf")
-    _check_keys(ctc_conf, CTC_CONF_KEYS, "ctc_conf")
-
-    model_conf = _as_dict(config.get("model_conf"), "model_conf")
-    _check_keys(model_conf, set(keyword_params(ASRModel)) - set(_MODEL_SUPPLIED), "model_conf")
-    tokenizer_conf = _as_dict(config.get("tokenizer_conf"), "tokenizer_conf")
-    special_tokens = _as_dict(tokenizer_conf.get("special_tokens"), "tokenizer_conf.special_tokens") or None
-
-    encoder = encoder_cls(input_size=input_dim, global_cmvn=_build_cmvn(config), **encoder_conf)
-    decoder = decoder_cls(vocab_size=vocab_size, encoder_output_size=encoder.output_size(), **decoder_conf)
-    ctc = ctc_cls(odim=vocab_size, encoder_output_size=encoder.output_size(),
-                  blank_id=ctc_conf.get("ctc_blank_id", 0))
-    return ASRModel(vocab_size=vocab_size, encoder=encoder, decoder=decoder, ctc=ctc,
-                    special_tokens=special_tokens, **model_conf)
+def resolve_model_config(config: Mapping) -> Dict:
+    """The model sections of ``config`` checked, with part names filled in and each part's attention types (after
+    ``att_udps``) and ``attention_conf`` (checked against those types) written into its conf."""
+    config = check_section(route(config, ModelConfig), ModelConfig, "")
+    fields = defaults_of(ModelConfig)
+    for key, registry in (("encoder", ENCODER_CLASSES), ("decoder", DECODER_CLASSES), ("ctc", CTC_CLASSES),
+                          ("model", MODEL_CLASSES)):
+        config[key] = config.get(key) or fields[key]
+        lookup(registry, config[key], key)
+    att_udps = config.get("att_udps", fields["att_udps"])
+    udps_conf = config.get("udps_conf") or {}
+    for part, registry, sites in (("encoder", ENCODER_CLASSES, ENCODER_SITES),
+                                  ("decoder", DECODER_CLASSES, DECODER_SITES)):
+        where = f"{part}_conf"
+        conf = copy.deepcopy(config.get(where) or {})
+        types = [_site_type(conf, k, registry[config[part]], where, att_udps) for k in sites]
+        _attention_conf(conf, types, udps_conf, where)
+        config[where] = conf
+    return config
 
 
 def attention_sites(model: nn.Module) -> Dict[str, str]:

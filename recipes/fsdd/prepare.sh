@@ -28,7 +28,7 @@ data_dir=$2
 [[ -d ${src}/recordings ]] && src=${src}/recordings
 require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS DIR) and pass DIR"
 
-PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
+python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
   --out "${data_dir}" --rate "${rate}" --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" \
   --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}" \
   --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}"

@@ -3,7 +3,7 @@ import torch
 
 from wenet_udps.bin import export, recognize
 from wenet_udps.model_builder import build_model
-from wenet_udps.train.config import finalize_config, save_yaml
+from wenet_udps.config import finalize_config, save_yaml
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 MODES = ["attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"]

@@ -1,22 +1,11 @@
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.tools.load import run_tool
 from wenet_udps.text import init_tokenizer
 
-ROOT = Path(__file__).resolve().parents[2]
 DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-
-
-def run_tool(name, argv):
-    """Run tools/<name>.py's main(argv) in this process (a subprocess would re-import torch each time)."""
-    spec = importlib.util.spec_from_file_location(f"tool_{name}", ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # so multiprocessing can pickle the tool's worker functions
-    spec.loader.exec_module(module)
-    module.main(argv)
 
 
 def make_kaldi_dir(fsdd_dir, out_dir, n=12):

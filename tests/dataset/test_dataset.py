@@ -7,11 +7,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from tests.dataset.data_helpers import plain_conf, read_list
+from tests.tools.load import run_tool
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.lists import partition
-
-from conftest import run_tool
-from data_helpers import plain_conf, read_list
 
 
 def _batches(ds, **part):
@@ -56,7 +55,8 @@ def test_batch_layout(raw_list, tokenizer):
     for i in range(3):
         n, l = int(b["feats_lengths"][i]), int(b["target_lengths"][i])
         assert (b["feats"][i, n:] == 0).all() and (b["target"][i, l:] == -1).all() and (b["target"][i, :l] >= 0).all()
-    assert all(batch["num_skipped"] == 0 for batch in batches)
+    assert all(batch["stats"]["bad_audio"] == 0 for batch in batches)
+    assert sum(batch["stats"]["used"] for batch in batches) == 12
     # 8 kHz input is resampled to 16 kHz: 10 ms frames count the same either way.
     entry = read_list(raw_list)[0]
     import soundfile as sf
@@ -151,7 +151,7 @@ def test_filter_conf(raw_list, tokenizer):
     assert sorted(kept) == sorted(k for k, n in frames.items() if n <= cut) and 0 < len(kept) < 12
     none = list(init_dataset("raw", str(raw_list), tokenizer, plain_conf(
         filter_conf={"token_max_length": 1, "min_length": 0})))
-    assert none == []
+    assert [set(item) for item in none] == [{"stats"}] and none[0]["stats"]["token_max_length"] == 12
 
 
 def test_speed_perturb_and_augment_in_pipeline(raw_list, tokenizer):
@@ -188,15 +188,14 @@ def test_bad_audio_skipped_and_counted(kaldi_dir, tokenizer, tmp_path, caplog):
     lst.write_text("\n".join(lines) + "\n")
     with caplog.at_level(logging.INFO):
         batches = list(init_dataset("raw", str(lst), tokenizer, plain_conf(batch_conf={"batch_size": 4})))
-    assert sum(b["num_skipped"] for b in batches) == 4
+    assert sum(b["stats"]["bad_audio"] for b in batches) == 4
     assert sum(len(b["keys"]) for b in batches) == 12
     for key, path in bad.items():
         assert any(key in r.message and path in r.message for r in caplog.records)
-    assert any("4 bad audio files skipped" in r.message for r in caplog.records)
     # Bad files at the end of the list still reach the caller through the last batch.
     lst.write_text("\n".join(lines[4:] + lines[:4]) + "\n")
     batches = list(init_dataset("raw", str(lst), tokenizer, plain_conf(batch_conf={"batch_size": 4})))
-    assert sum(b["num_skipped"] for b in batches) == 4
+    assert sum(b["stats"]["bad_audio"] for b in batches) == 4
 
 
 def test_bad_audio_in_shard(kaldi_dir, tokenizer, tmp_path):
@@ -213,7 +212,11 @@ def test_bad_audio_in_shard(kaldi_dir, tokenizer, tmp_path):
     (tmp_path / "shards.list").write_text(f"{tar_path}\n{tmp_path / 'missing.tar'}\n")
     batches = list(init_dataset("shard", str(tmp_path / "shards.list"), tokenizer, plain_conf()))
     assert [k for b in batches for k in b["keys"]] == ["a"]
-    assert sum(b["num_skipped"] for b in batches) == 2  # b truncated, c without audio
+    counts = Counter()
+    for b in batches:
+        counts.update(b["stats"])
+    # b truncated, c without audio, missing.tar unreadable
+    assert (counts["bad_audio"], counts["missing_member"], counts["shard_error"], counts["used"]) == (1, 1, 1, 1)
 
 
 @pytest.mark.parametrize("line,msg", [("not json", "not a JSON object"), ('{"key": "a", "wav": "x"}', "'txt'"),

@@ -1,12 +1,9 @@
-import importlib.util
 import logging
-from pathlib import Path
 
 import pytest
 
+from tests.tools.load import run_tool
 from wenet_udps.text import SPACE, init_tokenizer, read_symbol_table, write_symbol_table
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _units(tmp_path, tokens):
@@ -69,12 +66,9 @@ def _train_bpe(tmp_path, mode="unigram"):
     words = ["hello world", "speech recognition is fun", "the quick brown fox", "jumps over the lazy dog",
              "unit dot product similarity", "attention is all you need"]
     text.write_text("".join(f"utt{i} {w}\n" for i, w in enumerate(words * 5)))
-    spec = importlib.util.spec_from_file_location("train_bpe", ROOT / "tools" / "train_bpe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     prefix = tmp_path / "bpe"
-    module.main(["--text", str(text), "--model_prefix", str(prefix), "--units", str(tmp_path / "units.txt"),
-                 "--nbpe", "30", "--bpe_mode", mode])
+    run_tool("train_bpe", ["--text", str(text), "--model_prefix", str(prefix), "--units", str(tmp_path / "units.txt"),
+                           "--nbpe", "30", "--bpe_mode", mode])
     return str(prefix) + ".model", str(tmp_path / "units.txt")
 
 

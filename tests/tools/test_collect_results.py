@@ -1,20 +1,14 @@
 """tools/collect_results.py on synthetic experiment folders."""
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+from tests.tools.load import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "collect_results.py"
-
-
-def load_module():
-    spec = importlib.util.spec_from_file_location("collect_results", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def write_wer(path: Path, value: float, n: int = 100) -> None:
@@ -62,7 +56,7 @@ def build_exp_dir(tmp_path: Path) -> Path:
 
 
 def test_describe_model(tmp_path):
-    mod = load_module()
+    mod = load_tool("collect_results")
     y = tmp_path / "train.yaml"
     y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": False,
                                  "decoder_conf": {"src_attention_layer_type": "udps_crossattn"}}))
@@ -109,7 +103,7 @@ def test_table_and_plots(tmp_path):
 
 
 def test_read_scalars_merges_event_files(tmp_path):
-    mod = load_module()
+    mod = load_tool("collect_results")
     exp = build_exp_dir(tmp_path)
     s = mod.read_scalars(exp / "conformer_udps")
     assert [v for _, v in s["train/loss"]] == [10.0, 9.0, 8.0, 7.0, 6.0]

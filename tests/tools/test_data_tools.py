@@ -1,27 +1,15 @@
 import hashlib
-import importlib.util
-import sys
 import json
 import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 import yaml
 
+from tests.tools.load import run_tool
 from wenet_udps.dataset.audio import load_audio, resample
 from wenet_udps.dataset.features import compute_fbank
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_tool(name, argv):
-    spec = importlib.util.spec_from_file_location(f"tool_{name}", ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # so multiprocessing can pickle the tool's worker functions
-    spec.loader.exec_module(module)
-    module.main(argv)
 
 
 @pytest.fixture

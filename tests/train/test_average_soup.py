@@ -6,7 +6,7 @@ from wenet_udps.bin.average_model import SoupEvaluator
 from wenet_udps.model_builder import build_model
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import load_checkpoint, save_checkpoint
-from wenet_udps.train.config import finalize_config, save_yaml
+from wenet_udps.config import finalize_config, save_yaml
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from wenet_udps.train.config import apply_overrides, finalize_config
+from wenet_udps.config import apply_overrides, finalize_config
 from tests.train.train_helpers import tiny_config, write_units
 
 

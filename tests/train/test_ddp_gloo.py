@@ -3,7 +3,7 @@ import socket
 import torch
 import torch.multiprocessing as mp
 
-from wenet_udps.train.config import finalize_config
+from wenet_udps.config import finalize_config
 from wenet_udps.train.distributed import DistInfo
 from tests.train.ddp_helpers import ddp_worker, global_batch, half, run
 from tests.train.train_helpers import tiny_config, write_units

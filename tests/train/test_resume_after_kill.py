@@ -29,7 +29,7 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, fsdd_dir,
     exp = make_experiment(tmp_path / "exp", fsdd_dir, n_train=16, n_cv=2, dropout=0.1, batch_size=2)
     killed_dir = tmp_path / "killed"
     proc = subprocess.Popen(train_cmd(exp, killed_dir, *ARGS), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"))
+                            stderr=subprocess.PIPE, env=dict(os.environ, OMP_NUM_THREADS="1"))
     marker = killed_dir / "step_9.yaml"  # step 9 = second batch of epoch 1
     deadline = time.time() + 120
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
@@ -44,7 +44,7 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, fsdd_dir,
     assert state["step"] >= 9 and state["step"] < 40  # mid-training
 
     base = train_cmd(exp, killed_dir, *ARGS)[3:]  # drop "python -m wenet_udps.bin.train"
-    train.main(base + ["--checkpoint", "latest"])
+    train.main(base + ["--checkpoint", "auto"])
     train.main(train_cmd(exp, tmp_path / "straight", *ARGS)[3:])
 
     resumed = load_checkpoint(str(killed_dir / "final.pt"))

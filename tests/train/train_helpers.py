@@ -85,7 +85,6 @@ def train_cmd(exp: Dict, model_dir: Path, *extra: str) -> List[str]:
 
 def run_env() -> Dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
     return env
 

@@ -1,57 +1,13 @@
-"""Every attention registry entry against a hand-written formula, plus UDPS similarity properties."""
+"""Every attention registry entry against a hand-written formula."""
 import math
 
 import pytest
 import torch
 
 from wenet_udps.transformer.attention import ATTENTION_CLASSES, UDPS_COUNTERPART, is_udps
-from wenet_udps.transformer.udps_ops import udps_similarity
 
 N_HEAD, N_FEAT = 2, 8
 D_K = N_FEAT // N_HEAD
-
-
-# ---------------------------------------------------------------- the similarity
-def test_similarity_examples_from_the_doc():
-    a, b = torch.tensor([1.0, 2.0]), torch.tensor([2.0, 4.0])
-    assert udps_similarity(a, b).item() == pytest.approx(40 / 45)
-    assert udps_similarity(b, b).item() == pytest.approx(1.0)
-    assert udps_similarity(a, a).item() == pytest.approx(1.0)
-    # cosine would say 1 for parallel vectors of different length
-    assert udps_similarity(a, 3 * a).item() < 1.0
-
-
-def test_similarity_range_identity_opposite_and_scale():
-    g = torch.Generator().manual_seed(1)
-    a = torch.randn(1000, 16, generator=g, dtype=torch.float64)
-    b = torch.randn(1000, 16, generator=g, dtype=torch.float64) * torch.rand(1000, 1, generator=g, dtype=torch.float64) * 3
-    s = udps_similarity(a, b)
-    assert s.shape == (1000,)
-    assert (s >= -1).all() and (s <= 1).all()
-    assert torch.allclose(udps_similarity(a, a), torch.ones(1000, dtype=torch.float64))
-    assert torch.allclose(udps_similarity(a, -a), -torch.ones(1000, dtype=torch.float64))
-    # -1 only when the norms match: a and -2a are opposite but of different length
-    assert (udps_similarity(a, -2 * a) > -1 + 1e-6).all()
-    # 1 only when equal
-    assert (udps_similarity(a, a + 1e-3 * b) < 1).all()
-    for k in (0.01, 7.0, 1e4):
-        assert torch.allclose(udps_similarity(k * a, k * b), s)
-
-
-def test_similarity_zero_vectors_and_broadcast():
-    z = torch.zeros(3, requires_grad=True)
-    w = torch.zeros(3, requires_grad=True)
-    s = udps_similarity(z, w)
-    assert s.item() == 0.0
-    s.backward()
-    assert torch.isfinite(z.grad).all() and torch.isfinite(w.grad).all()
-    a = torch.randn(4, 1, 5)
-    b = torch.randn(1, 6, 5)
-    out = udps_similarity(a, b)
-    assert out.shape == (4, 6)
-    assert torch.allclose(out[2, 3], udps_similarity(a[2, 0], b[0, 3]))
-    # one zero vector against a non-zero one: dot is 0, so S is 0
-    assert udps_similarity(torch.zeros(5), torch.randn(5)).item() == 0.0
 
 
 # ---------------------------------------------------------------- hand-written reference formulas

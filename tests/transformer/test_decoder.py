@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from wenet_udps.model_builder import resolve_model_config
 from wenet_udps.transformer.decoder import DECODER_CLASSES, BiTransformerDecoder, TransformerDecoder
 from wenet_udps.utils.mask import subsequent_mask
 
@@ -119,8 +120,9 @@ def test_bad_names_and_keys_rejected():
         make(src_type="nope")
     with pytest.raises(ValueError, match="input_layer"):
         make(input_layer="conv2d")
-    with pytest.raises(ValueError, match="beta_init"):
-        make(self_type="udps_selfattn", attention_conf={"beta_init": 1.0})  # rel-only option
+    with pytest.raises(ValueError, match=r"decoder_conf.attention_conf.beta_init: unknown key"):
+        resolve_model_config({"decoder": "transformer", "decoder_conf": {  # rel-only option
+            "selfattention_layer_type": "udps_selfattn", "attention_conf": {"beta_init": 1.0}}})
     with pytest.raises(ValueError, match="relative position"):
         make(self_type="rel_selfattn")
 

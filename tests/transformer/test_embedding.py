@@ -61,12 +61,19 @@ def test_position_encoding_streaming_offsets_match_full_sequence():
     assert torch.equal(per_utt[1], full[0, 5:9]) and torch.equal(per_utt[0], full[0, 0:4])
 
 
-def test_too_long_input_is_a_clear_error():
-    module = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=10)
-    with pytest.raises(ValueError, match="max_len 10"):
-        module(torch.zeros(1, 11, D))
-    with pytest.raises(ValueError, match="max_len 10"):
-        module.position_encoding(torch.tensor([0, 8]), 3)
+def test_input_longer_than_the_table_gets_the_formula_positions():
+    """Utterances past max_len frames (~200 s) encode instead of crashing; the saved buffer keeps its shape."""
+    short = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=10)
+    long = PositionalEncoding(d_model=D, dropout_rate=0.0, max_len=40)
+    assert torch.equal(short.position_encoding(0, 25), long.position_encoding(0, 25))
+    assert torch.equal(short.position_encoding(8, 12), long.position_encoding(8, 12))
+    offsets = torch.tensor([0, 9])
+    assert torch.equal(short.position_encoding(offsets, 20), long.position_encoding(offsets, 20))
+    x = torch.randn(1, 30, D)
+    assert torch.equal(short(x)[0], long(x)[0])
+    assert short.pe.shape == (1, 10, D)
+    with pytest.raises(ValueError, match=">= 0"):
+        short.position_encoding(-1, 3)
 
 
 def test_no_pos_passes_input_and_gives_zero_positions():

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tests.conftest import REFERENCE_JSON
+from wenet_udps.model_builder import resolve_model_config
 from wenet_udps.transformer.attention import ATTENTION_CLASSES
 from wenet_udps.transformer.cmvn import GlobalCMVN
 from wenet_udps.transformer.embedding import POS_ENC_CLASSES
@@ -77,12 +78,14 @@ def test_padding_does_not_change_outputs(name):
 
 
 def test_unknown_encoder_conf_key_lists_valid_keys():
-    with pytest.raises(ValueError, match=r"unknown encoder_conf key\(s\) cnn_kernel .*valid keys: .*cnn_module_kernel"):
-        ENCODER_CLASSES["conformer"](input_size=IDIM, cnn_kernel=15)
-    with pytest.raises(ValueError, match="macaron_style"):  # a conformer-only key on the transformer
-        ENCODER_CLASSES["transformer"](input_size=IDIM, macaron_style=True)
-    with pytest.raises(ValueError, match="needs input_size"):
-        ENCODER_CLASSES["transformer"](output_size=8)
+    # The constructors' keyword-only signatures are the schema encoder_conf is checked against.
+    with pytest.raises(ValueError, match=r"encoder_conf.cnn_kernel: unknown key \(did you mean 'cnn_module_kernel'"
+                                         r"\?\); valid keys: .*cnn_module_kernel"):
+        resolve_model_config({"encoder": "conformer", "encoder_conf": {"cnn_kernel": 15}})
+    with pytest.raises(ValueError, match="encoder_conf.macaron_style: unknown key"):  # conformer-only key
+        resolve_model_config({"encoder": "transformer", "encoder_conf": {"macaron_style": True}})
+    with pytest.raises(ValueError, match="encoder_conf.input_size: unknown key"):  # the builder supplies it
+        resolve_model_config({"encoder": "transformer", "encoder_conf": {"input_size": 8}})
 
 
 @pytest.mark.parametrize("key, value, valid", [
@@ -97,8 +100,9 @@ def test_unknown_registry_names_are_value_errors(key, value, valid):
 def test_attention_conf_is_forwarded_and_checked():
     encoder = build("transformer", selfattention_layer_type="udps_selfattn", attention_conf={"alpha_init": 3.0})
     assert torch.allclose(encoder.encoders[1].self_attn.alpha, torch.full((2,), 3.0))
-    with pytest.raises(ValueError, match="attention_conf.*alpha_init"):
-        build("transformer", selfattention_layer_type="selfattn", attention_conf={"alpha_init": 3.0})
+    with pytest.raises(ValueError, match="encoder_conf.attention_conf.alpha_init: unknown key"):
+        resolve_model_config({"encoder": "transformer", "encoder_conf": {
+            "selfattention_layer_type": "selfattn", "attention_conf": {"alpha_init": 3.0}}})
 
 
 def test_conformer_optional_parts_follow_wenet_layout():

@@ -22,16 +22,17 @@ import logging
 import math
 import multiprocessing
 import os
-import sys
 from typing import Any, Dict, List, Optional
 
 import torch
 import yaml
 
+from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import atomic_write_bytes
 from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.utils.cli import run_cli
 
 class SoupEvaluator:
     """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
@@ -42,7 +43,7 @@ class SoupEvaluator:
         from wenet_udps.dataset.lists import read_raw_list
         from wenet_udps.model_builder import build_model
         from wenet_udps.text import init_tokenizer
-        from wenet_udps.train.config import load_config
+        from wenet_udps.config import load_config
         self.s = settings
         self.config = load_config(settings["config"])
         self.model = build_model(self.config).eval()
@@ -73,7 +74,7 @@ class SoupEvaluator:
                                     partition=False)
         total = num = 0.0
         with torch.no_grad():
-            for batch in dataset:
+            for batch in DataTally().batches(dataset):
                 out = self.model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
                 loss = float(out["loss"])
                 if math.isfinite(loss):
@@ -185,4 +186,4 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_cli(main, "wenet_udps.bin.average_model")

@@ -13,14 +13,15 @@ when no list is given). Works for scaled-dot and UDPS attention alike (the graph
 """
 import argparse
 import logging
-import sys
 from typing import Dict, List, Optional
 
 import torch
 
 from wenet_udps.export.exporter import check_parity, export_model, summarize
 from wenet_udps.text import init_tokenizer
-from wenet_udps.train.config import load_config
+from wenet_udps.config import load_config
+from wenet_udps.dataset.dataset import DataError
+from wenet_udps.utils.cli import run_cli
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -45,7 +46,11 @@ def parity_batch(config: Dict, test_data: Optional[str], num_utts: int):
         from wenet_udps.bin.recognize import decode_dataset_conf
         from wenet_udps.dataset import init_dataset
         conf = decode_dataset_conf(config.get("dataset_conf") or {}, num_utts)
-        batch = next(iter(init_dataset("raw", test_data, init_tokenizer(config), conf, partition=False)))
+        from wenet_udps.dataset.dataset import DataTally
+        dataset = init_dataset("raw", test_data, init_tokenizer(config), conf, partition=False)
+        batch = next(DataTally().batches(dataset), None)
+        if batch is None:
+            raise DataError(f"{test_data}: no usable utterance for the parity check")
         return batch["feats"], batch["feats_lengths"].to(torch.int64)
     g = torch.Generator().manual_seed(0)
     lens = torch.tensor([120, 97, 64][:max(1, num_utts)], dtype=torch.int64)
@@ -74,4 +79,4 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_cli(main, "wenet_udps.bin.export")

@@ -13,7 +13,6 @@ import argparse
 import copy
 import logging
 import os
-import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -22,11 +21,13 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from wenet_udps.dataset import init_dataset
+from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import load_model_state
-from wenet_udps.train.config import apply_overrides, load_config
+from wenet_udps.config import load_config
 from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.utils.cli import run_cli
 
 # Keep every utterance when decoding (WeNet relaxes the training filter the same way).
 DECODE_FILTER = {"min_length": 0, "max_length": 1e12, "token_min_length": 0, "token_max_length": 1e12,
@@ -71,15 +72,16 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     dataset_conf = dict(config.get("dataset_conf") or {})
     dataset = init_dataset(data_type, data_list, tokenizer, decode_dataset_conf(dataset_conf, batch_size),
                            partition=False)
-    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers)
+    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
     shift = frame_shift_ms(dataset_conf) / 1000.0
     results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
     decode_seconds = audio_seconds = 0.0
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
+    tally = DataTally()
     with torch.no_grad():
-        for batch in loader:
-            feats = batch["feats"].to(device)
-            lens = batch["feats_lengths"].to(device)
+        for batch in tally.batches(loader):
+            feats = batch["feats"].to(device, non_blocking=True)
+            lens = batch["feats_lengths"].to(device, non_blocking=True)
             t0 = time.perf_counter()
             out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
             decode_seconds += time.perf_counter() - t0
@@ -89,6 +91,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
             bar.update(len(batch["keys"]))
     bar.close()
+    logging.info("decode data %s: %s", data_list, tally.summary())
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf}
 
@@ -149,7 +152,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     if args.simulate_streaming and args.batch_size != 1:
         raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
-    config = apply_overrides(load_config(args.config), args.override)
+    config = load_config(args.config, args.override)
     model = load_model(config, args.checkpoint, args.device)
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
@@ -165,4 +168,4 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_cli(main, "wenet_udps.bin.recognize")

@@ -13,7 +13,12 @@ Several machines (run on each, same --rdzv_id/--rdzv_endpoint):
         --rdzv_endpoint=host0:29400 -m wenet_udps.bin.train --device cuda --dist_backend nccl ...
 
 Resume exactly where a run stopped with ``--checkpoint exp/x/epoch_N.pt`` (or a ``step_N.pt`` written every
-``save_interval`` steps); ``--checkpoint latest`` picks the newest complete checkpoint in ``--model_dir``.
+``save_interval`` steps). ``--checkpoint auto`` resumes from the newest valid epoch_N.pt/step_N.pt in
+``--model_dir`` (a truncated or modified one is skipped with a warning for the next older one) and starts afresh
+when there is none: the one command to start or continue a run.
+The experiment dir is locked while training (a second run on it is refused, naming the pid), and a new run refuses
+a dir holding another run's checkpoints unless it resumes that run or ``--force`` deletes them.
+Epochs are numbered from 0 everywhere (logs, epoch_N.pt, TensorBoard), as WeNet numbers them.
 Writes ``model_dir/train.yaml`` (the config with overrides, input_dim, output_dim, absolute paths) for decoding
 and export, checkpoints (wenet_udps.train.checkpoint) and TensorBoard logs (tags in docs/design.md).
 """
@@ -22,26 +27,28 @@ import copy
 import logging
 import os
 import random
-import sys
 import time
-from typing import Any, Dict, List, Optional
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
-from wenet_udps.train.checkpoint import latest_checkpoint, link_final, load_checkpoint, rng_state, \
-    save_checkpoint, set_rng_state
-from wenet_udps.train.config import apply_overrides, finalize_config, load_config, save_yaml
+from wenet_udps.config import finalize_config, load_config, save_yaml
+from wenet_udps.train.checkpoint import gather_rng_states, link_final, load_checkpoint, load_newest_valid, \
+    save_checkpoint, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler
+from wenet_udps.train.run_dir import RunDirError, RunLock, claim
 from wenet_udps.train.tensorboard import TensorboardLogger
+from wenet_udps.utils.cli import run_cli
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -51,7 +58,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--cv_data", required=True, help="cross-validation data.list or shard list")
     p.add_argument("--model_dir", required=True, help="output directory (train.yaml, checkpoints)")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
-    p.add_argument("--checkpoint", default=None, help="resume from this checkpoint ('latest': newest in model_dir)")
+    p.add_argument("--checkpoint", default=None,
+                   help="resume from this checkpoint; 'auto': the newest valid epoch_N.pt/step_N.pt in --model_dir "
+                        "(none: start afresh)")
+    p.add_argument("--force", action="store_true",
+                   help="delete the checkpoints of another run in --model_dir instead of refusing to start")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change one config value (checked: key must exist, type must match); repeatable")
     p.add_argument("--num_workers", type=int, default=0, help="DataLoader workers per process")
@@ -93,33 +104,140 @@ def _needs_unused_params(model) -> bool:
     return hasattr(model.decoder, "right_decoder") and model.reverse_weight == 0.0
 
 
-def _gather_rng(info: DistInfo) -> List[Dict[str, Any]]:
-    """Every rank's RNG state (rank order), so each rank resumes its own dropout stream."""
-    state = rng_state()
-    if not info.distributed:
-        return [state]
-    states: List[Any] = [None] * info.world_size
-    dist.all_gather_object(states, state)
-    return states
+@dataclass
+class Run:
+    """What the steps of one training run share."""
+    args: argparse.Namespace
+    info: DistInfo
+    device: torch.device
+    config: Dict[str, Any]
+    seed: int
+    dtype: str
+    run_id: str = ""
+    ckpt_path: Optional[str] = None
+    ckpt: Dict[str, Any] = field(default_factory=dict)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-    args = get_parser().parse_args(argv)
+def set_up(args: argparse.Namespace) -> Run:
+    """Distributed init, logging, the checked config (written to model_dir/train.yaml by rank 0)."""
     dtype = "fp16" if args.use_amp else args.dtype
     backend = args.dist_backend or ("nccl" if args.device == "cuda" else "gloo")
     info = init_distributed(backend, args.device)
     logging.basicConfig(level=logging.INFO if info.is_main else logging.WARNING,
                         format=f"%(asctime)s [rank {info.rank}] %(levelname)s %(message)s", force=True)
     device = torch.device(f"cuda:{info.local_rank}" if args.device == "cuda" else "cpu")
+    config = finalize_config(load_config(args.config, args.override), symbol_table=args.symbol_table,
+                             cmvn=args.cmvn)
+    seed = int(args.seed if args.seed is not None else config["seed"])
+    return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype)
 
-    config = apply_overrides(load_config(args.config), args.override)
-    config = finalize_config(config, symbol_table=args.symbol_table, cmvn=args.cmvn)
+
+def choose_checkpoint(run: Run) -> None:
+    """Resolve ``--checkpoint`` (``auto``: newest valid, falling back past broken ones), claim the dir, set the
+    run id (a resumed run keeps its own)."""
+    args = run.args
+    if args.checkpoint == "auto":
+        run.ckpt_path, run.ckpt = load_newest_valid(args.model_dir)
+        logging.info("--checkpoint auto: %s", f"resuming from {run.ckpt_path}" if run.ckpt_path
+                     else f"no valid checkpoint in {args.model_dir}, starting afresh")
+    elif args.checkpoint:
+        run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint)
+    resumes = "optimizer" in run.ckpt
+    if run.info.is_main:
+        claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
+        save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
+    run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
+
+
+def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
+    """Load the checkpoint's training state; returns (start epoch, start batch, step)."""
+    ckpt = run.ckpt
+    if "optimizer" not in ckpt:
+        if ckpt:
+            logging.warning("%s holds weights only: optimizer, scheduler and epoch start afresh", run.ckpt_path)
+        return 0, 0, 0
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    step = int(ckpt["step"])
+    if ckpt.get("batch_in_epoch") is not None:
+        return int(ckpt["epoch"]), int(ckpt["batch_in_epoch"]), step
+    return int(ckpt["epoch"]) + 1, 0, step
+
+
+def restore_rng(run: Run) -> None:
+    """Same seed on every rank builds the same model; each rank then gets its own dropout stream."""
+    _seed_all(run.seed + run.info.rank)
+    if run.ckpt.get("rng"):
+        set_rank_rng_state(run.ckpt["rng"], run.info.rank, run.info.world_size)
+
+
+def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_epoch: int,
+                 start_batch: int, save) -> Optional[str]:
+    """The epoch loop; returns the last epoch checkpoint written (None when no epoch was left to train)."""
+    train_set, cv_set = sets
+    train_loader, cv_loader = loaders
+    max_epoch = int(run.config["max_epoch"])
+    last = None
+    for epoch in range(start_epoch, max_epoch):
+        train_set.set_epoch(epoch)
+        cv_set.set_epoch(epoch)
+        loader_gen.manual_seed(run.seed + epoch)
+        t0 = time.time()
+        stats = executor.train_epoch(train_loader, epoch, start_batch=start_batch if epoch == start_epoch else 0)
+        train_line = train_set.check_tally(stats.data, f"epoch {epoch} train")
+        cv, cv_data = executor.cv(cv_loader, epoch)
+        cv_line = cv_set.check_tally(cv_data, f"epoch {epoch} cv")
+        loss_text = " ".join(f"{k} {v:.4f}" for k, v in cv.items() if v is not None)
+        logging.info("%s", train_line)
+        logging.info("%s", cv_line)
+        logging.info("Epoch %d (of 0..%d) done in %.1fs: %d batches, %d steps (total %d), %d batches skipped "
+                     "(non-finite), %d fp16 overflow steps; cv %s", epoch, max_epoch - 1, time.time() - t0,
+                     stats.batches, stats.steps, executor.step, stats.skipped_batches, stats.overflow_steps,
+                     loss_text)
+        if run.info.is_main:
+            executor.tb.cv(epoch, cv)
+            executor.tb.flush()
+        train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
+        last = save(f"epoch_{epoch}", epoch, None, cv,
+                    {**train_losses, "skipped_batches": stats.skipped_batches, "train_data": stats.data.counts,
+                     "cv_data": cv_data.counts})
+    return last
+
+
+def finish(run: Run, last: Optional[str]) -> None:
+    """Point final.pt at the last epoch's checkpoint; a resume past the last epoch reuses that epoch's file."""
+    if not run.info.is_main:
+        return
+    model_dir = run.args.model_dir
+    if last is None:
+        max_epoch = int(run.config["max_epoch"])
+        done = os.path.join(model_dir, f"epoch_{max_epoch - 1}.pt")
+        if not os.path.isfile(done):
+            raise RunDirError(f"nothing to train: the checkpoint {run.ckpt_path} is at epoch "
+                              f"{run.ckpt.get('epoch')} and max_epoch is {max_epoch} (epochs 0..{max_epoch - 1}), "
+                              f"but {done} does not exist; raise max_epoch to train on")
+        last = done
+        logging.info("all %d epochs were trained already", max_epoch)
+    link_final(model_dir, last)
+    logging.info("training done; final.pt -> %s", os.path.basename(last))
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = get_parser().parse_args(argv)
+    run = set_up(args)
     os.makedirs(args.model_dir, exist_ok=True)
-    if info.is_main:
-        save_yaml(config, os.path.join(args.model_dir, "train.yaml"))
+    lock = RunLock(args.model_dir) if run.info.is_main else None
+    try:
+        _train(run)
+    finally:
+        if lock is not None:
+            lock.release()
 
-    seed = int(args.seed if args.seed is not None else config.get("seed", 777))
-    _seed_all(seed)
+
+def _train(run: Run) -> None:
+    args, info, config, device = run.args, run.info, run.config, run.device
+    choose_checkpoint(run)
+    _seed_all(run.seed)
     tokenizer = init_tokenizer(config)
     dataset_conf = dict(config.get("dataset_conf") or {})
     train_set = init_dataset(args.data_type, args.train_data, tokenizer, dataset_conf, partition=True)
@@ -131,46 +249,20 @@ def main(argv: Optional[List[str]] = None) -> None:
                          generator=loader_gen)
     if args.num_workers > 0:
         loader_kwargs["prefetch_factor"] = args.prefetch
-    train_loader = DataLoader(train_set, **loader_kwargs)
-    cv_loader = DataLoader(cv_set, **loader_kwargs)
+    loaders = (DataLoader(train_set, **loader_kwargs), DataLoader(cv_set, **loader_kwargs))
 
     model = build_model(config)
     num_params = sum(p.numel() for p in model.parameters())
     logging.info("model: %s encoder, %s decoder, att_udps %s, %.2fM parameters", config.get("encoder"),
                  config.get("decoder"), config.get("att_udps", False), num_params / 1e6)
-
-    ckpt_path = args.checkpoint
-    if ckpt_path == "latest":
-        ckpt_path = latest_checkpoint(args.model_dir)
-        if ckpt_path is None:
-            logging.info("--checkpoint latest: no checkpoint in %s, starting from scratch", args.model_dir)
-    ckpt: Dict[str, Any] = {}
-    if ckpt_path:
-        ckpt = load_checkpoint(ckpt_path)
-        model.load_state_dict(ckpt["model"])
-        logging.info("loaded %s", ckpt_path)
+    if run.ckpt:
+        model.load_state_dict(run.ckpt["model"])
+        logging.info("loaded %s", run.ckpt_path)
     model.to(device)
     optimizer = build_optimizer(config, model.parameters())
     scheduler = build_scheduler(config, optimizer)
-    start_epoch, start_batch, step = 0, 0, 0
-    if "optimizer" in ckpt:
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        step = int(ckpt["step"])
-        if ckpt.get("batch_in_epoch") is not None:
-            start_epoch, start_batch = int(ckpt["epoch"]), int(ckpt["batch_in_epoch"])
-        else:
-            start_epoch = int(ckpt["epoch"]) + 1
-    elif ckpt:
-        logging.warning("%s holds weights only: optimizer, scheduler and epoch start afresh", ckpt_path)
-    # Same seed on every rank builds the same model; each rank then gets its own dropout stream.
-    _seed_all(seed + info.rank)
-    if "rng" in ckpt:
-        states = ckpt["rng"]
-        if len(states) != info.world_size:
-            logging.warning("checkpoint has RNG states of %d ranks, this run has %d; using rank 0's",
-                            len(states), info.world_size)
-        set_rng_state(states[info.rank] if len(states) == info.world_size else states[0])
+    start_epoch, start_batch, step = resume_state(run, model, optimizer, scheduler)
+    restore_rng(run)
 
     ddp_model = model
     if info.distributed:
@@ -178,17 +270,18 @@ def main(argv: Optional[List[str]] = None) -> None:
                                             find_unused_parameters=_needs_unused_params(model))
     tb = TensorboardLogger((args.tensorboard_dir or os.path.join(args.model_dir, "tensorboard"))
                            if info.is_main else None)
-    executor: Optional[Executor] = None
+    executor = Executor(model=ddp_model, optimizer=optimizer, scheduler=scheduler, config=config, device=device,
+                        dist_info=info, dtype=run.dtype, tb=tb, step=step)
 
     def save(tag: str, epoch: int, batch_in_epoch: Optional[int], cv: Optional[Dict[str, Any]],
              extra: Optional[Dict[str, Any]] = None) -> Optional[str]:
-        rng = _gather_rng(info)
+        rng = gather_rng_states(info.distributed, info.world_size)
         if not info.is_main:
             return None
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "scaler": executor.scaler.state_dict(), "rng": rng,
-                 "epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch}
-        meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch,
+                 "epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id}
+        meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
                 "lr": optimizer.param_groups[0]["lr"], "cv_loss": None if cv is None else cv.get("loss"),
                 "cv_loss_ctc": None if cv is None else cv.get("loss_ctc"),
                 "cv_loss_att": None if cv is None else cv.get("loss_att"), **(extra or {}), "config": config}
@@ -196,37 +289,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         logging.info("saved %s", path)
         return path
 
-    executor = Executor(model=ddp_model, optimizer=optimizer, scheduler=scheduler, config=config, device=device,
-                        dist_info=info, dtype=dtype, tb=tb, step=step,
-                        save_fn=lambda tag, epoch, batch, cv: save(tag, epoch, batch, cv))
-    if "scaler" in ckpt:
-        executor.scaler.load_state_dict(ckpt["scaler"])
-    max_epoch = int(config["max_epoch"])
-    last = None
-    for epoch in range(start_epoch, max_epoch):
-        train_set.set_epoch(epoch)
-        cv_set.set_epoch(epoch)
-        loader_gen.manual_seed(seed + epoch)
-        t0 = time.time()
-        stats = executor.train_epoch(train_loader, epoch, start_batch=start_batch if epoch == start_epoch else 0)
-        cv = executor.cv(cv_loader)
-        loss_text = " ".join(f"{k} {v:.4f}" for k, v in cv.items() if v is not None)
-        logging.info("Epoch %d/%d done in %.1fs: %d batches, %d steps (total %d), %d batches skipped "
-                     "(non-finite), %d fp16 overflow steps, %d bad audio files; cv %s", epoch + 1, max_epoch,
-                     time.time() - t0, stats.batches, stats.steps, executor.step, stats.skipped_batches,
-                     stats.overflow_steps, stats.bad_audio, loss_text)
-        if info.is_main:
-            tb.cv(epoch, cv)
-            tb.flush()
-        train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
-        last = save(f"epoch_{epoch}", epoch, None, cv,
-                    {**train_losses, "skipped_batches": stats.skipped_batches, "num_skipped": stats.bad_audio})
-    if info.is_main and last is not None:
-        link_final(args.model_dir, last)
-        logging.info("training done; final.pt -> %s", os.path.basename(last))
+    executor.save_fn = lambda tag, epoch, batch, cv: save(tag, epoch, batch, cv)
+    if "scaler" in run.ckpt:
+        executor.scaler.load_state_dict(run.ckpt["scaler"])
+    last = train_epochs(run, executor, (train_set, cv_set), loaders, loader_gen, start_epoch, start_batch, save)
+    finish(run, last)
     tb.close()
     cleanup()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_cli(main, "wenet_udps.bin.train")

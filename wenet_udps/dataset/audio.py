@@ -6,7 +6,7 @@ feeds Kaldi fbank, so dither and energy floors behave like Kaldi's.
 import io
 import os
 import struct
-from typing import Optional, Tuple, Union
+from typing import BinaryIO, Optional, Tuple, Union
 
 import numpy as np
 import soundfile as sf
@@ -16,22 +16,32 @@ INT16_SCALE = float(1 << 15)
 
 
 class BadAudioError(Exception):
-    """An audio file that cannot be used: missing, unreadable, truncated or empty."""
+    """An audio file that cannot be used: missing, unreadable, truncated, empty (``reason`` "bad_audio") or with
+    NaN/Inf samples (``reason`` "non_finite")."""
+
+    def __init__(self, message: str, reason: str = "bad_audio"):
+        super().__init__(message)
+        self.reason = reason
 
 
-def _riff_data_shortfall(head: bytes, total_size: int) -> int:
-    """Bytes missing from a RIFF/WAVE ``data`` chunk (0 if complete or not a plain WAV header).
+def _riff_data_shortfall(f: BinaryIO, total_size: int) -> int:
+    """Bytes missing from a RIFF/WAVE ``data`` chunk (0 if complete or not a plain WAV file).
 
     libsndfile silently shortens a WAV whose data chunk was cut off, so truncation is detected here from the
-    header's declared chunk size versus the bytes actually present.
+    header's declared chunk size versus the bytes actually present. The chunk list is walked with seeks, so
+    metadata chunks of any size before ``data`` are skipped, not read.
     """
+    head = f.read(12)
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         return 0
     pos = 12
-    while pos + 8 <= len(head):
-        chunk_id = head[pos:pos + 4]
-        (size,) = struct.unpack("<I", head[pos + 4:pos + 8])
-        if chunk_id == b"data":
+    while pos + 8 <= total_size:
+        f.seek(pos)
+        chunk = f.read(8)
+        if len(chunk) < 8:
+            return 0
+        (size,) = struct.unpack("<I", chunk[4:8])
+        if chunk[:4] == b"data":
             if size in (0, 0xFFFFFFFF):  # streamed WAV: size unknown, nothing to compare
                 return 0
             return max(0, pos + 8 + size - total_size)
@@ -50,21 +60,22 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
     Returns:
         (waveform (N,), sample_rate). Multi-channel audio keeps channel 0 (Kaldi's default channel).
     Raises:
-        BadAudioError for missing, unreadable, truncated or empty audio.
+        BadAudioError for missing, unreadable, truncated, empty or non-finite audio.
     """
     label = f"{name} ({source if isinstance(source, str) else 'shard member'})"
     try:
         if isinstance(source, str):
             size = os.path.getsize(source)
             with open(source, "rb") as f:
-                head = f.read(4096)
+                shortfall = _riff_data_shortfall(f, size)
             handle = sf.SoundFile(source)
         else:
-            size, head = len(source), source[:4096]
+            size = len(source)
+            shortfall = _riff_data_shortfall(io.BytesIO(source), size)
             handle = sf.SoundFile(io.BytesIO(source))
     except (OSError, RuntimeError, sf.SoundFileError) as e:
         raise BadAudioError(f"cannot read audio {label}: {e}") from None
-    if _riff_data_shortfall(head, size) > 0:
+    if shortfall > 0:
         handle.close()
         raise BadAudioError(f"truncated audio {label}: data chunk is shorter than its header says")
     with handle:
@@ -81,6 +92,10 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
     if data.shape[0] < last - first:
         raise BadAudioError(f"truncated audio {label}: read {data.shape[0]} of {last - first} frames")
     wav = np.ascontiguousarray(data[:, 0])
+    if not np.isfinite(wav).all():
+        # One NaN sample makes the features, the loss and (through BatchNorm statistics) the model NaN.
+        raise BadAudioError(f"non-finite audio {label}: {int((~np.isfinite(wav)).sum())} NaN/Inf samples",
+                            reason="non_finite")
     wav *= INT16_SCALE
     return wav, sr
 

@@ -7,7 +7,8 @@ must not block in a collective on a rank that has run out: wrap the epoch in
 and stop all ranks at the first rank that has none (then a few utterances are unused in that epoch).
 """
 import logging
-from typing import Any, Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 import torch
@@ -15,11 +16,56 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from wenet_udps.dataset.audio import BadAudioError
 from wenet_udps.dataset.lists import iterate_shard, partition, read_raw_list, read_shard_list
-from wenet_udps.dataset.processor import make_batches, pad_batch, shuffle_buffer, sort_buffer
-from wenet_udps.dataset.transforms import UtteranceProcessor
+from wenet_udps.dataset.processor import batch_plan, make_batches, pad_batch, shuffle_buffer, sort_buffer
+from wenet_udps.dataset.transforms import DatasetConf, UtteranceProcessor
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.schema import section
 from wenet_udps.utils.registry import lookup
 
 DATA_TYPES = ("raw", "shard")
+# Why an utterance of the list was not used: unusable data, then the filter_conf key that dropped it.
+BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "shard_error")
+FILTER_REASONS = ("min_length", "max_length", "token_min_length", "token_max_length", "min_output_input_ratio",
+                  "max_output_input_ratio", "no_frames")
+COUNT_KEYS = ("used",) + BAD_REASONS + FILTER_REASONS
+# Filtered utterances logged by key per (rank, worker, epoch); the rest are only counted.
+_LOGGED_FILTERED = 10
+
+
+class DataError(UserError):
+    """An epoch's data is unusable: no utterance left, or too many bad ones."""
+
+
+class DataTally:
+    """Utterance counts of one pass over a dataset, summed from the ``stats`` of every item the loader yields.
+
+    Items without ``feats`` carry only counts (a worker that formed no batch still reports what it skipped);
+    :meth:`batches` drops them.
+    """
+
+    def __init__(self):
+        self.counts: Dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
+
+    def batches(self, loader: Iterable[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+        for item in loader:
+            for key, value in item.get("stats", {}).items():
+                self.counts[key] += int(value)
+            if "feats" in item:
+                yield item
+
+    def as_list(self) -> List[int]:
+        return [self.counts[k] for k in COUNT_KEYS]
+
+    def set_list(self, values: Iterable[float]) -> None:
+        self.counts = {k: int(v) for k, v in zip(COUNT_KEYS, values)}
+
+    def skipped(self) -> Dict[str, int]:
+        return {k: v for k, v in self.counts.items() if k != "used" and v}
+
+    def summary(self) -> str:
+        skipped = self.skipped()
+        reasons = ", ".join(f"{k} {v}" for k, v in skipped.items()) or "none"
+        return f"{self.counts['used']} utterances used, {sum(skipped.values())} skipped ({reasons})"
 
 
 def _dist_rank_world() -> tuple:
@@ -28,9 +74,18 @@ def _dist_rank_world() -> tuple:
     return 0, 1
 
 
+@dataclass
+class DataConfig:
+    """The train.yaml keys of the dataset (``dataset: asr`` is WeNet's only dataset type)."""
+    dataset: str = "asr"
+    dataset_conf: Optional[dict] = section(DatasetConf)
+
+
 class AsrDataset(IterableDataset):
-    """Yields padded batches (see ``pad_batch``) plus ``num_skipped``: bad audio files dropped since the previous
-    batch of the same worker, so that summing it over all batches of all workers and ranks counts every bad file.
+    """Yields padded batches (see ``pad_batch``), each with ``stats``: the utterances used and skipped (per reason,
+    ``COUNT_KEYS``) since the previous item of the same worker; a worker whose last utterances formed no batch
+    yields one more item holding only ``stats``. Summing ``stats`` over all items of all workers and ranks
+    (:class:`DataTally`) counts every utterance of the list once.
 
     Args:
         data_type: ``raw`` (data.list) or ``shard`` (shard list).
@@ -48,6 +103,8 @@ class AsrDataset(IterableDataset):
         self.data_type = data_type
         self.conf = dict(conf or {})
         self.processor = UtteranceProcessor(self.conf, tokenizer)
+        self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", 0.05))
+        batch_plan(self.conf.get("batch_conf"))  # batch sizes checked now, not in a worker
         self.tokenizer = tokenizer
         self.items: List[Any] = (read_raw_list(data_list_file) if data_type == "raw"
                                  else read_shard_list(data_list_file))
@@ -78,48 +135,72 @@ class AsrDataset(IterableDataset):
 
     def _processed(self, raw: Iterator[Dict[str, Any]], rng: np.random.Generator,
                    stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
+        logged = 0
         for sample in raw:
             try:
                 out = self.processor(sample, rng)
             except BadAudioError as e:
                 logging.warning("skipping utterance %s: %s", sample["key"], e)
-                stats["skipped"] += 1
+                stats[e.reason] += 1
                 continue
-            if out is not None:
-                yield out
+            if isinstance(out, str):
+                stats[out] += 1
+                if logged < _LOGGED_FILTERED:
+                    logged += 1
+                    logging.info("filtered utterance %s of %s by dataset_conf.filter_conf.%s", sample["key"],
+                                 self.data_list_file, out)
+                continue
+            stats["used"] += 1
+            yield out
 
     def iterate(self, *, rank: int, world_size: int, worker_id: int, num_workers: int) -> Iterator[Dict[str, Any]]:
         """The batches of one (rank, worker) for the current epoch (``__iter__`` fills in the real ones)."""
         indices = partition(len(self.items), rank=rank, world_size=world_size, worker_id=worker_id,
                             num_workers=num_workers, shuffle=self.list_shuffle, seed=self.seed, epoch=self.epoch)
         rng = np.random.default_rng([self.seed, self.epoch, rank, worker_id])
-        stats = {"skipped": 0}
+        stats = dict.fromkeys(COUNT_KEYS, 0)
         samples = self._processed(self._samples(indices, stats), rng, stats)
         if self.shuffle:
             samples = shuffle_buffer(samples, rng, int((self.conf.get("shuffle_conf") or {}).get("shuffle_size",
                                                                                                 10000)))
         if self.sort:
             samples = sort_buffer(samples, int((self.conf.get("sort_conf") or {}).get("sort_size", 500)))
-        total_skipped = 0
         pending: Optional[Dict[str, Any]] = None
-        # One batch of look-ahead: a batch is handed out only once the next is formed, so the files skipped
-        # after the last full batch still reach the caller through the final batch's num_skipped.
+        # One batch of look-ahead: a batch is handed out only once the next is formed, so the utterances counted
+        # after the last full batch still reach the caller through the final batch's stats.
         for batch in make_batches(samples, self.conf.get("batch_conf")):
             if pending is not None:
-                pending["num_skipped"], stats["skipped"] = stats["skipped"], 0
-                total_skipped += pending["num_skipped"]
+                pending["stats"] = _take(stats)
                 yield pending
             pending = pad_batch(batch)
         if pending is not None:
-            pending["num_skipped"], stats["skipped"] = stats["skipped"], 0
-            total_skipped += pending["num_skipped"]
+            pending["stats"] = _take(stats)
             yield pending
-        total_skipped += stats["skipped"]
-        log = logging.warning if total_skipped else logging.info
-        log("epoch %d rank %d worker %d: %d bad audio files skipped in %s", self.epoch, rank, worker_id,
-            total_skipped, self.data_list_file)
+        if any(stats.values()):
+            yield {"stats": stats}
         if self.tokenizer is not None:
             self.tokenizer.log_unk_summary()
+
+    def check_tally(self, tally: DataTally, what: str) -> str:
+        """The one-line summary of a pass (``what``: e.g. "epoch 3 train"); DataError when no utterance was
+        usable or the unusable share exceeds ``dataset_conf.max_bad_fraction``, naming the list and reasons."""
+        line = f"{what} data {self.data_list_file}: {tally.summary()}"
+        total = sum(tally.counts.values())
+        bad = sum(tally.counts[k] for k in BAD_REASONS)
+        if tally.counts["used"] == 0:
+            raise DataError(f"{line}: no usable utterance")
+        if total and bad / total > self.max_bad_fraction:
+            raise DataError(f"{line}: {bad / total:.1%} of the utterances are unusable, more than "
+                            f"dataset_conf.max_bad_fraction {self.max_bad_fraction:g}")
+        return line
+
+
+def _take(stats: Dict[str, int]) -> Dict[str, int]:
+    """A copy of ``stats``, which is then zeroed in place (the sample generators keep counting into it)."""
+    taken = dict(stats)
+    for key in stats:
+        stats[key] = 0
+    return taken
 
 
 def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],

@@ -3,17 +3,32 @@
 Features are float32 numpy arrays (T, F); augmentations take a ``numpy.random.Generator`` so that every
 worker draws from its own seeded stream.
 """
+from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 import kaldi_native_fbank as knf
 import numpy as np
 
 from wenet_udps.utils.registry import lookup
+from wenet_udps.utils.schema import check_section, defaults_of
 
-# WeNet's defaults for fbank_conf / mfcc_conf.
-FBANK_DEFAULTS = {"num_mel_bins": 23, "frame_shift": 10, "frame_length": 25, "dither": 0.0}
-MFCC_DEFAULTS = {"num_mel_bins": 23, "frame_shift": 10, "frame_length": 25, "dither": 0.0, "num_ceps": 40,
-                 "high_freq": 0.0, "low_freq": 20.0}
+
+
+@dataclass(frozen=True)
+class FbankConf:
+    """``fbank_conf`` with WeNet's defaults (milliseconds; dither in int16 units)."""
+    num_mel_bins: int = 23
+    frame_shift: float = 10
+    frame_length: float = 25
+    dither: float = 0.0
+
+
+@dataclass(frozen=True)
+class MfccConf(FbankConf):
+    """``mfcc_conf``: the fbank keys plus the cepstra."""
+    num_ceps: int = 40
+    high_freq: float = 0.0
+    low_freq: float = 20.0
 
 
 def _frame_opts(opts: Any, conf: Dict[str, Any], sr: int) -> None:
@@ -35,12 +50,9 @@ def _run(extractor: Any, wav: np.ndarray, sr: int, dim: int) -> np.ndarray:
     return np.stack([extractor.get_frame(i) for i in range(n)])
 
 
-def _checked(conf: Optional[Dict[str, Any]], defaults: Dict[str, Any], what: str) -> Dict[str, Any]:
-    conf = dict(conf or {})
-    unknown = set(conf) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown {what} keys {sorted(unknown)}; valid: {', '.join(sorted(defaults))}")
-    return {**defaults, **conf}
+def _checked(conf: Optional[Dict[str, Any]], spec: type, where: str) -> Dict[str, Any]:
+    """``conf`` checked against ``spec`` with the defaults filled in."""
+    return {**defaults_of(spec), **check_section(conf, spec, where)}
 
 
 def _dithered(wav: np.ndarray, dither: float, rng: Optional[np.random.Generator]) -> np.ndarray:
@@ -56,7 +68,7 @@ def compute_fbank(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = Non
     """Log-mel filterbank of a waveform in the int16 range: (N,) -> (T, num_mel_bins), T = 1 + (N - L) // S.
 
     ``rng`` draws the dither noise (a fresh unseeded generator when None)."""
-    conf = _checked(conf, FBANK_DEFAULTS, "fbank_conf")
+    conf = _checked(conf, FbankConf, "dataset_conf.fbank_conf")
     opts = knf.FbankOptions()
     _frame_opts(opts, conf, sr)
     return _run(knf.OnlineFbank(opts), _dithered(wav, float(conf["dither"]), rng), sr, opts.mel_opts.num_bins)
@@ -65,7 +77,7 @@ def compute_fbank(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = Non
 def compute_mfcc(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = None,
                  rng: Optional[np.random.Generator] = None) -> np.ndarray:
     """MFCC of a waveform in the int16 range: (N,) -> (T, num_ceps)."""
-    conf = _checked(conf, MFCC_DEFAULTS, "mfcc_conf")
+    conf = _checked(conf, MfccConf, "dataset_conf.mfcc_conf")
     opts = knf.MfccOptions()
     _frame_opts(opts, conf, sr)
     opts.num_ceps = int(conf["num_ceps"])
@@ -89,8 +101,8 @@ def feature_dim(dataset_conf: Dict[str, Any]) -> int:
     name = dataset_conf.get("feats_type", "fbank")
     lookup(FEATURE_FUNCS, name, "dataset_conf.feats_type")
     if name == "mfcc":
-        return int(_checked(dataset_conf.get("mfcc_conf"), MFCC_DEFAULTS, "mfcc_conf")["num_ceps"])
-    return int(_checked(dataset_conf.get("fbank_conf"), FBANK_DEFAULTS, "fbank_conf")["num_mel_bins"])
+        return int(_checked(dataset_conf.get("mfcc_conf"), MfccConf, "dataset_conf.mfcc_conf")["num_ceps"])
+    return int(_checked(dataset_conf.get("fbank_conf"), FbankConf, "dataset_conf.fbank_conf")["num_mel_bins"])
 
 
 def spec_aug(feats: np.ndarray, rng: np.random.Generator, num_t_mask: int = 2, num_f_mask: int = 2,

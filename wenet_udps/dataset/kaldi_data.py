@@ -2,21 +2,22 @@
 import logging
 from typing import Dict, List, Optional, Tuple
 
+from wenet_udps.dataset.lists import utf8_lines
+
 
 def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]:
     """``key rest-of-line`` per line (wav.scp, text); malformed or duplicate lines raise ValueError."""
     out: Dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            parts = line.split(maxsplit=1)
-            if len(parts) < 2 and not allow_empty_value:
-                raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
-            if parts[0] in out:
-                raise ValueError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
-            out[parts[0]] = parts[1] if len(parts) > 1 else ""
+    for lineno, line in utf8_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        parts = line.split(maxsplit=1)
+        if len(parts) < 2 and not allow_empty_value:
+            raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
+        if parts[0] in out:
+            raise ValueError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
+        out[parts[0]] = parts[1] if len(parts) > 1 else ""
     return out
 
 
@@ -32,17 +33,16 @@ def read_wav_scp(path: str) -> Dict[str, str]:
 def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
     """Kaldi segments: ``utt_id recording_id start end`` (seconds; end -1 = to the end of the recording)."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            try:
-                if len(parts) != 4:
-                    raise ValueError
-                out.append((parts[0], parts[1], float(parts[2]), float(parts[3])))
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: expected 'utt rec start end', got {line.strip()!r}") from None
+    for lineno, line in utf8_lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) != 4:
+                raise ValueError
+            out.append((parts[0], parts[1], float(parts[2]), float(parts[3])))
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: expected 'utt rec start end', got {line.strip()!r}") from None
     return out
 
 
@@ -51,8 +51,8 @@ def read_utterances(wav_file: str, text_file: str,
     """Join a Kaldi data dir into ``(key, wav path, transcript, start, end)`` per utterance.
 
     With a segments file each segment is an utterance cut from its recording (start/end in seconds); without one,
-    every wav.scp entry is an utterance (start/end None). Utterances lacking audio or text are left out with one
-    warning saying how many.
+    every wav.scp entry is an utterance (start/end None). Utterances without audio, without text or with an empty
+    transcript are left out; one warning gives the count of each, with an example key.
     """
     wavs = read_wav_scp(wav_file)
     texts = read_kaldi_map(text_file, allow_empty_value=True)
@@ -60,8 +60,21 @@ def read_utterances(wav_file: str, text_file: str,
         pairs = [(utt, rec, start, end) for utt, rec, start, end in read_segments(segments_file)]
     else:
         pairs = [(key, key, None, None) for key in wavs]
-    entries = [(utt, wavs[rec], texts[utt], start, end) for utt, rec, start, end in pairs
-               if rec in wavs and utt in texts]
-    if len(entries) < len(pairs):
-        logging.warning("%d utterances lack audio or text and were left out", len(pairs) - len(entries))
+    left_out: Dict[str, List[str]] = {"without text": [], "with an empty transcript": [], "without audio": []}
+    entries = []
+    for utt, rec, start, end in pairs:
+        if rec not in wavs:
+            left_out["without audio"].append(utt)
+        elif utt not in texts:
+            left_out["without text"].append(utt)
+        elif not texts[utt].strip():
+            left_out["with an empty transcript"].append(utt)
+        else:
+            entries.append((utt, wavs[rec], texts[utt], start, end))
+    listed = {utt for utt, _, _, _ in pairs}
+    left_out["without audio"] += [utt for utt in texts if utt not in listed]
+    report = [f"{len(keys)} {what} (e.g. {keys[0]})" for what, keys in left_out.items() if keys]
+    if report:
+        logging.warning("%s + %s: %d utterances kept; left out: %s", wav_file, text_file, len(entries),
+                        "; ".join(report))
     return entries

@@ -8,47 +8,56 @@ import json
 import logging
 import tarfile
 import urllib.request
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 
 AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
 
 
+def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
+    """``(line number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ValueError naming both."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
+                                 f"{raw[:80]!r}") from None
+
+
 def read_raw_list(path: str) -> List[Dict[str, Any]]:
     """Parse a data.list; a malformed line raises ValueError naming the file and line number."""
     samples = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not a JSON object ({e.msg}): {line.strip()[:80]!r}") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-            for field in ("key", "wav", "txt"):
-                if not isinstance(obj.get(field), str):
-                    raise ValueError(f"{where}: field {field!r} missing or not a string")
-            sample = {"key": obj["key"], "wav": obj["wav"], "txt": obj["txt"]}
-            for field in ("start", "end"):
-                if field in obj:
-                    value = obj[field]
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise ValueError(f"{where}: field {field!r} must be a number of seconds, got {value!r}")
-                    sample[field] = float(value)
-            if "start" in sample and "end" in sample and 0 <= sample["end"] <= sample["start"]:
-                raise ValueError(f"{where}: end {sample['end']} is not after start {sample['start']}")
-            samples.append(sample)
+    for lineno, line in utf8_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not a JSON object ({e.msg}): {line.strip()[:80]!r}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        for field in ("key", "wav", "txt"):
+            if not isinstance(obj.get(field), str):
+                raise ValueError(f"{where}: field {field!r} missing or not a string")
+        sample = {"key": obj["key"], "wav": obj["wav"], "txt": obj["txt"]}
+        for field in ("start", "end"):
+            if field in obj:
+                value = obj[field]
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ValueError(f"{where}: field {field!r} must be a number of seconds, got {value!r}")
+                sample[field] = float(value)
+        if "start" in sample and "end" in sample and 0 <= sample["end"] <= sample["start"]:
+            raise ValueError(f"{where}: end {sample['end']} is not after start {sample['start']}")
+        samples.append(sample)
     return samples
 
 
 def read_shard_list(path: str) -> List[str]:
     """One tar path or URL per non-empty line."""
-    with open(path, encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip()]
+    return [line.strip() for _, line in utf8_lines(path) if line.strip()]
 
 
 def _open_stream(url: str):
@@ -60,8 +69,9 @@ def _open_stream(url: str):
 def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
     """Stream one shard: yields ``{"key", "txt", "audio": bytes, "wav": "<shard>#<member>"}``.
 
-    An utterance lacking its audio or text is dropped with a warning and counted in ``stats["skipped"]``;
-    an unreadable shard is logged and its remaining utterances are lost (the epoch goes on).
+    An utterance lacking its audio or text is dropped with a warning and counted in ``stats["missing_member"]``;
+    an unreadable or truncated shard is logged and counted once in ``stats["shard_error"]``; its remaining
+    utterances are lost (the epoch goes on).
     """
     def finish(group: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
         if "audio" in group and "txt" in group:
@@ -69,7 +79,7 @@ def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
         else:
             missing = "audio" if "audio" not in group else "text"
             logging.warning("skipping utterance %s in shard %s: no %s member", group["key"], url, missing)
-            stats["skipped"] += 1
+            stats["missing_member"] += 1
 
     group: Dict[str, Any] = {}
     try:
@@ -90,6 +100,7 @@ def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
                     group["wav"] = f"{url}#{member.name}"
     except (OSError, tarfile.TarError, UnicodeDecodeError) as e:
         logging.warning("error reading shard %s (%s); its remaining utterances are skipped", url, e)
+        stats["shard_error"] += 1
         group = {}
     if group:
         yield from finish(group)

@@ -2,42 +2,62 @@
 
 A sample here is ``{"key": str, "feat": (T, F) float32 numpy, "label": List[int], ...}``.
 """
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from wenet_udps.utils.registry import lookup
+from wenet_udps.utils.schema import ConfigError, check_section, defaults_of, route
 
 IGNORE_ID = -1
-# WeNet's filter_conf defaults; lengths in 10 ms frames, ratios are tokens per frame.
-FILTER_DEFAULTS = {"max_length": 10240, "min_length": 10, "token_max_length": 200, "token_min_length": 1,
-                   "min_output_input_ratio": 0.0005, "max_output_input_ratio": 1.0}
+
+
+@dataclass(frozen=True)
+class FilterConf:
+    """WeNet's ``filter_conf`` and defaults: lengths in 10 ms frames, ratios in tokens per frame."""
+    max_length: float = 10240
+    min_length: float = 10
+    token_max_length: float = 200
+    token_min_length: float = 1
+    min_output_input_ratio: float = 0.0005
+    max_output_input_ratio: float = 1.0
 
 
 def filter_conf_checked(conf: Optional[Dict[str, Any]]) -> Dict[str, float]:
-    conf = dict(conf or {})
-    unknown = set(conf) - set(FILTER_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown filter_conf keys {sorted(unknown)}; valid: {', '.join(FILTER_DEFAULTS)}")
-    return {**FILTER_DEFAULTS, **conf}
+    """``dataset_conf.filter_conf`` checked, with the defaults filled in."""
+    return {**defaults_of(FilterConf), **check_section(conf, FilterConf, "dataset_conf.filter_conf")}
+
+
+def filter_reason(num_samples: int, sample_rate: int, num_tokens: Optional[int],
+                  conf: Dict[str, float]) -> Optional[str]:
+    """WeNet's filter: None to keep the utterance, else the ``filter_conf`` key that drops it (duration in 10 ms
+    frames within [min_length, max_length], token count and tokens/frames ratio within bounds; token checks are
+    skipped when ``num_tokens`` is None, i.e. no tokenizer)."""
+    frames = num_samples / sample_rate * 100
+    if frames < conf["min_length"]:
+        return "min_length"
+    if frames > conf["max_length"]:
+        return "max_length"
+    if num_tokens is None:
+        return None
+    if num_tokens < conf["token_min_length"]:
+        return "token_min_length"
+    if num_tokens > conf["token_max_length"]:
+        return "token_max_length"
+    if frames > 0:
+        ratio = num_tokens / frames
+        if ratio < conf["min_output_input_ratio"]:
+            return "min_output_input_ratio"
+        if ratio > conf["max_output_input_ratio"]:
+            return "max_output_input_ratio"
+    return None
 
 
 def keep_sample(num_samples: int, sample_rate: int, num_tokens: Optional[int], conf: Dict[str, float]) -> bool:
-    """WeNet's filter: duration in 10 ms frames within [min_length, max_length], token count and
-    tokens/frames ratio within bounds (token checks skipped when ``num_tokens`` is None, i.e. no tokenizer)."""
-    frames = num_samples / sample_rate * 100
-    if not conf["min_length"] <= frames <= conf["max_length"]:
-        return False
-    if num_tokens is None:
-        return True
-    if not conf["token_min_length"] <= num_tokens <= conf["token_max_length"]:
-        return False
-    if frames > 0:
-        ratio = num_tokens / frames
-        if not conf["min_output_input_ratio"] <= ratio <= conf["max_output_input_ratio"]:
-            return False
-    return True
+    """Whether WeNet's filter keeps the utterance (see :func:`filter_reason`)."""
+    return filter_reason(num_samples, sample_rate, num_tokens, conf) is None
 
 
 def shuffle_buffer(samples: Iterable[Dict], rng: np.random.Generator, shuffle_size: int = 10000) -> Iterator[Dict]:
@@ -115,16 +135,33 @@ def bucket_batch(samples: Iterable[Dict], *, bucket_boundaries: List[int],
 
 BATCH_FUNCS: Dict[str, Callable[..., Iterator[List[Dict]]]] = {
     "static": static_batch, "dynamic": dynamic_batch, "bucket": bucket_batch}
-_BATCH_KEYS = {"static": {"batch_size"}, "dynamic": {"max_frames_in_batch"},
-               "bucket": {"bucket_boundaries", "bucket_batch_sizes"}}
+
+
+@dataclass(frozen=True)
+class BatchType:
+    batch_type: str = "static"
+
+
+# ``batch_conf`` takes the keys of every batch type (WeNet configs mix them); the chosen type uses its own.
+BATCH_SPEC = [BatchType, *BATCH_FUNCS.values()]
+
+
+def batch_plan(batch_conf: Optional[Dict[str, Any]]) -> Tuple[Callable[..., Iterator[List[Dict]]], Dict[str, Any]]:
+    """The batch function and its arguments for ``dataset_conf.batch_conf`` (checked: keys, types, sizes >= 1)."""
+    where = "dataset_conf.batch_conf"
+    conf = check_section(batch_conf, BATCH_SPEC, where, supplied=("samples",))
+    func = lookup(BATCH_FUNCS, conf.get("batch_type", "static"), f"{where}.batch_type")
+    kwargs = route(conf, func, supplied=("samples",))
+    for key, value in kwargs.items():
+        sizes = value if isinstance(value, list) else [value]
+        if key != "bucket_boundaries" and any(v < 1 for v in sizes):
+            raise ConfigError(f"{where}.{key}", f"must be >= 1, got {value}")
+    return func, kwargs
 
 
 def make_batches(samples: Iterable[Dict], batch_conf: Optional[Dict[str, Any]]) -> Iterator[List[Dict]]:
-    """Batch with ``batch_conf.batch_type`` (keys of the other types are ignored, as WeNet configs mix them)."""
-    conf = dict(batch_conf or {})
-    batch_type = conf.pop("batch_type", "static")
-    func = lookup(BATCH_FUNCS, batch_type, "dataset_conf.batch_conf.batch_type")
-    kwargs = {k: v for k, v in conf.items() if k in _BATCH_KEYS[batch_type]}
+    """Batch with ``batch_conf.batch_type`` (see :func:`batch_plan`)."""
+    func, kwargs = batch_plan(batch_conf)
     return func(samples, **kwargs)
 
 

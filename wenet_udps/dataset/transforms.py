@@ -1,56 +1,89 @@
 """Per-utterance processing: read -> resample -> filter -> speed perturb -> features -> spec_aug/sub/trim.
 
-``UtteranceProcessor`` validates ``dataset_conf`` once, so the per-utterance path does no config work.
+``UtteranceProcessor`` validates ``dataset_conf`` once (against :class:`DatasetConf`), so the per-utterance path
+does no config work.
 """
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from wenet_udps.dataset.audio import load_audio, resample, speed_perturb
-from wenet_udps.dataset.features import compute_features, feature_dim, spec_aug, spec_sub, spec_trim
-from wenet_udps.dataset.processor import filter_conf_checked, keep_sample
-
-# dataset_conf keys understood here and by the dataset (WeNet names). ``cycle`` and ``list_shuffle`` are
-# WeNet keys; ``seed`` seeds the list shuffle and augmentation streams.
-DATASET_KEYS = {"filter_conf", "resample_conf", "speed_perturb", "speed_perturb_conf", "feats_type", "fbank_conf",
-                "mfcc_conf", "spec_aug", "spec_aug_conf", "spec_sub", "spec_sub_conf", "spec_trim",
-                "spec_trim_conf", "shuffle", "shuffle_conf", "sort", "sort_conf", "batch_conf", "list_shuffle",
-                "cycle", "seed"}
-_AUG_KEYS = {"spec_aug_conf": {"num_t_mask", "num_f_mask", "max_t", "max_f", "max_w"},
-             "spec_sub_conf": {"max_t", "num_t_sub"}, "spec_trim_conf": {"max_t"}}
+from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
+from wenet_udps.dataset import features
+from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
+from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
+    shuffle_buffer, sort_buffer
+from wenet_udps.utils.schema import check_section, section
 
 
-def check_dataset_conf(conf: Dict[str, Any]) -> None:
-    """Raise ValueError for unknown dataset_conf keys or augmentation options."""
-    unknown = set(conf) - DATASET_KEYS
-    if unknown:
-        raise ValueError(f"unknown dataset_conf keys {sorted(unknown)}; valid: {', '.join(sorted(DATASET_KEYS))}")
-    for name, valid in _AUG_KEYS.items():
-        bad = set(conf.get(name) or {}) - valid
-        if bad:
-            raise ValueError(f"unknown dataset_conf.{name} keys {sorted(bad)}; valid: {', '.join(sorted(valid))}")
+@dataclass(frozen=True)
+class ResampleConf:
+    resample_rate: int = 16000
+
+
+@dataclass(frozen=True)
+class SpeedPerturbConf:
+    speeds: Tuple[float, ...] = (0.9, 1.0, 1.1)
+
+
+_AUG_SUPPLIED = ("feats", "rng")
+
+
+@dataclass(frozen=True)
+class DatasetConf:
+    """``dataset_conf`` (WeNet's keys; ``cycle`` and ``list_shuffle`` are WeNet keys too). ``seed`` seeds the list
+    shuffle and augmentation streams. ``max_bad_fraction``: an epoch whose share of unusable utterances (bad audio,
+    non-finite samples) exceeds it is an error, as is an epoch with no usable utterance at all."""
+    filter_conf: Optional[dict] = section(FilterConf)
+    resample_conf: Optional[dict] = section(ResampleConf)
+    speed_perturb: bool = False
+    speed_perturb_conf: Optional[dict] = section(SpeedPerturbConf)
+    feats_type: str = "fbank"
+    fbank_conf: Optional[dict] = section(FbankConf)
+    mfcc_conf: Optional[dict] = section(MfccConf)
+    spec_aug: bool = False
+    spec_aug_conf: Optional[dict] = section(features.spec_aug, supplied=_AUG_SUPPLIED)
+    spec_sub: bool = False
+    spec_sub_conf: Optional[dict] = section(features.spec_sub, supplied=_AUG_SUPPLIED)
+    spec_trim: bool = False
+    spec_trim_conf: Optional[dict] = section(features.spec_trim, supplied=_AUG_SUPPLIED)
+    shuffle: bool = True
+    shuffle_conf: Optional[dict] = section(shuffle_buffer, supplied=("samples", "rng"))
+    list_shuffle: Optional[bool] = None
+    sort: bool = True
+    sort_conf: Optional[dict] = section(sort_buffer, supplied=("samples",))
+    batch_conf: Optional[dict] = section(BATCH_SPEC, supplied=("samples",))
+    cycle: int = 1
+    seed: int = 777
+    max_bad_fraction: float = 0.05
+
+
+def check_dataset_conf(conf: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """``dataset_conf`` checked and converted (ConfigError names the key path)."""
+    return check_section(conf, DatasetConf, "dataset_conf")
 
 
 class UtteranceProcessor:
     """Turn ``{"key", "wav" | "audio", "txt", "start"?, "end"?}`` into ``{"key", "feat" (T, F), "label"}``.
 
-    ``__call__`` returns None when the filter drops the utterance and raises ``BadAudioError`` for bad audio.
+    ``__call__`` returns the ``filter_conf`` key (a str) when the filter drops the utterance, and raises
+    ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
     """
 
     def __init__(self, conf: Dict[str, Any], tokenizer: Any = None):
-        check_dataset_conf(conf)
+        conf = check_dataset_conf(conf)
         self.conf = conf
         self.tokenizer = tokenizer
         self.filter_conf = filter_conf_checked(conf.get("filter_conf"))
-        self.sample_rate = int((conf.get("resample_conf") or {}).get("resample_rate", 16000))
-        speeds: List[float] = list((conf.get("speed_perturb_conf") or {}).get("speeds", [0.9, 1.0, 1.1]))
+        self.sample_rate = int((conf.get("resample_conf") or {}).get("resample_rate", ResampleConf.resample_rate))
+        speeds: List[float] = list((conf.get("speed_perturb_conf") or {}).get("speeds", SpeedPerturbConf.speeds))
         self.speeds = speeds if conf.get("speed_perturb", False) else [1.0]
         self.feat_dim = feature_dim(conf)
         self.augmentations = [(func, dict(conf.get(f"{name}_conf") or {}))
-                              for name, func in (("spec_aug", spec_aug), ("spec_sub", spec_sub),
-                                                 ("spec_trim", spec_trim)) if conf.get(name, False)]
+                              for name, func in (("spec_aug", features.spec_aug), ("spec_sub", features.spec_sub),
+                                                 ("spec_trim", features.spec_trim)) if conf.get(name, False)]
 
-    def __call__(self, sample: Dict[str, Any], rng: np.random.Generator) -> Optional[Dict[str, Any]]:
+    def __call__(self, sample: Dict[str, Any], rng: np.random.Generator):
         source = sample["audio"] if "audio" in sample else sample["wav"]
         wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"])
         # Every rate other than the configured one is converted, never misread.
@@ -58,13 +91,16 @@ class UtteranceProcessor:
         label = None
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
-        if not keep_sample(len(wav), self.sample_rate, None if label is None else len(label), self.filter_conf):
-            return None
+        reason = filter_reason(len(wav), self.sample_rate, None if label is None else len(label), self.filter_conf)
+        if reason is not None:
+            return reason
         if len(self.speeds) > 1:
             wav = speed_perturb(wav, self.sample_rate, float(self.speeds[int(rng.integers(len(self.speeds)))]))
         feat = compute_features(wav, self.sample_rate, self.conf, rng)
+        if not np.isfinite(feat).all():
+            raise BadAudioError(f"non-finite features for {sample['key']}")
         for func, kwargs in self.augmentations:
             feat = func(feat, rng, **kwargs)
         if feat.shape[0] == 0:
-            return None
+            return "no_frames"
         return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"]}

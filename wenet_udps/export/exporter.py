@@ -1,9 +1,12 @@
-"""TorchScript and ONNX export of the encoder (full and chunk), CTC head and rescoring decoder, with parity checks.
+"""ONNX and TorchScript export of the encoder (full and chunk), CTC head and rescoring decoder, with parity checks.
 
-Files written to ``output_dir``: ``encoder.pt`` / ``encoder.onnx`` (whole utterance), ``encoder_chunk.pt`` /
-``encoder_chunk.onnx`` (streaming step), ``decoder.pt`` / ``decoder.onnx`` (rescoring); ``*.pt`` are traced
-TorchScript modules (``torch.jit.load``). Inputs/outputs are listed in :mod:`wenet_udps.export.wrappers`.
+Files written to ``output_dir``: ``encoder.onnx`` / ``encoder.pt`` (whole utterance), ``encoder_chunk.onnx`` /
+``encoder_chunk.pt`` (streaming step), ``decoder.onnx`` / ``decoder.pt`` (rescoring). ONNX is the primary format
+(onnxruntime); the whole-utterance encoder goes through torch's torch.export-based exporter. ``*.pt`` are traced
+TorchScript modules (``torch.jit.load``), kept because WeNet's C++ runtime loads them although torch deprecates
+torch.jit. Inputs/outputs are listed in :mod:`wenet_udps.export.wrappers`.
 """
+import contextlib
 import logging
 import os
 import warnings
@@ -12,13 +15,15 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import torch
 from torch import nn
+from torch.export import Dim
 
 from wenet_udps.export.wrappers import ChunkEncoder, FullEncoder, RescoringDecoder, chunk_mask, chunk_window, \
     initial_caches
 from wenet_udps.transformer.search import DecodeResult, attention_rescoring, ctc_greedy_search, \
     ctc_prefix_beam_search
 
-OPSET = 17
+OPSET = 17          # the TorchScript-based exporter's parts
+OPSET_DYNAMO = 18   # the torch.export-based exporter's
 
 
 def _trace(module: nn.Module, inputs: Tuple[torch.Tensor, ...]) -> torch.jit.ScriptModule:
@@ -29,10 +34,50 @@ def _trace(module: nn.Module, inputs: Tuple[torch.Tensor, ...]) -> torch.jit.Scr
         return torch.jit.trace(module, inputs, check_trace=False)
 
 
-def _onnx(module: nn.Module, inputs: Tuple[torch.Tensor, ...], path: str, input_names: List[str],
-          output_names: List[str], dynamic_axes: Dict[str, Dict[int, str]]) -> None:
+def _load_torchscript(path: str) -> torch.jit.ScriptModule:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", DeprecationWarning)  # as in _trace: deprecated, kept for WeNet's runtime
+        return torch.jit.load(path)
+
+
+@contextlib.contextmanager
+def _quiet_loggers():
+    """The torch.export-based exporter's graph optimizer logs every rewrite at INFO (about 100 lines per part), and
+    torch's op registry warns that torchvision, which this project does not use, is absent."""
+    quiet = {"onnxscript": logging.WARNING, "onnx_ir": logging.WARNING,
+             "torch.onnx._internal.exporter._registration": logging.ERROR}
+    saved = {name: logging.getLogger(name).level for name in quiet}
+    for name, level in quiet.items():
+        logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _onnx_dynamo(module: nn.Module, inputs: Tuple[torch.Tensor, ...], path: str, input_names: List[str],
+                 output_names: List[str], dynamic_axes: Dict[str, Dict[int, str]]) -> None:
+    """The torch.export-based exporter (torch.onnx's primary one); opset 18 is its lowest native opset."""
+    dims = {name: Dim(name, min=8) if name.startswith("T") else Dim(name) for axes in dynamic_axes.values()
+            for name in axes.values()}
+    shapes = tuple({axis: dims[name] for axis, name in dynamic_axes.get(arg, {}).items()} for arg in input_names)
+    with warnings.catch_warnings(), _quiet_loggers():
+        # Two notices from inside torch (2.13) that ask nothing of us: torch.export's own use of a deprecated
+        # pytree class, and that speech and speech_lengths share the one named batch dim (as intended).
+        warnings.filterwarnings("ignore", r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning)
+        warnings.filterwarnings("ignore", r"# The axis name: .* will not be used", UserWarning)
+        torch.onnx.export(module, inputs, path, dynamo=True, opset_version=OPSET_DYNAMO, input_names=input_names,
+                          output_names=output_names, dynamic_shapes=shapes, verbose=False)
+
+
+def _onnx_legacy(module: nn.Module, inputs: Tuple[torch.Tensor, ...], path: str, input_names: List[str],
+                 output_names: List[str], dynamic_axes: Dict[str, Dict[int, str]]) -> None:
+    """The TorchScript-based exporter, for the parts torch.export cannot capture (see export_model)."""
+    with warnings.catch_warnings():
+        # Tracer warnings about Python-side shape checks and torch.jit's deprecation notice: see _trace.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(module, inputs, path, dynamo=False, opset_version=OPSET, input_names=input_names,
                           output_names=output_names, dynamic_axes=dynamic_axes, do_constant_folding=True)
 
@@ -61,8 +106,8 @@ def export_model(model: nn.Module, input_dim: int, output_dir: str, *, chunk_siz
     """Write the six files; returns part name -> path."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
-    full, chunk, dec = FullEncoder(model), ChunkEncoder(model, chunk_size, left_chunks), \
-        RescoringDecoder(model, reverse_weight)
+    full, chunk, dec = FullEncoder(model).eval(), ChunkEncoder(model, chunk_size, left_chunks).eval(), \
+        RescoringDecoder(model, reverse_weight).eval()
     full_in, chunk_in, dec_in = example_inputs(model, input_dim, chunk_size, left_chunks)
     paths = {}
     with torch.no_grad():
@@ -86,7 +131,11 @@ def export_model(model: nn.Module, input_dim: int, output_dir: str, *, chunk_siz
         }
         for name, (module, inputs, in_names, out_names, axes) in specs.items():
             path = os.path.join(output_dir, f"{name}.onnx")
-            _onnx(module, inputs, path, in_names, out_names, axes)
+            # torch.export cannot capture the streaming step (the positional-encoding range check reads the
+            # offset tensor's value) nor the rescoring decoder (the right-to-left targets are cut per hypothesis
+            # length in a Python loop); those two keep the TorchScript-based exporter.
+            export = _onnx_dynamo if name == "encoder" else _onnx_legacy
+            export(module, inputs, path, in_names, out_names, axes)
             paths[f"{name}.onnx"] = path
     logging.info("exported %s", ", ".join(sorted(paths)))
     return paths
@@ -168,7 +217,7 @@ def check_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: t
     lens = lens.to(torch.int64)
     with torch.no_grad():
         ref_full = full(feats, lens)
-        ts_full = torch.jit.load(os.path.join(output_dir, "encoder.pt"))(feats, lens)
+        ts_full = _load_torchscript(os.path.join(output_dir, "encoder.pt"))(feats, lens)
         ort_full = OrtPart(os.path.join(output_dir, "encoder.onnx"))(speech=feats, speech_lengths=lens)
         for fmt, got in (("torchscript", ts_full), ("onnx", ort_full)):
             valid = _valid_mask(ref_full[1], ref_full[0].size(1))
@@ -177,7 +226,7 @@ def check_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: t
             report[f"encoder_lens.{fmt}"] = float((ref_full[1] - got[1]).abs().max())
         one = feats[:1, :int(lens[0])]
         ref_chunk = run_chunks(chunk_mod, model, one, chunk_size, left_chunks)
-        ts_step = torch.jit.load(os.path.join(output_dir, "encoder_chunk.pt"))
+        ts_step = _load_torchscript(os.path.join(output_dir, "encoder_chunk.pt"))
         ort_step = OrtPart(os.path.join(output_dir, "encoder_chunk.onnx"))
         report["encoder_chunk.torchscript"] = float((ref_chunk - run_chunks(ts_step, model, one, chunk_size,
                                                                             left_chunks)).abs().max())
@@ -188,7 +237,7 @@ def check_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: t
         hyps = torch.tensor([[model.sos, 2, 3, 4], [model.sos, 5, 0, 0], [model.sos, 6, 7, 0]], dtype=torch.int64)
         hyps_lens = torch.tensor([4, 2, 3], dtype=torch.int64)
         ref_dec = dec(hyps, hyps_lens, enc)
-        ts_dec = torch.jit.load(os.path.join(output_dir, "decoder.pt"))(hyps, hyps_lens, enc)
+        ts_dec = _load_torchscript(os.path.join(output_dir, "decoder.pt"))(hyps, hyps_lens, enc)
         ort_dec = OrtPart(os.path.join(output_dir, "decoder.onnx"))(hyps=hyps, hyps_lens=hyps_lens, encoder_out=enc)
         for fmt, got in (("torchscript", ts_dec), ("onnx", ort_dec)):
             report[f"decoder.{fmt}"] = max(_masked_diff(r, g, _valid_mask(hyps_lens, hyps.size(1)))

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from wenet_udps.train.checkpoint import list_checkpoints, load_checkpoint
+from wenet_udps.train.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 
 Metric = Callable[[List[List[str]]], List[float]]
 
@@ -62,6 +62,13 @@ def select_checkpoints(src_path: str, num: int, *, val_best: bool = False, min_e
     else:
         found = found[::-1]
     chosen = [p for p, _ in found[:num]]
+    runs = {}
+    for path, info in found[:num]:
+        runs.setdefault(info.get("run_id"), []).append(os.path.basename(path))
+    if len(runs) > 1:
+        detail = "; ".join(f"run {run_id or '(none)'}: {', '.join(names)}" for run_id, names in runs.items())
+        raise CheckpointError(f"{src_path}: the checkpoints to average come from {len(runs)} different runs "
+                              f"({detail}); average checkpoints of one run only")
     if len(chosen) < num:
         # WeNet asserts this too: avg_N.pt must hold N checkpoints.
         what = "with a cv_loss " if val_best else ""

@@ -6,13 +6,21 @@ then ``os.replace``d onto the final name, and the directory is fsync'ed; a crash
 the new one, plus perhaps a temp file that every reader here ignores. The ``.pt`` is written before the
 ``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :func:`latest_checkpoint` looks only at YAMLs.
 
-Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet) and ``step_N`` every ``save_interval`` optimizer
-steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last epoch's checkpoint.
+Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet, and as every log line numbers epochs) and ``step_N``
+every ``save_interval`` optimizer steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last
+epoch's checkpoint.
+
+A checkpoint is data, not code: it is loaded with ``torch.load(weights_only=True)``, which builds only tensors and
+plain containers, so a tampered file cannot run anything (it is refused with :class:`CheckpointError`). Everything a
+resume needs is stored in such forms (the numpy RNG state as a tensor). The YAML records the ``.pt``'s SHA-256 and
+the run id, so a resume can verify the file and averaging can refuse to mix runs.
 """
 import glob
+import hashlib
 import io
 import logging
 import os
+import pickle
 import random
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -21,7 +29,13 @@ import numpy as np
 import torch
 import yaml
 
+from wenet_udps.utils.cli import UserError
+
 TMP_MARK = ".tmp."
+
+
+class CheckpointError(UserError):
+    """A checkpoint that cannot be used: refused by the safe loader, unreadable, truncated or not a dict."""
 
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
@@ -45,19 +59,44 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
 
 
 def rng_state() -> Dict[str, Any]:
-    """Python, numpy and torch (CPU and, when present, CUDA) random states."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Python, numpy and torch (CPU and, when present, CUDA) random states, in forms the safe loader accepts
+    (the numpy key array as an int64 tensor)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
+             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: Mapping[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def gather_rng_states(distributed: bool, world_size: int) -> List[Dict[str, Any]]:
+    """Every rank's RNG state (rank order), so each rank resumes its own dropout stream (a collective)."""
+    state = rng_state()
+    if not distributed:
+        return [state]
+    states: List[Any] = [None] * world_size
+    torch.distributed.all_gather_object(states, state)
+    return states
+
+
+def set_rank_rng_state(states: List[Mapping[str, Any]], rank: int, world_size: int) -> None:
+    """Restore this rank's state of :func:`gather_rng_states` (rank 0's when the world size changed)."""
+    if len(states) != world_size:
+        logging.warning("checkpoint has RNG states of %d ranks, this run has %d; using rank 0's",
+                        len(states), world_size)
+    set_rng_state(states[rank] if len(states) == world_size else states[0])
 
 
 def save_checkpoint(model_dir: str, tag: str, state: Mapping[str, Any], info: Mapping[str, Any]) -> str:
@@ -65,10 +104,25 @@ def save_checkpoint(model_dir: str, tag: str, state: Mapping[str, Any], info: Ma
     path = os.path.join(model_dir, f"{tag}.pt")
     buf = io.BytesIO()
     torch.save(dict(state), buf)
-    atomic_write_bytes(path, buf.getvalue())
+    data = buf.getvalue()
+    atomic_write_bytes(path, data)
+    info = {**dict(info), "sha256": hashlib.sha256(data).hexdigest()}
     atomic_write_bytes(os.path.join(model_dir, f"{tag}.yaml"),
-                       yaml.safe_dump(dict(info), sort_keys=False, allow_unicode=True).encode("utf-8"))
+                       yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
     return path
+
+
+def verify_checkpoint(pt_path: str, info: Mapping[str, Any]) -> None:
+    """CheckpointError unless ``pt_path`` has the SHA-256 its YAML recorded (when it recorded one)."""
+    expected = info.get("sha256")
+    if not expected:
+        return
+    digest = hashlib.sha256()
+    with open(pt_path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise CheckpointError(f"{pt_path} does not match the SHA-256 in its .yaml (truncated or modified)")
 
 
 def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
@@ -87,15 +141,28 @@ def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
 
 
 def load_checkpoint(path: str, map_location: str = "cpu") -> Dict[str, Any]:
-    """Load a checkpoint dict; a bare state dict (WeNet's epoch_N.pt, or ``average_model``'s output) comes back as
-    ``{"model": state_dict}``. A temp file is refused (it may be partial)."""
+    """Load a checkpoint dict with the safe loader; a bare state dict (WeNet's epoch_N.pt, or ``average_model``'s
+    output) comes back as ``{"model": state_dict}``. A temp file is refused (it may be partial).
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: a temp file, a file holding anything but tensors and plain containers (e.g. a pickled
+            callable: refused before anything runs), or an unreadable/truncated one.
+    """
     if TMP_MARK in os.path.basename(path):
-        raise ValueError(f"{path} is a temporary file of an interrupted save, not a checkpoint")
+        raise CheckpointError(f"{path} is a temporary file of an interrupted save, not a checkpoint")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    obj = torch.load(path, map_location=map_location, weights_only=False)
+    try:
+        obj = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path}: refused: it holds objects other than tensors and plain containers, which "
+                              f"could run code when loaded ({first})") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable or truncated checkpoint ({e})") from None
     if not isinstance(obj, dict):
-        raise ValueError(f"{path}: expected a checkpoint dict, got {type(obj).__name__}")
+        raise CheckpointError(f"{path}: expected a checkpoint dict, got {type(obj).__name__}")
     if "model" in obj and isinstance(obj["model"], dict):
         return obj
     return {"model": obj}
@@ -106,7 +173,7 @@ def load_model_state(model: torch.nn.Module, path: str) -> Dict[str, Any]:
     ckpt = load_checkpoint(path)
     missing, unexpected = model.load_state_dict(ckpt["model"], strict=False)
     if missing or unexpected:
-        raise ValueError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
+        raise CheckpointError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
                          f", unexpected keys {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
     return ckpt
 
@@ -136,10 +203,25 @@ def list_checkpoints(model_dir: str, pattern: str = r"(epoch|step)_\d+") -> List
     return found
 
 
+def newest_first(model_dir: str) -> List[Tuple[str, Dict[str, Any]]]:
+    """Complete checkpoints, most optimizer steps first (an epoch one before a step one on ties)."""
+    return sorted(list_checkpoints(model_dir), reverse=True,
+                  key=lambda item: (int(item[1].get("step", 0)), os.path.basename(item[0]).startswith("epoch")))
+
+
 def latest_checkpoint(model_dir: str) -> Optional[str]:
     """The complete checkpoint with the most optimizer steps (an epoch one on ties), or None."""
-    found = list_checkpoints(model_dir)
-    if not found:
-        return None
-    best = max(found, key=lambda item: (int(item[1].get("step", 0)), os.path.basename(item[0]).startswith("epoch")))
-    return best[0]
+    found = newest_first(model_dir)
+    return found[0][0] if found else None
+
+
+def load_newest_valid(model_dir: str) -> Tuple[Optional[str], Dict[str, Any]]:
+    """``(path, checkpoint)`` of the newest checkpoint that verifies and loads; a broken one is skipped with a
+    warning naming it and the next older one is tried. ``(None, {})`` when there is none."""
+    for path, info in newest_first(model_dir):
+        try:
+            verify_checkpoint(path, info)
+            return path, load_checkpoint(path)
+        except CheckpointError as e:
+            logging.warning("skipping checkpoint %s: %s; trying an older one", os.path.basename(path), e)
+    return None, {}

@@ -5,9 +5,13 @@ Distributed (DDP) rules:
   everybody at the first rank that has run out (a rank's extra batch, at most one or two per epoch since the data
   partition differs by at most one list item per rank, is unused that epoch). We chose this over DDP's ``join()``
   because the loop runs its own collectives (the skip flag below), which ``join()`` does not shadow.
-- Non-finite loss: the flag is all-reduced (MAX) so every rank skips the batch's backward together; a non-finite
+- Non-finite batch: features are checked before the forward and the loss after it; the flag is all-reduced (MAX)
+  so every rank skips the batch together. A skipped batch leaves no trace: no backward, no optimizer or GradScaler
+  step, and the BatchNorm running statistics its forward changed are restored from a snapshot. A non-finite
   gradient norm is computed from the already all-reduced gradients, so every rank sees the same value and skips
-  the same update.
+  the same update. A non-finite cv loss is an error (the model is broken; continuing would hide it).
+- Data counts: every item's ``stats`` (used / skipped per reason, see ``wenet_udps.dataset.DataTally``) are summed
+  over DataLoader workers, then over ranks (SUM), once per pass.
 - Gradient accumulation (``accum_grad``): micro-batches run under ``no_sync()`` except the last one of each
   window. Gradients of an incomplete window at the end of an epoch are dropped (their micro-batches were not
   synchronised).
@@ -18,16 +22,36 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import torch
+from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.parallel import DistributedDataParallel
 
+from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.train.distributed import DistInfo, all_reduce_max, all_reduce_min, all_reduce_sum
 from wenet_udps.train.tensorboard import TensorboardLogger
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.schema import check_section, defaults_of, route
 
 AMP_DTYPES = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 LOSS_KEYS = ("loss", "loss_ctc", "loss_att")
+
+
+@dataclass
+class TrainLoopConfig:
+    """The train.yaml keys of the training loop, with WeNet's defaults (filled into train.yaml). ``seed`` seeds
+    the model initialisation and dropout (``dataset_conf.seed`` the data order)."""
+    accum_grad: int = 1
+    grad_clip: float = 50.0
+    log_interval: int = 100
+    max_epoch: int = 100
+    save_interval: int = 0
+    seed: int = 777
+
+
+class NonFiniteCvLoss(UserError):
+    """The cross-validation loss is NaN/Inf: the model is broken."""
 
 
 @dataclass
@@ -35,9 +59,9 @@ class EpochStats:
     """What one epoch did (summed over ranks where noted)."""
     batches: int = 0
     steps: int = 0
-    skipped_batches: int = 0          # non-finite loss or gradient (all ranks agree)
+    skipped_batches: int = 0          # non-finite features, loss or gradient (all ranks agree)
     overflow_steps: int = 0           # fp16 steps the GradScaler skipped (inf gradients while calibrating)
-    bad_audio: int = 0                # num_skipped of the batches, summed over ranks
+    data: DataTally = field(default_factory=DataTally)  # utterances used/skipped, summed over workers and ranks
     losses: Dict[str, float] = field(default_factory=dict)
 
 
@@ -78,11 +102,12 @@ class Executor:
         self.tb = tb or TensorboardLogger(None)
         self.save_fn = save_fn
         self.step = step
-        self.accum_grad = int(config.get("accum_grad", 1))
-        self.grad_clip = float(config.get("grad_clip", 50.0))
-        self.log_interval = max(1, int(config.get("log_interval", 100)))
-        self.save_interval = int(config.get("save_interval", 0) or 0)
-        self.max_epoch = int(config.get("max_epoch", 100))
+        loop = {**defaults_of(TrainLoopConfig), **check_section(route(config, TrainLoopConfig), TrainLoopConfig, "")}
+        self.accum_grad = loop["accum_grad"]
+        self.grad_clip = loop["grad_clip"]
+        self.log_interval = max(1, loop["log_interval"])
+        self.save_interval = loop["save_interval"]
+        self.max_epoch = loop["max_epoch"]
         if self.accum_grad < 1:
             raise ValueError(f"accum_grad must be >= 1, got {self.accum_grad}")
         self.batches_per_epoch: Optional[int] = None
@@ -93,8 +118,19 @@ class Executor:
         return torch.autocast(device_type=self.device.type, dtype=self.amp_dtype)
 
     def _to_device(self, batch: Mapping[str, Any]):
-        return (batch["feats"].to(self.device), batch["feats_lengths"].to(self.device),
-                batch["target"].to(self.device), batch["target_lengths"].to(self.device))
+        # non_blocking: the DataLoader pins batches on CUDA, so the copies overlap the previous step's kernels.
+        return tuple(batch[k].to(self.device, non_blocking=True)
+                     for k in ("feats", "feats_lengths", "target", "target_lengths"))
+
+    def _norm_buffers(self) -> List[torch.Tensor]:
+        """BatchNorm running statistics: a forward in train mode updates them, even for a batch then skipped."""
+        return [b for m in self.raw_model.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
+
+    def _bad(self, bad: bool) -> bool:
+        """``bad`` on any rank (all ranks agree on the result)."""
+        if self.dist.distributed:
+            return all_reduce_max(1.0 if bad else 0.0, self.device) > 0.0
+        return bad
 
     def _next_batch(self, it) -> Optional[Dict[str, Any]]:
         """The next batch, or None when this rank or (under DDP) any rank has none left."""
@@ -140,7 +176,7 @@ class Executor:
         sums = {k: 0.0 for k in LOSS_KEYS}
         counts = {k: 0 for k in LOSS_KEYS}
         interval = {"frames": 0, "t0": time.time(), "losses": {k: [] for k in LOSS_KEYS}, "grad_norm": []}
-        it = iter(loader)
+        it = stats.data.batches(loader)
         for _ in range(start_batch):
             if self._next_batch(it) is None:
                 break
@@ -149,20 +185,25 @@ class Executor:
             batch = self._next_batch(it)
             if batch is None:
                 break
-            stats.bad_audio += int(batch.get("num_skipped", 0))
             boundary = (stats.batches + 1) % self.accum_grad == 0
             stats.batches += 1
             feats, feats_lens, target, target_lens = self._to_device(batch)
+            if self._bad(not bool(torch.isfinite(feats).all())):
+                stats.skipped_batches += 1
+                logging.warning("epoch %d batch %d (%s...): features are not finite on some rank; batch skipped",
+                                epoch, stats.batches, batch["keys"][0])
+                continue
             sync = boundary or not self.dist.distributed
             ctx = contextlib.nullcontext() if sync else self.model.no_sync()
             with ctx:
+                norm_state = [b.clone() for b in self._norm_buffers()]
                 with self._autocast():
                     out = self.model(feats, feats_lens, target, target_lens)
                 loss = out["loss"]
-                bad = not bool(torch.isfinite(loss.detach()).all())
-                if self.dist.distributed:
-                    bad = all_reduce_max(1.0 if bad else 0.0, self.device) > 0.0
-                if bad:
+                if self._bad(not bool(torch.isfinite(loss.detach()).all())):
+                    with torch.no_grad():
+                        for buf, saved in zip(self._norm_buffers(), norm_state):
+                            buf.copy_(saved)
                     stats.skipped_batches += 1
                     logging.warning("epoch %d batch %d (%s...): loss is not finite on some rank; batch skipped",
                                     epoch, stats.batches, batch["keys"][0])
@@ -187,8 +228,9 @@ class Executor:
             if self.save_interval > 0 and self.step % self.save_interval == 0 and self.save_fn is not None:
                 self.save_fn(f"step_{self.step}", epoch, stats.batches, None)
         self.optimizer.zero_grad(set_to_none=True)
-        totals = all_reduce_sum([stats.bad_audio], self.device)
-        stats.bad_audio = int(totals[0])
+        for _ in it:  # batches left when another rank ran out: unused, but their counts belong to the epoch
+            pass
+        stats.data.set_list(all_reduce_sum(stats.data.as_list(), self.device))
         stats.losses = {k: sums[k] / counts[k] for k in LOSS_KEYS if counts[k]}
         self.batches_per_epoch = stats.batches
         return stats
@@ -205,8 +247,8 @@ class Executor:
             self.tb.udps(self.step, self.raw_model.udps_scales())
             total = f"/{self.batches_per_epoch}" if self.batches_per_epoch else ""
             parts = [f"{k} {values[k]:.4f}" for k in LOSS_KEYS if values[k] is not None]
-            logging.info("Epoch %d/%d | batch %d%s | step %d | %s | lr %.3e | grad_norm %.3f | %.0f frames/s | "
-                         "skipped %d", epoch + 1, self.max_epoch, stats.batches, total, self.step, " ".join(parts),
+            logging.info("Epoch %d | batch %d%s | step %d | %s | lr %.3e | grad_norm %.3f | %.0f frames/s | "
+                         "skipped %d", epoch, stats.batches, total, self.step, " ".join(parts),
                          values["lr"], values["grad_norm"], values["frames_per_sec"], stats.skipped_batches)
         interval["frames"] = 0
         interval["t0"] = time.time()
@@ -214,25 +256,42 @@ class Executor:
         interval["grad_norm"] = []
 
     @torch.no_grad()
-    def cv(self, loader: Iterable[Dict[str, Any]]) -> Dict[str, Optional[float]]:
-        """Utterance-weighted mean losses over the cv set (all ranks' shares combined)."""
+    def cv(self, loader: Iterable[Dict[str, Any]], epoch: int) -> Tuple[Dict[str, Optional[float]], DataTally]:
+        """Utterance-weighted mean losses over the cv set (all ranks' shares combined) and its data counts.
+
+        Raises:
+            NonFiniteCvLoss: a cv batch gave a NaN/Inf loss (on any rank), naming ``epoch``.
+        """
         self.raw_model.eval()
         sums = {k: 0.0 for k in LOSS_KEYS}
         nums = {k: 0 for k in LOSS_KEYS}
-        for batch in loader:
+        tally = DataTally()
+        bad_batches = 0
+        first_bad = ""
+        for batch in tally.batches(loader):
             feats, feats_lens, target, target_lens = self._to_device(batch)
             with self._autocast():
                 out = self.raw_model(feats, feats_lens, target, target_lens)
             n = feats.size(0)
-            for k in LOSS_KEYS:
-                v = _value(out.get(k))
-                if v is not None and math.isfinite(v):
+            values = {k: _value(out.get(k)) for k in LOSS_KEYS}
+            if not all(math.isfinite(v) for v in values.values() if v is not None):
+                bad_batches += 1
+                first_bad = first_bad or batch["keys"][0]
+                continue
+            for k, v in values.items():
+                if v is not None:
                     sums[k] += v * n
                     nums[k] += n
-        flat = all_reduce_sum([sums[k] for k in LOSS_KEYS] + [nums[k] for k in LOSS_KEYS], self.device)
+        flat = all_reduce_sum([sums[k] for k in LOSS_KEYS] + [nums[k] for k in LOSS_KEYS] + [bad_batches]
+                              + tally.as_list(), self.device)
+        n_keys = len(LOSS_KEYS)
+        tally.set_list(flat[2 * n_keys + 1:])
+        self.raw_model.train()
+        if flat[2 * n_keys]:
+            raise NonFiniteCvLoss(f"epoch {epoch}: the cv loss is not finite on {int(flat[2 * n_keys])} batches"
+                                  f"{f' (first: {first_bad}...)' if first_bad else ''}; the model is broken")
         result: Dict[str, Optional[float]] = {}
         for i, k in enumerate(LOSS_KEYS):
-            num = flat[len(LOSS_KEYS) + i]
+            num = flat[n_keys + i]
             result[k] = flat[i] / num if num else None
-        self.raw_model.train()
-        return result
+        return result, tally

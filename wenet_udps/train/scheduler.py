@@ -1,11 +1,12 @@
 """Optimizers (``optim`` + ``optim_conf``) and learning-rate schedulers (``scheduler`` + ``scheduler_conf``)."""
-import inspect
-from typing import Any, Dict, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
 
 import torch
 from torch.optim.lr_scheduler import LRScheduler
 
 from wenet_udps.utils.registry import lookup
+from wenet_udps.utils.schema import call_with, check_section, route, section
 
 
 class WarmupLR(LRScheduler):
@@ -44,27 +45,35 @@ OPTIMIZER_CLASSES = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 SCHEDULER_CLASSES = {"warmuplr": WarmupLR, "constantlr": ConstantLR}
 
 
-def _checked_kwargs(cls, conf: Mapping[str, Any], section: str, skip: Iterable[str]) -> Dict[str, Any]:
-    """``conf`` as keyword arguments of ``cls``; an unknown key raises ValueError listing the valid ones."""
-    params = inspect.signature(cls.__init__).parameters
-    valid = sorted(n for n in params if n not in set(skip) | {"self"} and params[n].kind != params[n].VAR_KEYWORD)
-    for key in conf:
-        if key not in valid:
-            raise ValueError(f"unknown {section} key {key!r} for {cls.__name__}; valid keys: {', '.join(valid)}")
-    return dict(conf)
+@dataclass
+class OptimConfig:
+    """The train.yaml keys of the optimizer and scheduler, with WeNet's defaults (filled into train.yaml)."""
+    optim: str = "adam"
+    optim_conf: Optional[dict] = section(choice="optim", registry=OPTIMIZER_CLASSES, supplied=("params",))
+    scheduler: str = "warmuplr"
+    scheduler_conf: Optional[dict] = section(choice="scheduler", registry=SCHEDULER_CLASSES,
+                                             supplied=("optimizer", "last_epoch"))
+
+
+# Written into train.yaml when the config leaves them out, so a run records what it used.
+OPTIM_DEFAULTS = {"optim": "adam", "optim_conf": {"lr": 0.001}, "scheduler": "warmuplr",
+                  "scheduler_conf": {"warmup_steps": 25000}}
+
+
+def _checked(config: Mapping[str, Any]) -> Dict[str, Any]:
+    return check_section(route(config, OptimConfig), OptimConfig, "")
 
 
 def build_optimizer(config: Mapping[str, Any], params) -> torch.optim.Optimizer:
     """``optim`` (adam | adamw) with ``optim_conf`` (lr, betas, weight_decay, ...)."""
-    cls = lookup(OPTIMIZER_CLASSES, config.get("optim", "adam"), "optim")
-    conf = _checked_kwargs(cls, config.get("optim_conf") or {}, "optim_conf", ("params",))
-    if "betas" in conf:
-        conf["betas"] = tuple(conf["betas"])
-    return cls(params, **conf)
+    checked = _checked(config)
+    cls = lookup(OPTIMIZER_CLASSES, checked.get("optim") or "adam", "optim")
+    return call_with(cls, checked.get("optim_conf"), "optim_conf", params=params)
 
 
 def build_scheduler(config: Mapping[str, Any], optimizer: torch.optim.Optimizer) -> LRScheduler:
     """``scheduler`` (warmuplr | constantlr) with ``scheduler_conf``."""
-    cls = lookup(SCHEDULER_CLASSES, config.get("scheduler", "warmuplr"), "scheduler")
-    conf = _checked_kwargs(cls, config.get("scheduler_conf") or {}, "scheduler_conf", ("optimizer", "last_epoch"))
-    return cls(optimizer, **conf)
+    checked = _checked(config)
+    cls = lookup(SCHEDULER_CLASSES, checked.get("scheduler") or "warmuplr", "scheduler")
+    return call_with(cls, checked.get("scheduler_conf"), "scheduler_conf", supplied=("last_epoch",),
+                     optimizer=optimizer)

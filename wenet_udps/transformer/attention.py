@@ -16,12 +16,13 @@ query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (Tru
 pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side.
 """
 import math
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import torch
 from torch import nn
 
-from wenet_udps.transformer.udps_ops import DEFAULT_EPS, udps_attention, udps_scores, upcast
+from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention
+from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 
 _EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
 _EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
@@ -83,21 +84,6 @@ class MultiHeadedAttention(nn.Module):
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         """The learned score scales as used in the forward pass (none for scaled-dot)."""
         return {}
-
-
-def scaled_dot_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
-                         dropout_p: float, scale: Optional[float] = None) -> torch.Tensor:
-    """softmax(q.k * scale) v through torch's SDPA; a fully masked query row yields zeros (SDPA alone gives NaN).
-
-    q (B, H, T1, E), k (B, H, T2, E), v (B, H, T2, Ev), mask (B, 1|T1, T2) bool or empty -> (B, H, T1, Ev).
-    """
-    if mask.size(-1) == 0:
-        return nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
-    keep = mask.unsqueeze(1)
-    row_valid = keep.any(dim=-1, keepdim=True)
-    out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep | ~row_valid, dropout_p=dropout_p,
-                                                     scale=scale)
-    return out * row_valid.to(out.dtype)
 
 
 class RelPositionMultiHeadedAttention(MultiHeadedAttention):

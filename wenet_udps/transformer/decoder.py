@@ -13,47 +13,15 @@ from wenet_udps.transformer.attention import ATTENTION_CLASSES
 from wenet_udps.transformer.decoder_layer import DecoderLayer
 from wenet_udps.transformer.embedding import PositionalEncoding
 from wenet_udps.transformer.positionwise_feed_forward import ACTIVATION_CLASSES, PositionwiseFeedForward
-from wenet_udps.utils.common import accepts_any_keyword, keyword_params
 from wenet_udps.utils.mask import make_pad_mask, subsequent_mask
 from wenet_udps.utils.registry import lookup
+from wenet_udps.utils.schema import route
 
 # Token input layers of the decoder (WeNet's ``input_layer``); only the embedding + absolute positions exists.
 DECODER_INPUT_LAYERS = ("embed",)
 
 # Arguments every attention class receives from the decoder itself, never from ``attention_conf``.
 _ATTENTION_CORE_ARGS = ("n_head", "n_feat", "dropout_rate")
-
-
-def split_attention_conf(attention_conf: Dict, classes: Dict[str, type], where: str) -> Dict[str, Dict]:
-    """Give each attention class only the ``attention_conf`` keys it accepts.
-
-    Lets one conf (e.g. ``udps_conf``) serve sites of different types: ``beta_init`` reaches ``rel_udps_selfattn``
-    only. A key no class takes is a typo and raises ValueError naming it.
-
-    Args:
-        attention_conf: keyword arguments for the attention constructors.
-        classes: site name -> attention class.
-        where: config path used in error messages (e.g. ``decoder_conf.attention_conf``).
-    Returns:
-        site name -> kwargs for that site.
-    """
-    per_site: Dict[str, Dict] = {}
-    used = set()
-    for site, cls in classes.items():
-        if accepts_any_keyword(cls):
-            per_site[site] = dict(attention_conf)
-            used.update(attention_conf)
-            continue
-        valid = set(keyword_params(cls)) - set(_ATTENTION_CORE_ARGS)
-        per_site[site] = {k: v for k, v in attention_conf.items() if k in valid}
-        used.update(per_site[site])
-    unused = sorted(set(attention_conf) - used)
-    if unused:
-        valid_all = sorted({k for cls in classes.values() for k in keyword_params(cls)} - set(_ATTENTION_CORE_ARGS))
-        raise ValueError(f"{where}: key(s) {', '.join(unused)} not accepted by the attention types "
-                         f"{', '.join(sorted({c.__name__ for c in classes.values()}))}; valid keys: "
-                         f"{', '.join(valid_all) or '(none)'}")
-    return per_site
 
 
 class TransformerDecoder(nn.Module):
@@ -92,8 +60,9 @@ class TransformerDecoder(nn.Module):
             raise ValueError(f"decoder_conf.selfattention_layer_type {selfattention_layer_type!r} needs relative "
                              "position embeddings, which the decoder does not have")
         activation = lookup(ACTIVATION_CLASSES, activation_type, "decoder_conf.activation_type")
-        confs = split_attention_conf(attention_conf or {}, {"self": self_cls, "src": src_cls},
-                                     "decoder_conf.attention_conf")
+        # One attention_conf serves both sites (checked by the model builder): each takes the keys it accepts.
+        confs = {site: route(attention_conf or {}, cls, _ATTENTION_CORE_ARGS)
+                 for site, cls in (("self", self_cls), ("src", src_cls))}
         self.selfattention_layer_type = selfattention_layer_type
         self.src_attention_layer_type = src_attention_layer_type
         self.embed = nn.Sequential(nn.Embedding(vocab_size, d),

@@ -11,11 +11,22 @@ import torch
 from torch import nn
 
 
+def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
+    """(length, d_model): ``[t, 2i] = sin(t / 10000^(2i/d))``, ``[t, 2i+1] = cos(t / 10000^(2i/d))``."""
+    position = torch.arange(0, length, dtype=torch.float32).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model))
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
 class PositionalEncoding(nn.Module):
     """Sinusoidal absolute encoding: ``x * sqrt(d_model) + pe[offset:offset+T]`` (then dropout).
 
-    ``pe`` (1, max_len, d_model) is a persistent buffer (``...pos_enc.pe`` in WeNet checkpoints):
-    ``pe[t, 2i] = sin(t / 10000^(2i/d))``, ``pe[t, 2i+1] = cos(t / 10000^(2i/d))``.
+    ``pe`` (1, max_len, d_model) is a persistent buffer (``...pos_enc.pe`` in WeNet checkpoints) holding
+    :func:`sinusoid_table`. Positions past ``max_len`` (utterances longer than ~200 s at 40 ms per frame) are
+    computed from the same formula on the fly, so any length encodes; the saved buffer keeps WeNet's shape.
     """
 
     def __init__(self, *, d_model: int, dropout_rate: float, max_len: int = 5000):
@@ -24,12 +35,7 @@ class PositionalEncoding(nn.Module):
         self.xscale = math.sqrt(d_model)
         self.max_len = max_len
         self.dropout = nn.Dropout(p=dropout_rate)
-        position = torch.arange(0, max_len, dtype=torch.float32).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model))
-        pe = torch.zeros(max_len, d_model)
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
-        self.register_buffer("pe", pe.unsqueeze(0), persistent=True)
+        self.register_buffer("pe", sinusoid_table(max_len, d_model).unsqueeze(0), persistent=True)
 
     def forward(self, x: torch.Tensor, offset: Union[int, torch.Tensor] = 0):
         """x (B, T, D) -> (encoded x (B, T, D), pos_emb (1 or B, T, D))."""
@@ -49,17 +55,20 @@ class PositionalEncoding(nn.Module):
         """
         if isinstance(offset, int) or (torch.is_tensor(offset) and offset.dim() == 0):
             start = int(offset)
-            if start < 0 or start + size > self.max_len:
-                raise ValueError(f"positions {start}..{start + size - 1} are outside the positional encoding "
-                                 f"table of max_len {self.max_len}; the input is too long for this model")
-            pos_emb = self.pe[:, start:start + size]
+            if start < 0:
+                raise ValueError(f"positional encoding offset must be >= 0, got {start}")
+            pos_emb = self._table(start + size)[:, start:start + size]
         else:
             index = (offset.unsqueeze(1) + torch.arange(0, size, device=offset.device)).clamp_min(0)
-            if int(index.max()) >= self.max_len:
-                raise ValueError(f"positions up to {int(index.max())} are outside the positional encoding "
-                                 f"table of max_len {self.max_len}; the input is too long for this model")
-            pos_emb = nn.functional.embedding(index, self.pe[0])
+            pos_emb = nn.functional.embedding(index, self._table(int(index.max()) + 1)[0])
         return self.dropout(pos_emb) if apply_dropout else pos_emb
+
+
+    def _table(self, length: int) -> torch.Tensor:
+        """(1, >= length, D): the saved buffer, or the formula's longer table when ``length > max_len``."""
+        if length <= self.max_len:
+            return self.pe
+        return sinusoid_table(length, self.d_model).to(self.pe).unsqueeze(0)
 
 
 class RelPositionalEncoding(PositionalEncoding):

@@ -1,11 +1,9 @@
 """Transformer and Conformer encoders with U2 chunk streaming (registry ``ENCODER_CLASSES``).
 
-Constructors take WeNet's ``encoder_conf`` keys as keyword arguments plus ``attention_conf`` (extra keyword
-arguments for the attention class, e.g. UDPS's ``alpha_init``); an unknown key raises ValueError listing the valid
-ones. The self-attention class is looked up in ``ATTENTION_CLASSES`` by ``selfattention_layer_type``.
+Constructors take WeNet's ``encoder_conf`` keys as keyword-only arguments plus ``attention_conf`` (extra keyword
+arguments for the attention class, e.g. UDPS's ``alpha_init``); the signatures are the schema that
+``wenet_udps.utils.schema`` checks ``encoder_conf`` against. The self-attention class is looked up in ``ATTENTION_CLASSES`` by ``selfattention_layer_type``.
 """
-import functools
-import inspect
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -25,40 +23,10 @@ from wenet_udps.utils.registry import lookup
 SELF_ATTENTION_CLASSES = {name: cls for name, cls in ATTENTION_CLASSES.items() if not name.endswith("crossattn")}
 
 
-def _strict_conf(init):
-    """Make ``encoder_conf`` mistakes a ValueError at build time that lists the valid keys.
-
-    Python's own TypeError for an unexpected keyword names neither the config section nor the valid choices.
-    """
-    params = inspect.signature(init).parameters
-    valid = [n for n, p in params.items() if p.kind == p.KEYWORD_ONLY]
-    required = [n for n in valid if params[n].default is inspect.Parameter.empty]
-
-    @functools.wraps(init)
-    def wrapper(self, **kwargs):
-        unknown = sorted(set(kwargs) - set(valid))
-        if unknown:
-            raise ValueError(f"unknown encoder_conf key(s) {', '.join(unknown)} for the {self.registry_name!r} "
-                             f"encoder; valid keys: {', '.join(sorted(valid))}")
-        missing = [n for n in required if n not in kwargs]
-        if missing:
-            raise ValueError(f"the {self.registry_name!r} encoder needs {', '.join(missing)}")
-        init(self, **kwargs)
-
-    return wrapper
-
-
 def _build_attention(name: str, n_head: int, n_feat: int, dropout_rate: float,
                      attention_conf: Dict) -> nn.Module:
-    """An encoder self-attention module from the registry, with ``attention_conf`` checked against its signature."""
+    """An encoder self-attention module from the registry; ``attention_conf`` was checked by the model builder."""
     cls = lookup(SELF_ATTENTION_CLASSES, name, "encoder_conf.selfattention_layer_type")
-    params = inspect.signature(cls.__init__).parameters
-    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        accepted = {n for n, p in params.items() if p.kind == p.KEYWORD_ONLY} - {"n_head", "n_feat", "dropout_rate"}
-        unknown = sorted(set(attention_conf) - accepted)
-        if unknown:
-            raise ValueError(f"encoder_conf.attention_conf key(s) {', '.join(unknown)} are not options of {name!r}; "
-                             f"valid keys: {', '.join(sorted(accepted)) or '(none)'}")
     return cls(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate, **attention_conf)
 
 
@@ -69,8 +37,6 @@ class BaseEncoder(nn.Module):
     sizes in training) or ``static_chunk_size`` the model learns chunk-limited attention, and
     :meth:`forward_chunk` decodes with attention and convolution caches.
     """
-
-    registry_name = "base"
 
     def __init__(self, *, input_size: int, output_size: int = 256, dropout_rate: float = 0.1,
                  positional_dropout_rate: float = 0.1, input_layer: str = "conv2d",
@@ -222,9 +188,6 @@ class BaseEncoder(nn.Module):
 class TransformerEncoder(BaseEncoder):
     """WeNet's Transformer encoder (``encoder: transformer``): blocks of self-attention + feed-forward."""
 
-    registry_name = "transformer"
-
-    @_strict_conf
     def __init__(self, *, input_size: int, output_size: int = 256, attention_heads: int = 4,
                  linear_units: int = 2048, num_blocks: int = 6, dropout_rate: float = 0.1,
                  positional_dropout_rate: float = 0.1, attention_dropout_rate: float = 0.0,
@@ -254,9 +217,6 @@ class TransformerEncoder(BaseEncoder):
 class ConformerEncoder(BaseEncoder):
     """WeNet's Conformer encoder (``encoder: conformer``): macaron FF, (rel-pos) self-attention, conv module."""
 
-    registry_name = "conformer"
-
-    @_strict_conf
     def __init__(self, *, input_size: int, output_size: int = 256, attention_heads: int = 4,
                  linear_units: int = 2048, num_blocks: int = 6, dropout_rate: float = 0.1,
                  positional_dropout_rate: float = 0.1, attention_dropout_rate: float = 0.0,

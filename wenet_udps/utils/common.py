@@ -1,5 +1,4 @@
 """Small tensor helpers shared by the model, the losses and decoding (WeNet's conventions)."""
-import inspect
 import math
 from typing import List, Sequence
 
@@ -82,17 +81,3 @@ def log_add(*args: float) -> float:
     if a_max == -math.inf:
         return -math.inf
     return a_max + math.log(sum(math.exp(a - a_max) for a in args))
-
-
-def keyword_params(cls) -> dict:
-    """Keyword-only constructor parameters of a model part: name -> default (``inspect.Parameter.empty`` if none).
-
-    Used to validate ``*_conf`` keys against what a class accepts and to read its defaults.
-    """
-    params = inspect.signature(cls.__init__).parameters
-    return {name: p.default for name, p in params.items() if p.kind == inspect.Parameter.KEYWORD_ONLY}
-
-
-def accepts_any_keyword(cls) -> bool:
-    """Whether ``cls.__init__`` takes ``**kwargs`` (so its keywords cannot be validated)."""
-    return any(p.kind == inspect.Parameter.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values())

@@ -1,4 +1,4 @@
-"""Unit Dot Product Similarity (UDPS): the similarity and the attention kernel.
+"""Unit Dot Product Similarity (UDPS): the similarity and the reference attention formula.
 
     S_udot(a, b) = 4 (a . b) / (|a| + |b|)^2,    S_udot(0, 0) = 0
 
@@ -14,13 +14,12 @@ lets one kernel serve every variant exactly:
   ``k~ = 4 (alpha k + beta p)`` and ``n = |k|`` (the position term shares the q/k denominator, as in the reference).
 
 Norms, the denominator and the scores are computed in float32 whatever the input dtype, so fp16/bf16 autocast
-cannot overflow ``D``; fully masked query rows give zeros, never NaN.
+cannot overflow ``D``; fully masked query rows give zeros, never NaN. The fast implementations (``cpu_tiled``,
+``triton_udps``) are tested against :func:`udps_attention_reference`; ``dispatch`` picks among them.
 """
 from typing import Optional
 
 import torch
-
-from wenet_udps.transformer.udps_fused import udps_attention_tiled
 
 DEFAULT_EPS = 1e-6
 
@@ -97,45 +96,3 @@ def udps_attention_reference(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch
     if dropout_p > 0.0 and training:
         attn = torch.nn.functional.dropout(attn, p=dropout_p)
     return torch.matmul(attn.to(v.dtype), v)
-
-
-# Below this many query rows or keys (e.g. one decoding step, T1 = 1) a single pass of the reference is cheaper than
-# the tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
-TILED_MIN_LEN = 64
-
-
-def _exporting() -> bool:
-    """TorchScript scripting/tracing, ONNX export or an enclosing torch.compile: the plain formula, which they can
-    record and fuse (the tiled kernel is an autograd Function with Python loops and compiled calls of its own)."""
-    return (torch.jit.is_scripting() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
-            or torch.compiler.is_compiling())
-
-
-def fast_path_available(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
-                        training: bool) -> bool:
-    """Whether :func:`udps_attention` runs the tiled kernel: CPU, no bias, no active dropout, T1, T2 >= 64, and not
-    while exporting or compiling."""
-    # _exporting() first: under tracing the size comparisons would be recorded as constants.
-    return (not _exporting() and q.device.type == "cpu" and bias is None and not (dropout_p > 0.0 and training)
-            and q.size(-2) >= TILED_MIN_LEN and k_num.size(-2) >= TILED_MIN_LEN)
-
-
-def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
-                   mask: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
-                   eps: float = DEFAULT_EPS, dropout_p: float = 0.0, training: bool = False) -> torch.Tensor:
-    """UDPS attention; picks the fastest implementation that gives the reference's numbers.
-
-    Shapes as :func:`udps_attention_reference`. On CPU, without ``bias`` or active dropout and with at least
-    ``TILED_MIN_LEN`` query rows and keys, runs the tiled kernel with compiled tiles and a hand-derived backward
-    (``udps_fused.udps_attention_tiled``: faster, and saves no more than naive attention); otherwise the reference.
-    On GPU the reference runs (no fused GPU kernel yet).
-    """
-    if fast_path_available(q, k_num, bias, dropout_p, training):
-        return udps_attention_tiled(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
-    return udps_attention_reference(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps,
-                                    dropout_p=dropout_p, training=training)
-
-
-def _as_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-    """An empty mask means no mask."""
-    return None if mask is None or mask.size(-1) == 0 else mask

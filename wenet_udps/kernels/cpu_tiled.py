@@ -1,4 +1,4 @@
-"""Fast UDPS attention: tiled forward and hand-derived backward, each tile one compiled (fused) kernel.
+"""UDPS attention on CPU: tiled forward and hand-derived backward, each tile one compiled kernel.
 
 The straightforward formula makes a separate pass over a full (B, H, T1, T2) tensor for every step and autograd keeps
 several of them alive for the backward. Here the work is cut into tiles (a group of batch items, or a block of query

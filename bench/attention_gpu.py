@@ -1,0 +1,193 @@
+"""GPU attention benchmark: UDPS (Triton kernel, FlexAttention formulation, reference formula) vs SDPA.
+
+Inputs (B, H, T, d_k) in fp16/bf16 with a key padding mask (lengths in [T/2, T], one of them T). Times are medians
+of ``triton.testing.do_bench`` (CUDA events; host launch time included where the GPU waits for it, as in training);
+all implementations of one (dtype, T) run in the same process one after the other; ratio = time / the time of SDPA's
+flash backend. Peak MiB = ``max_memory_allocated`` growth over one forward+backward (inputs excluded).
+
+| implementation | what |
+|---|---|
+| sdpa flash (no mask) | ``F.scaled_dot_product_attention`` forced to the flash backend; flash takes no mask, so it attends to the padding too |
+| sdpa (masked) | ``scaled_dot_attention`` as ``selfattn`` runs it: SDPA with the boolean mask (torch picks the backend) |
+| udps triton | ``triton_udps.udps_attention_triton`` with the mask (what the UDPS modules run on CUDA) |
+| udps triton (no mask) | the same without a mask: the like-for-like comparison with flash |
+| udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
+| udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
+
+    python bench/attention_gpu.py --out docs/bench_attention_gpu.md
+    python bench/attention_gpu.py --tune      # block sizes / warps of the Triton kernel at one T
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+from wenet_udps.kernels import triton_udps  # noqa: E402
+from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
+from wenet_udps.kernels.scaled_dot import scaled_dot_attention  # noqa: E402
+
+ALPHA = 10.0
+BASELINE = "sdpa flash (no mask)"
+
+
+def make_inputs(batch, heads, t, d_k, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen).to("cuda", dtype) for _ in range(4))
+    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
+    lengths[0] = t
+    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1).cuda()
+    return q, k, v, grad, mask, lengths.cuda()
+
+
+def _udps_triton(blocks=triton_udps.DEFAULT_BLOCKS, masked=True):
+    def run(q, k, v, mask, lengths):
+        k_norm = torch.linalg.vector_norm(k, dim=-1, dtype=torch.float32)
+        return triton_udps.udps_attention_triton(q, (4.0 * ALPHA) * k, k_norm, v, mask=mask if masked else None,
+                                                 blocks=blocks)
+    return run
+
+
+def _udps_reference(q, k, v, mask, lengths):
+    return udps_attention_reference(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k.float(), dim=-1), v, mask=mask)
+
+
+def _flash(q, k, v, mask, lengths):
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+class Flex:
+    """UDPS as a FlexAttention score_mod, alpha folded into q; compiled once per shape (outside the timing)."""
+
+    def __init__(self):
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        self.create_block_mask = create_block_mask
+        self.flex = torch.compile(flex_attention, dynamic=False)
+        self.block_masks = {}
+
+    def __call__(self, q, k, v, mask, lengths):
+        batch, _, t, _ = q.shape
+        key = (batch, t, tuple(lengths.tolist()))
+        if key not in self.block_masks:
+            def keep(b, h, i, j):
+                return j < lengths[b]
+            self.block_masks[key] = self.create_block_mask(keep, batch, None, t, t, device="cuda")
+        qn = torch.linalg.vector_norm(q.detach(), dim=-1, dtype=torch.float32)
+        kn = torch.linalg.vector_norm(k.detach(), dim=-1, dtype=torch.float32)
+
+        def score_mod(score, b, h, i, j):
+            den = qn[b, h, i] + kn[b, h, j]
+            return score / torch.clamp(den * den, min=1e-6)
+        return self.flex((4.0 * ALPHA) * q, k, v, score_mod=score_mod, block_mask=self.block_masks[key], scale=1.0)
+
+
+def _step(fn, q, k, v, grad, mask, lengths, backward):
+    if not backward:
+        with torch.no_grad():
+            return fn(q, k, v, mask, lengths)
+    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+    fn(*leaves, mask, lengths).backward(grad)
+
+
+def bench(fn, inputs, backward) -> float:
+    return triton.testing.do_bench(lambda: _step(fn, *inputs, backward), warmup=25, rep=100, return_mode="median")
+
+
+def peak_mib(fn, inputs) -> float:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    _step(fn, *inputs, True)
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+
+
+def run_table(args) -> List[str]:
+    impls: Dict[str, Callable] = {
+        BASELINE: _flash,
+        "sdpa (masked)": lambda q, k, v, mask, lengths: scaled_dot_attention(q, k, v, mask, 0.0),
+        "udps triton": _udps_triton(),
+        "udps triton (no mask)": _udps_triton(masked=False),
+    }
+    if args.flex:
+        impls["udps flex (alpha in q)"] = Flex()
+    impls["udps reference"] = _udps_reference
+    lines = [f"Device: {torch.cuda.get_device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
+             f"B={args.batch} H={args.heads} d_k={args.d_k}; key padding mask, lengths in [T/2, T]; median of "
+             "triton.testing.do_bench; ratio = time / flash SDPA time; peak MiB = allocated-memory growth of one "
+             "fwd+bwd.", "",
+             "| dtype | T | implementation | fwd ms | fwd ratio | fwd+bwd ms | fwd+bwd ratio | peak MiB | peak ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for dtype in args.dtypes:
+        for t in args.T:
+            inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype))
+            rows = {}
+            for name, fn in impls.items():
+                if name == "udps reference" and t > args.skip_reference_above:
+                    continue
+                try:
+                    rows[name] = (bench(fn, inputs, False), bench(fn, inputs, True), peak_mib(fn, inputs))
+                except Exception as exc:  # noqa: BLE001 - one failing implementation must not lose the table
+                    print(f"{dtype} T={t} {name}: failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            base = rows[BASELINE]
+            for name, (fwd, both, mem) in rows.items():
+                lines.append(f"| {dtype} | {t} | {name} | {fwd:.3f} | {fwd / base[0]:.2f} | {both:.3f} | "
+                             f"{both / base[1]:.2f} | {mem:.0f} | {mem / base[2]:.2f} |")
+                print(lines[-1], flush=True)
+    return lines
+
+
+def tune(args) -> List[str]:
+    """fwd+bwd time of Triton block configurations, one launch's settings varied at a time."""
+    d = triton_udps.DEFAULT_BLOCKS
+    variants = {"default": d}
+    for m, n, w, s in [(128, 64, 8, 2), (64, 64, 4, 2), (128, 128, 8, 2), (128, 64, 4, 3), (64, 128, 4, 2)]:
+        variants[f"fwd {m}x{n} w{w} s{s}"] = d._replace(fwd_m=m, fwd_n=n, fwd_warps=w, stages=s)
+    for m, n, w in [(128, 64, 8), (64, 32, 4), (128, 32, 8), (32, 64, 4)]:
+        variants[f"dq {m}x{n} w{w}"] = d._replace(dq_m=m, dq_n=n, dq_warps=w)
+    for m, n, w in [(32, 128, 8), (64, 128, 8), (32, 64, 4), (64, 64, 8)]:
+        variants[f"dkv {m}x{n} w{w}"] = d._replace(dkv_m=m, dkv_n=n, dkv_warps=w)
+    lines = ["| T | config | fwd ms | fwd+bwd ms |", "|---|---|---|---|"]
+    for t in args.T:
+        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]))
+        flash = (bench(_flash, inputs, False), bench(_flash, inputs, True))
+        lines.append(f"| {t} | flash SDPA | {flash[0]:.3f} | {flash[1]:.3f} |")
+        for name, blocks in variants.items():
+            try:
+                fn = _udps_triton(blocks)
+                lines.append(f"| {t} | {name} | {bench(fn, inputs, False):.3f} | {bench(fn, inputs, True):.3f} |")
+            except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory for a large block
+                lines.append(f"| {t} | {name} | failed: {type(exc).__name__} | |")
+            print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--T", type=int, nargs="+", default=[128, 512, 1024, 2048, 4096])
+    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float16"], choices=["bfloat16", "float16"])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-k", dest="d_k", type=int, default=64)
+    parser.add_argument("--no-flex", dest="flex", action="store_false", help="skip FlexAttention (compiles per T)")
+    parser.add_argument("--skip-reference-above", type=int, default=4096)
+    parser.add_argument("--tune", action="store_true", help="time Triton block configurations instead")
+    parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    args = parser.parse_args()
+    lines = tune(args) if args.tune else run_table(args)
+    table = "\n".join(lines)
+    if args.out:
+        args.out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

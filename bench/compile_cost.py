@@ -1,0 +1,149 @@
+"""Does compiling the CPU tiled UDPS kernel pay at small T? Per-call times and the one-time compile cost.
+
+For each T (shapes of the main job by default: B=8 utterances, H=4 heads, d_k=32), per attention call: SDPA
+(scaled-dot), the UDPS reference formula (eager, what the dispatch runs below ``TILED_MIN_SCORES``), and the tiled
+kernel compiled and eager; forward+backward (training) and forward under no_grad (decoding); median of interleaved
+repeats. The compile cost is the first compiled fwd+bwd call of a fresh process minus a steady one, with an empty
+inductor cache ("cold", a new machine) and again with the cache it left ("warm", every later process: decode runs,
+resumed training). "break-even calls" = compile cost / (reference - compiled) per call: a process must make that many
+such calls before compiling pays.
+
+    python bench/compile_cost.py --out docs/bench_compile_cost.md
+    python bench/compile_cost.py --T 64 128 --repeats 5 --no-compile-cost
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
+import torch  # noqa: E402
+
+from wenet_udps.kernels.cpu_tiled import udps_attention_tiled  # noqa: E402
+from wenet_udps.kernels.dispatch import TILED_MIN_SCORES  # noqa: E402
+from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
+from wenet_udps.kernels.scaled_dot import scaled_dot_attention  # noqa: E402
+
+ALPHA = 10.0
+
+
+def _udps(kernel: Callable) -> Callable:
+    def run(q, k, v, mask):
+        return kernel(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k, dim=-1), v, mask=mask)
+    return run
+
+
+IMPLS: Dict[str, Callable] = {
+    "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
+    "udps reference": _udps(udps_attention_reference),
+    "udps tiled compiled": _udps(udps_attention_tiled),
+    "udps tiled eager": _udps(lambda *a, **kw: udps_attention_tiled(*a, compiled=False, **kw)),
+}
+
+
+def make_inputs(batch, heads, t, d_k, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen) for _ in range(4))
+    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
+    lengths[0] = t
+    return q, k, v, grad, (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
+
+
+def call(fn, q, k, v, grad, mask, backward: bool) -> float:
+    start = time.perf_counter()
+    if backward:
+        leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+        fn(*leaves, mask).backward(grad)
+    else:
+        with torch.no_grad():
+            fn(q, k, v, mask)
+    return time.perf_counter() - start
+
+
+def per_call(t: int, args, backward: bool) -> Dict[str, float]:
+    inputs = make_inputs(args.batch, args.heads, t, args.d_k)
+    for fn in IMPLS.values():  # warm-up (and compile)
+        call(fn, *inputs, backward)
+    times = {name: [] for name in IMPLS}
+    rng = random.Random(t)
+    for _ in range(args.repeats):
+        order = list(IMPLS)
+        rng.shuffle(order)
+        for name in order:
+            times[name].append(call(IMPLS[name], *inputs, backward))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def compile_child(t: int, args) -> float:
+    """First compiled fwd+bwd call minus the median of later ones, in this fresh process."""
+    inputs = make_inputs(args.batch, args.heads, t, args.d_k)
+    fn = IMPLS["udps tiled compiled"]
+    first = call(fn, *inputs, True)
+    steady = statistics.median(call(fn, *inputs, True) for _ in range(5))
+    return first - steady
+
+
+def compile_cost(t: int, args, cache_dir: str) -> float:
+    cmd = [sys.executable, __file__, "--_compile", "--T", str(t), "--batch", str(args.batch), "--heads",
+           str(args.heads), "--d-k", str(args.d_k)]
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--T", type=int, nargs="+", default=[64, 100, 150, 250])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-k", dest="d_k", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads")
+    parser.add_argument("--no-compile-cost", dest="compile_cost", action="store_false")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--_compile", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args._compile:
+        print(json.dumps({"seconds": compile_child(args.T[0], args)}))
+        return
+    lines = [f"torch {torch.__version__}, {torch.get_num_threads()} threads; B={args.batch} H={args.heads} "
+             f"d_k={args.d_k}, key padding mask; per call: median of {args.repeats} interleaved repeats; "
+             f"scores per call = B*H*T^2 (the dispatch compiles at >= {TILED_MIN_SCORES}).", "",
+             "| T | scores per call | pass | sdpa ms | udps reference ms | tiled compiled ms | tiled eager ms | "
+             "compile cold s | compile warm s | break-even calls (cold / warm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in args.T:
+        cost = ("", "")
+        if args.compile_cost:
+            with tempfile.TemporaryDirectory() as cache:
+                cost = (compile_cost(t, args, cache), compile_cost(t, args, cache))
+        for backward in (True, False):
+            ms = {name: s * 1e3 for name, s in per_call(t, args, backward).items()}
+            saving = (ms["udps reference"] - ms["udps tiled compiled"]) / 1e3
+            even = "never" if saving <= 0 else (
+                " / ".join(f"{c / saving:.0f}" for c in cost) if args.compile_cost else "")
+            costs = [f"{c:.1f}" if c != "" else "" for c in cost] if backward else ["", ""]
+            lines.append(f"| {t} | {args.batch * args.heads * t * t} | {'fwd+bwd' if backward else 'fwd (no_grad)'} | "
+                         f"{ms['sdpa (scaled-dot)']:.2f} | {ms['udps reference']:.2f} | "
+                         f"{ms['udps tiled compiled']:.2f} | {ms['udps tiled eager']:.2f} | {costs[0]} | {costs[1]} | "
+                         f"{even if backward or saving <= 0 else even} |")
+            print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    if args.out:
+        args.out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

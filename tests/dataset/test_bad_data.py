@@ -1,0 +1,121 @@
+"""Bad data is rejected or counted, never silently used or lost (issue: "Nothing silently wrong")."""
+import json
+import logging
+import struct
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from wenet_udps.dataset import init_dataset
+from wenet_udps.dataset.audio import BadAudioError, load_audio
+from wenet_udps.dataset.dataset import DataError, DataTally
+from wenet_udps.dataset.kaldi_data import read_kaldi_map, read_utterances
+from wenet_udps.dataset.lists import read_raw_list, read_shard_list
+
+from data_helpers import plain_conf
+
+
+def _float_wav(path, values, sr=8000):
+    sf.write(str(path), np.asarray(values, dtype=np.float32), sr, subtype="FLOAT")
+    return str(path)
+
+
+def _list(path, items):
+    path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    return str(path)
+
+
+def test_non_finite_audio_is_bad_audio(tmp_path):
+    wav = np.full(4000, 0.1, dtype=np.float32)
+    wav[1234] = np.nan
+    with pytest.raises(BadAudioError, match="non-finite audio u1") as err:
+        load_audio(_float_wav(tmp_path / "nan.wav", wav), name="u1")
+    assert err.value.reason == "non_finite"
+    wav[1234] = np.inf
+    with pytest.raises(BadAudioError, match="1 NaN/Inf samples"):
+        load_audio(_float_wav(tmp_path / "inf.wav", wav), name="u2")
+
+
+def test_truncated_wav_behind_a_large_metadata_chunk_is_detected(fsdd_dir, tmp_path):
+    """The data chunk lies past a 10 KB LIST chunk: a header read from the first 4 KB cannot see it."""
+    data, sr = sf.read(str(sorted(fsdd_dir.glob("*.wav"))[0]), dtype="int16")
+    pcm = data.tobytes()
+    fmt = struct.pack("<HHIIHH", 1, 1, sr, sr * 2, 2, 16)
+    meta = b"INFO" + b"x" * 10240
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"LIST" + struct.pack("<I", len(meta)) + meta
+            + b"data" + struct.pack("<I", len(pcm)) + pcm)
+    whole = b"RIFF" + struct.pack("<I", len(body)) + body
+    (tmp_path / "whole.wav").write_bytes(whole)
+    wav, _ = load_audio(str(tmp_path / "whole.wav"))
+    assert len(wav) == len(data)
+    (tmp_path / "cut.wav").write_bytes(whole[:-1000])
+    with pytest.raises(BadAudioError, match="truncated"):
+        load_audio(str(tmp_path / "cut.wav"), name="cut")
+    with pytest.raises(BadAudioError, match="truncated"):
+        load_audio(whole[:-1000], name="cut")
+
+
+def test_counts_survive_a_worker_that_forms_no_batch(tmp_path, tokenizer):
+    lst = _list(tmp_path / "data.list", [{"key": f"bad{i}", "wav": str(tmp_path / "nope.wav"), "txt": "one"}
+                                         for i in range(3)])
+    ds = init_dataset("raw", lst, tokenizer, plain_conf())
+    items = list(ds.iterate(rank=0, world_size=1, worker_id=0, num_workers=1))
+    assert items == [{"stats": {**dict.fromkeys(items[0]["stats"], 0), "bad_audio": 3}}]
+    tally = DataTally()
+    assert list(tally.batches(items)) == []
+    with pytest.raises(DataError, match=r"epoch 0 train data .*data.list: 0 utterances used, 3 skipped "
+                                        r"\(bad_audio 3\): no usable utterance"):
+        ds.check_tally(tally, "epoch 0 train")
+
+
+def test_too_many_bad_utterances_is_an_error(tmp_path, tokenizer, raw_list):
+    items = [json.loads(line) for line in open(raw_list)]
+    items.append({"key": "broken", "wav": str(tmp_path / "nope.wav"), "txt": "one"})  # 1 of 13: 7.7 %
+    lst = _list(tmp_path / "data.list", items)
+    for fraction, fails in ((None, True), (0.1, False)):
+        conf = plain_conf() if fraction is None else plain_conf(max_bad_fraction=fraction)
+        ds = init_dataset("raw", lst, tokenizer, conf)
+        tally = DataTally()
+        assert sum(len(b["keys"]) for b in tally.batches(ds)) == 12
+        if fails:
+            with pytest.raises(DataError, match=r"bad_audio 1.*7.7% .*max_bad_fraction 0.05"):
+                ds.check_tally(tally, "cv")
+        else:
+            assert ds.check_tally(tally, "cv").endswith("12 utterances used, 1 skipped (bad_audio 1)")
+
+
+def test_length_filter_counts_and_names_the_utterance(raw_list, tokenizer, caplog):
+    conf = plain_conf(filter_conf={"min_length": 0, "max_length": 40, "max_output_input_ratio": 10})
+    tally = DataTally()
+    with caplog.at_level(logging.INFO):
+        used = [k for b in tally.batches(init_dataset("raw", str(raw_list), tokenizer, conf)) for k in b["keys"]]
+    assert tally.counts["max_length"] == 12 - len(used) > 0
+    dropped = {json.loads(line)["key"] for line in open(raw_list)} - set(used)
+    assert any(k in r.message and "filter_conf.max_length" in r.message for k in dropped for r in caplog.records)
+    assert "max_length" in tally.summary()
+
+
+def test_bad_batch_size_is_rejected(raw_list, tokenizer):
+    for size in (0, -2):
+        with pytest.raises(ValueError, match=f"dataset_conf.batch_conf.batch_size: must be >= 1, got {size}"):
+            init_dataset("raw", str(raw_list), tokenizer, plain_conf(batch_conf={"batch_size": size}))
+
+
+@pytest.mark.parametrize("reader", [read_raw_list, read_shard_list, read_kaldi_map])
+def test_non_utf8_line_names_file_and_line(tmp_path, reader):
+    path = tmp_path / "f.txt"
+    path.write_bytes(b'{"key": "a", "wav": "a.wav", "txt": "x"}\n' + b"b \xff\xfe bad\n")
+    with pytest.raises(ValueError, match=r"f.txt:2: not UTF-8"):
+        reader(str(path))
+
+
+def test_utterances_without_audio_or_text_are_counted(tmp_path, caplog):
+    (tmp_path / "wav.scp").write_text("a a.wav\nb b.wav\nc c.wav\n")
+    (tmp_path / "text").write_text("a one\nb\nx nine\n")
+    with caplog.at_level(logging.WARNING):
+        entries = read_utterances(str(tmp_path / "wav.scp"), str(tmp_path / "text"))
+    assert [e[0] for e in entries] == ["a"]
+    line = caplog.records[-1].message
+    assert "1 utterances kept" in line and "1 without text (e.g. c)" in line
+    assert "1 with an empty transcript (e.g. b)" in line and "1 without audio (e.g. x)" in line

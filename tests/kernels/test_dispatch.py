@@ -1,0 +1,68 @@
+"""The dispatch picks the implementation by device, size, bias/dropout and export, and gives the reference's
+numbers whichever it picks."""
+import torch
+
+from wenet_udps.kernels.cpu_tiled import UDPSTiledFunction
+from wenet_udps.kernels import dispatch
+from wenet_udps.kernels.dispatch import TILED_MIN_LEN, TILED_MIN_SCORES, choose_udps_kernel, udps_attention
+from wenet_udps.kernels.reference import udps_attention_reference
+
+from tests.kernels.udps_inputs import assert_same, make_inputs, padding_mask, run_kernel
+
+
+def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
+    t = TILED_MIN_LEN
+    # Lower the size threshold so that a small input takes the tiled path (cheap to run here).
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 2 * 2 * t * t)
+    q, k, v, alpha = make_inputs(2, 2, t, t, 8)
+    mask = padding_mask([t, t - 9], t)
+    assert choose_udps_kernel(q, k, None, 0.0, False) == "cpu_tiled"
+    calls = []
+    real = UDPSTiledFunction.apply
+    monkeypatch.setattr(UDPSTiledFunction, "apply", lambda *a: calls.append(1) or real(*a))
+    got = run_kernel(udps_attention, q, k, v, alpha, mask)
+    assert calls, "udps_attention did not take the tiled path"
+    assert_same(run_kernel(udps_attention_reference, q, k, v, alpha, mask), got)
+    # An empty mask means no mask.
+    empty = torch.ones((0, 0, 0), dtype=torch.bool)
+    torch.testing.assert_close(run_kernel(udps_attention, q, k, v, alpha, empty)[0],
+                               run_kernel(udps_attention_reference, q, k, v, alpha, None)[0], atol=2e-5, rtol=1e-4)
+
+
+def test_small_calls_run_the_reference_so_nothing_compiles():
+    """Calls below TILED_MIN_SCORES (the main job's short utterances, decoding) never pay the compile cost."""
+    q = torch.empty(8, 4, 100, 32)
+    assert 8 * 4 * 100 * 100 < TILED_MIN_SCORES
+    assert choose_udps_kernel(q, q, None, 0.0, True) == "reference"
+    big = torch.empty(8, 4, 400, 32)
+    assert 8 * 4 * 400 * 400 >= TILED_MIN_SCORES
+    assert choose_udps_kernel(big, big, None, 0.0, True) == "cpu_tiled"
+    assert choose_udps_kernel(big[:, :, :TILED_MIN_LEN - 1], big, None, 0.0, True) == "reference"
+
+
+def test_dispatch_falls_back_for_bias_dropout_and_short_inputs(monkeypatch):
+    t = TILED_MIN_LEN
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
+    q, k, _, _ = make_inputs(1, 2, t, t, 4)
+    assert choose_udps_kernel(q, k, torch.zeros(1, 2, t, t), 0.0, False) == "reference"
+    assert choose_udps_kernel(q, k, None, 0.1, True) == "reference"
+    assert choose_udps_kernel(q, k, None, 0.1, False) == "cpu_tiled"
+    assert choose_udps_kernel(q[:, :, :1], k, None, 0.0, False) == "reference"
+    # With a bias the dispatch still gives the reference's numbers.
+    q, k, v, alpha = make_inputs(1, 2, t, t, 4)
+    bias = torch.randn(1, 2, t, t)
+    torch.testing.assert_close(run_kernel(udps_attention, q, k, v, alpha, None, bias=bias)[0],
+                               run_kernel(udps_attention_reference, q, k, v, alpha, None, bias=bias)[0])
+
+
+def test_tracing_records_the_reference_formula(monkeypatch):
+    """torch.jit.trace / ONNX export must not record the tiled kernel (a Python autograd Function)."""
+    t = TILED_MIN_LEN
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
+    q, k, v, _ = make_inputs(1, 2, t, t, 4)
+    traced = torch.jit.trace(udps_attention, (q, k, torch.linalg.vector_norm(k, dim=-1), v))
+    assert "UDPSTiled" not in str(traced.graph)
+    q, k, v, _ = make_inputs(1, 2, t + 16, t + 16, 4, seed=5)
+    k_norm = torch.linalg.vector_norm(k, dim=-1)
+    torch.testing.assert_close(traced(q, k, k_norm, v), udps_attention_reference(q, k, k_norm, v))
+

@@ -1,0 +1,80 @@
+"""Every train.yaml key is checked by the one schema: typos are rejected with the file, key path, valid keys and a
+"did you mean"; YAML strings where numbers belong are converted (issue "Nothing silently wrong", item 3)."""
+import pytest
+import yaml
+
+from wenet_udps.config import load_config
+from wenet_udps.utils.schema import ConfigError
+
+CONF = "conf/aishell/train_conformer.yaml"
+
+
+def _write(tmp_path, edit):
+    config = yaml.safe_load(open(CONF))
+    edit(config)
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+@pytest.mark.parametrize("edit, key, hint", [
+    (lambda c: c.update(att_udp=True), "att_udp", "att_udps"),
+    (lambda c: c.update(max_epochs=3), "max_epochs", "max_epoch"),
+    (lambda c: c["dataset_conf"]["sort_conf"].update(sort_sise=3), "dataset_conf.sort_conf.sort_sise", "sort_size"),
+    (lambda c: c["dataset_conf"]["batch_conf"].update(batch_sise=3), "dataset_conf.batch_conf.batch_sise",
+     "batch_size"),
+    (lambda c: c["dataset_conf"]["fbank_conf"].update(num_mel_bin=3), "dataset_conf.fbank_conf.num_mel_bin",
+     "num_mel_bins"),
+    (lambda c: c["dataset_conf"].update(spec_agu=True), "dataset_conf.spec_agu", "spec_aug"),
+    (lambda c: c["encoder_conf"].update(num_block=3), "encoder_conf.num_block", "num_blocks"),
+    (lambda c: c["optim_conf"].update(weight_decy=0.1), "optim_conf.weight_decy", "weight_decay"),
+    (lambda c: c["scheduler_conf"].update(warmup_step=1), "scheduler_conf.warmup_step", "warmup_steps"),
+    (lambda c: c["tokenizer_conf"].update(split_with_spaces=1), "tokenizer_conf.split_with_spaces",
+     "split_with_space"),
+    (lambda c: c["cmvn_conf"].update(cmvn_fil="x"), "cmvn_conf.cmvn_fil", "cmvn_file"),
+    (lambda c: c["udps_conf"].update(alpha_int=3), "udps_conf.alpha_int", "alpha_init"),
+])
+def test_typo_names_file_key_valid_keys_and_suggestion(tmp_path, edit, key, hint):
+    path = _write(tmp_path, edit)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: {key}: unknown key (did you mean '{hint}'?); valid keys: "), msg
+    assert hint in msg.split("valid keys: ")[1]
+
+
+def test_strings_where_numbers_belong_are_converted(tmp_path):
+    path = tmp_path / "train.yaml"
+    text = open(CONF).read().replace("lr: 0.002", "lr: 2e-3").replace("num_blocks: 12", 'num_blocks: "1"')
+    path.write_text(text)
+    assert yaml.safe_load(text)["optim_conf"]["lr"] == "2e-3"  # what PyYAML 1.1 gives
+    config = load_config(str(path))
+    assert config["optim_conf"]["lr"] == 0.002 and config["encoder_conf"]["num_blocks"] == 1
+    assert config["grad_clip"] == 5.0 and isinstance(config["grad_clip"], float)
+
+
+def test_values_that_do_not_convert_name_key_and_type(tmp_path):
+    path = _write(tmp_path, lambda c: c["encoder_conf"].update(num_blocks="two"))
+    with pytest.raises(ConfigError, match=r"train.yaml: encoder_conf.num_blocks: expected int, got 'two'"):
+        load_config(path)
+    path = _write(tmp_path, lambda c: c.update(att_udps="yes please"))
+    with pytest.raises(ConfigError, match=r"att_udps: expected bool"):
+        load_config(path)
+
+
+def test_overrides_are_checked_the_same_way():
+    with pytest.raises(ConfigError, match=r"^--override dataset_conf.sort_conf.sort_sise=3: "
+                                          r"dataset_conf.sort_conf.sort_sise: unknown key \(did you mean 'sort_size'"):
+        load_config(CONF, ["dataset_conf.sort_conf.sort_sise=3"])
+    config = load_config(CONF, ["optim_conf.lr=1e-4", "dataset_conf.batch_conf.batch_size=3", "att_udps=true"])
+    assert config["optim_conf"]["lr"] == 1e-4 and config["dataset_conf"]["batch_conf"]["batch_size"] == 3
+    with pytest.raises(ConfigError, match="batch_size: must be >= 1, got -2"):
+        load_config(CONF, ["dataset_conf.batch_conf.batch_size=-2"])
+    with pytest.raises(ConfigError, match="unknown encoder 'conformr'; valid choices"):
+        load_config(CONF, ["encoder=conformr"])
+
+
+@pytest.mark.parametrize("conf", ["conf/aishell/train_transformer.yaml", "conf/librispeech/train_conformer.yaml",
+                                  "conf/tiny_zh/train_conformer.yaml", "conf/fsdd/train_conformer.yaml"])
+def test_shipped_confs_pass(conf):
+    assert load_config(conf)["encoder_conf"]

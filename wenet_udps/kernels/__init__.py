@@ -1,0 +1,12 @@
+"""Attention kernels: the math of one attention call over heads, (B, H, T, d) tensors in, no parameters.
+
+One module per implementation, and :mod:`~wenet_udps.kernels.dispatch` on top, which the attention modules call:
+
+| module | what |
+|---|---|
+| ``reference`` | the UDPS similarity and the straightforward UDPS formula (what the others are tested against) |
+| ``cpu_tiled`` | UDPS on CPU: tiles compiled by ``torch.compile``, hand-derived backward |
+| ``triton_udps`` | UDPS on CUDA: a FlashAttention-2 style Triton kernel, forward and deterministic backward |
+| ``scaled_dot`` | the scaled-dot baseline through torch's SDPA |
+| ``dispatch`` | picks the implementation by device, dtype, size and what is being recorded (export) |
+"""

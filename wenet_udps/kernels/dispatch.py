@@ -1,0 +1,90 @@
+"""Which kernel runs an attention call: by device, dtype, size, and whether a graph is being recorded.
+
+UDPS (:func:`udps_attention`):
+
+| where | runs |
+|---|---|
+| tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
+| an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
+| CUDA, fp32/fp16/bf16, triton importable | ``triton_udps`` |
+| CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
+| anything else (short inputs on CPU, float64 on CUDA, no triton) | ``reference`` |
+
+Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), re-exported here so the attention
+modules import every kernel from one place.
+"""
+import functools
+from typing import Optional
+
+import torch
+
+from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
+from wenet_udps.kernels.reference import DEFAULT_EPS, udps_attention_reference
+from wenet_udps.kernels.scaled_dot import scaled_dot_attention
+
+__all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
+
+# Below this many query rows or keys (e.g. one decoding step, T1 = 1) a single pass of the reference is cheaper than
+# the tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
+TILED_MIN_LEN = 64
+# Below this many scores per call (B * H * T1 * T2) the compiled tiled kernel saves too little per call to earn back
+# its compile cost (seconds per process, even from inductor's disk cache) within a run: the reference runs, and a
+# process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
+TILED_MIN_SCORES = 1 << 20
+TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _exporting() -> bool:
+    """TorchScript scripting/tracing, ONNX export or an enclosing torch.compile: the plain formula, which they can
+    record and fuse (the fast kernels are autograd Functions with Python-level plans and launches of their own)."""
+    return (torch.jit.is_scripting() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+            or torch.compiler.is_compiling())
+
+
+@functools.lru_cache(maxsize=None)
+def triton_available() -> bool:
+    """Whether the Triton kernel module imports (triton installed, with a working backend)."""
+    try:
+        from wenet_udps.kernels import triton_udps  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
+                       training: bool) -> str:
+    """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_tiled"`` or ``"triton"``."""
+    # _exporting() first: under tracing the size comparisons would be recorded as constants.
+    if _exporting() or bias is not None or (dropout_p > 0.0 and training):
+        return "reference"
+    if q.device.type == "cuda":
+        same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES
+        return "triton" if same and triton_available() else "reference"
+    t1, t2 = q.size(-2), k_num.size(-2)
+    if (q.device.type == "cpu" and t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN
+            and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES):
+        return "cpu_tiled"
+    return "reference"
+
+
+def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                   mask: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                   eps: float = DEFAULT_EPS, dropout_p: float = 0.0, training: bool = False) -> torch.Tensor:
+    """UDPS attention through the implementation :func:`choose_udps_kernel` picks; all give the reference's numbers.
+
+    Shapes as :func:`~wenet_udps.kernels.reference.udps_attention_reference`: q (B, H, T1, d), k_num (B|1, H, T2, d),
+    k_norm (B|1, H, T2), v (B, H, T2, dv), mask bool (B, 1|T1, T2) or empty/None -> (B, H, T1, dv).
+    """
+    kernel = choose_udps_kernel(q, k_num, bias, dropout_p, training)
+    if kernel == "triton":
+        from wenet_udps.kernels.triton_udps import udps_attention_triton
+        return udps_attention_triton(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
+    if kernel == "cpu_tiled":
+        return udps_attention_tiled(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
+    return udps_attention_reference(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps,
+                                    dropout_p=dropout_p, training=training)
+
+
+def _as_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """An empty mask means no mask."""
+    return None if mask is None or mask.size(-1) == 0 else mask

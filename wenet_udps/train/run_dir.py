@@ -1,0 +1,80 @@
+"""Experiment-directory protection: one run at a time, and no run silently overwrites another's checkpoints.
+
+- Lock: the training process (rank 0) holds an exclusive ``flock`` on ``<model_dir>/.lock``, which holds its pid.
+  A second run on the same directory is refused, naming that pid. The kernel drops the lock when the process dies
+  (even by ``kill -9``), so a stale lock file never blocks a later run.
+- Run id: every checkpoint records the id of the run that wrote it (a resumed run keeps its id). A new run refuses
+  a directory that holds checkpoints, unless it resumes that run (``--checkpoint`` of the same run id, or
+  ``--checkpoint auto``) or ``--force`` is given, which deletes them first; so ``average_model`` never mixes runs.
+"""
+import fcntl
+import glob
+import logging
+import os
+import re
+from typing import List, Optional, Set
+
+from wenet_udps.train.checkpoint import list_checkpoints
+from wenet_udps.utils.cli import UserError
+
+LOCK_NAME = ".lock"
+_OWNED = re.compile(r"(epoch|step)_\d+\.(pt|yaml)|final\.pt")
+
+
+class RunDirError(UserError):
+    """The experiment directory is in use or holds another run."""
+
+
+class RunLock:
+    """An exclusive lock on ``<model_dir>/.lock`` for this process's lifetime (see the module docstring)."""
+
+    def __init__(self, model_dir: str):
+        self.path = os.path.join(model_dir, LOCK_NAME)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(self.fd)
+            raise RunDirError(f"{model_dir} is in use by another training run (pid {holder}); wait for it or use "
+                              f"another --model_dir") from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode("ascii"), 0)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = -1
+
+
+def owned_files(model_dir: str) -> List[str]:
+    """The checkpoint files of ``model_dir`` (epoch_N / step_N .pt and .yaml, final.pt)."""
+    return sorted(p for p in glob.glob(os.path.join(model_dir, "*")) if _OWNED.fullmatch(os.path.basename(p)))
+
+
+def run_ids(model_dir: str) -> Set[Optional[str]]:
+    """The run ids recorded by the checkpoints of ``model_dir`` (None for one without, e.g. WeNet's)."""
+    return {info.get("run_id") for _, info in list_checkpoints(model_dir)}
+
+
+def claim(model_dir: str, resume_run_id: Optional[str], force: bool) -> None:
+    """Refuse to write into a directory holding another run's checkpoints (see the module docstring).
+
+    Args:
+        resume_run_id: the run id of the checkpoint this run resumes (None: a new run).
+        force: delete the other run's checkpoint files instead of refusing.
+    """
+    files = owned_files(model_dir)
+    if not files:
+        return
+    ids = run_ids(model_dir)
+    if resume_run_id is not None and ids <= {resume_run_id}:
+        return
+    if not force:
+        names = ", ".join(os.path.basename(f) for f in files[:4]) + (", ..." if len(files) > 4 else "")
+        raise RunDirError(f"{model_dir} holds checkpoints of another run ({names}); resume it with --checkpoint "
+                          f"auto, or pass --force to delete them, or use another --model_dir")
+    logging.warning("--force: deleting %d checkpoint files of the previous run in %s", len(files), model_dir)
+    for f in files:
+        os.unlink(f)

@@ -1,0 +1,259 @@
+"""The one config-checking mechanism: a config section is checked against what its consumer declares.
+
+A consumer declares its keys once, as the keyword parameters of its constructor or function (annotated with their
+types) or as the fields of a small dataclass. :func:`check_section` then checks a section against it:
+
+- every key must be one of those names, else :class:`ConfigError` names the key path, the valid keys and, when one
+  is close, "did you mean";
+- every value is converted to its annotated type (PyYAML 1.1 reads ``2e-3`` as a string: it becomes a float where a
+  float is expected, ``"1"`` an int where an int is), or rejected naming the key and the expected type;
+- a dataclass field may describe a nested section (:func:`section`): a fixed spec, or a ``name`` + ``name_conf``
+  choice whose spec is the class the sibling ``name`` key picks from a registry.
+
+Nothing here knows the config tree; ``wenet_udps.config`` assembles it. This module imports nothing of the package
+but ``wenet_udps.utils``, so every layer may use it.
+"""
+import collections.abc
+import dataclasses
+import difflib
+import functools
+import inspect
+import types
+import typing
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.registry import lookup
+
+_EMPTY = inspect.Parameter.empty
+
+
+class ConfigError(UserError):
+    """A config mistake: ``<source>: <key path>: <problem>`` (source = the file or the ``--override``)."""
+
+    def __init__(self, key_path: str, problem: str, source: str = ""):
+        self.key_path, self.problem, self.source = key_path, problem, source
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.key_path}: " if self.key_path else ""
+        return f"{self.source}: {where}{self.problem}" if self.source else f"{where}{self.problem}"
+
+    def in_source(self, source: str) -> "ConfigError":
+        """This error naming ``source`` (kept when it names one already)."""
+        return self if self.source else ConfigError(self.key_path, self.problem, source)
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    annotation: Any = Any
+    default: Any = _EMPTY
+    nested: Optional["Nested"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Nested:
+    """A nested section: ``spec`` fixed, or picked by the sibling ``choice`` key from ``registry``."""
+    spec: Any = None
+    supplied: Tuple[str, ...] = ()
+    choice: Optional[str] = None
+    registry: Optional[Mapping[str, Any]] = None
+    default: Optional[Callable[[Mapping[str, Any]], str]] = None
+
+
+def section(spec: Any = None, *, supplied: Iterable[str] = (), choice: Optional[str] = None,
+            registry: Optional[Mapping[str, Any]] = None,
+            default: Optional[Callable[[Mapping[str, Any]], str]] = None) -> Any:
+    """A dataclass field holding a nested section (default None = absent). See the module docstring.
+
+    With ``choice``, the section's spec is ``registry[parent[choice]]`` (when the parent lacks the key: the choice
+    field's default, or ``default(section)`` when given), plus ``spec`` when given (keys either takes).
+    """
+    nested = Nested(spec=spec, supplied=tuple(supplied), choice=choice, registry=registry, default=default)
+    return dataclasses.field(default=None, metadata={"nested": nested})
+
+
+def _hints(obj: Any) -> Dict[str, Any]:
+    try:
+        return typing.get_type_hints(obj)
+    except Exception:  # unresolvable forward references (third-party classes): fall back to the raw annotations
+        return dict(getattr(obj, "__annotations__", {}) or {})
+
+
+def params_of(spec: Any, supplied: Iterable[str] = ()) -> Dict[str, Param]:
+    """The keys ``spec`` declares: dataclass fields, or the named parameters of a class's ``__init__`` / a function
+    (``self``, ``*args``, ``**kwargs`` and the ``supplied`` ones excluded). A sequence of specs: their union."""
+    if isinstance(spec, (list, tuple)):
+        out: Dict[str, Param] = {}
+        for one in spec:
+            out.update(params_of(one, supplied))
+        return out
+    skip = set(supplied)
+    return {k: v for k, v in _declared(spec).items() if k not in skip}
+
+
+@functools.lru_cache(maxsize=None)
+def _declared(spec: Any) -> Dict[str, Param]:
+    """Every key of one spec (cached: signatures and type hints are read once per spec)."""
+    skip = {"self"}
+    if dataclasses.is_dataclass(spec):
+        hints = _hints(spec)
+        return {f.name: Param(hints.get(f.name, Any),
+                              f.default if f.default is not dataclasses.MISSING else _EMPTY,
+                              f.metadata.get("nested"))
+                for f in dataclasses.fields(spec) if f.name not in skip}
+    func = spec.__init__ if inspect.isclass(spec) else spec
+    hints = _hints(func)
+    return {name: Param(hints.get(name, Any), p.default)
+            for name, p in inspect.signature(func).parameters.items()
+            if name not in skip and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+def defaults_of(spec: Any) -> Dict[str, Any]:
+    """Name -> default of every key of ``spec`` that has one."""
+    return {k: p.default for k, p in params_of(spec).items() if p.default is not _EMPTY}
+
+
+def _unknown(key: str, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key{hint}; valid keys: {', '.join(sorted(valid)) or '(none)'}"
+
+
+def _type_name(t: Any) -> str:
+    return getattr(t, "__name__", None) or str(t).replace("typing.", "")
+
+
+def _item_type(args: Tuple[Any, ...], i: int) -> Any:
+    """Element type ``i`` of a ``List[X]`` / ``Tuple[X, ...]`` / ``Tuple[X, Y]`` annotation."""
+    if len(args) == 1 or (len(args) == 2 and args[1] is Ellipsis):
+        return args[0]
+    return args[i] if i < len(args) else Any
+
+
+def convert(value: Any, annotation: Any, path: str) -> Any:
+    """``value`` as ``annotation`` (see the module docstring), else ConfigError naming ``path``."""
+    if annotation is Any or annotation is _EMPTY or isinstance(annotation, (str, typing.TypeVar)):
+        return value
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return convert(value, arg, path)
+            except ConfigError:
+                continue
+        raise ConfigError(path, f"expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+    if origin in (list, tuple, collections.abc.Sequence):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(path, f"expected a list, got {value!r} ({type(value).__name__})")
+        items = [convert(v, _item_type(args, i), f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin in (dict, collections.abc.Mapping) or annotation is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"expected a mapping, got {value!r} ({type(value).__name__})")
+        return dict(value)
+    if annotation in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(path, f"expected a list, got {value!r} ({type(value).__name__})")
+        return annotation(value)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+    elif annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    elif isinstance(annotation, type):
+        if isinstance(value, annotation):
+            return value
+        if value is None:
+            raise ConfigError(path, f"expected {_type_name(annotation)}, got null")
+        return value  # a type YAML cannot produce (e.g. a Tensor): the consumer checks it
+    else:
+        return value
+    raise ConfigError(path, f"expected {_type_name(annotation)}, got {value!r} ({type(value).__name__})")
+
+
+def _nested_spec(nested: Nested, parent: Mapping[str, Any], params: Mapping[str, Param], conf: Any,
+                 where: str) -> Any:
+    if nested.choice is None:
+        return nested.spec
+    name = parent.get(nested.choice)
+    if name is None:  # the choice key's own default, or one computed from the section
+        name = nested.default(conf if isinstance(conf, Mapping) else {}) if callable(nested.default) else params[nested.choice].default
+    prefix = where.rpartition(".")[0]
+    cls = lookup(nested.registry, name, f"{prefix}.{nested.choice}" if prefix else nested.choice)
+    return cls if nested.spec is None else [cls, nested.spec]
+
+
+def check_section(conf: Optional[Mapping[str, Any]], spec: Any, where: str, *,
+                  supplied: Iterable[str] = ()) -> Dict[str, Any]:
+    """``conf`` checked against ``spec`` and converted (a new dict; None -> {}).
+
+    Args:
+        conf: the section as read from YAML.
+        spec: a class, function, dataclass or a list of them (keys = the union), see :func:`params_of`.
+        where: the section's key path, for messages (``"encoder_conf"``, ``"dataset_conf.filter_conf"``).
+        supplied: parameters the code fills in itself, which a config may not set.
+    Raises:
+        ConfigError: unknown key (with the valid ones and "did you mean"), a value of the wrong type, or a nested
+            section's error.
+    """
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping):
+        raise ConfigError(where, f"expected a mapping of keys, got {conf!r} ({type(conf).__name__})")
+    params = params_of(spec, supplied)
+    out: Dict[str, Any] = {}
+    for key, value in conf.items():
+        path = f"{where}.{key}" if where else str(key)
+        param = params.get(key)
+        if param is None:
+            raise ConfigError(path, _unknown(str(key), list(params)))
+        if param.nested is not None:
+            if value is not None:
+                try:
+                    nested_spec = _nested_spec(param.nested, conf, params, value, path)
+                except ValueError as e:
+                    raise ConfigError("", str(e)) from None
+                value = check_section(value, nested_spec, path, supplied=param.nested.supplied)
+        elif value is not None or param.default is not None:
+            value = convert(value, param.annotation, path)
+        out[key] = value
+    return out
+
+
+def route(conf: Mapping[str, Any], spec: Any, supplied: Iterable[str] = ()) -> Dict[str, Any]:
+    """The part of an already checked ``conf`` that ``spec`` takes (one section shared by several consumers)."""
+    names = params_of(spec, supplied)
+    return {k: v for k, v in conf.items() if k in names}
+
+
+def call_with(spec: Callable, conf: Optional[Mapping[str, Any]], where: str, *, supplied: Iterable[str] = (),
+              **given: Any) -> Any:
+    """``spec(**given, **checked conf)``: check ``conf`` against ``spec`` (``given`` and ``supplied`` names may not
+    be set by the config) and call it. A required key the config left out is a ConfigError too."""
+    supplied = tuple(supplied) + tuple(given)
+    kwargs = check_section(conf, spec, where, supplied=supplied)
+    missing = [k for k, p in params_of(spec, supplied).items() if p.default is _EMPTY and k not in kwargs]
+    if missing:
+        raise ConfigError(where, f"missing required key(s) {', '.join(missing)}")
+    return spec(**given, **kwargs)
