@@ -13,18 +13,19 @@ import soundfile as sf
 import torch
 import yaml
 
-from wenet_udps.transformer.udps_ops import TILED_MIN_LEN
+from wenet_udps.kernels.dispatch import choose_udps_kernel
 from tests.train.train_helpers import ROOT, WORDS, tiny_config, write_units
 
-DIGITS_PER_UTT = 9
+DIGITS_PER_UTT = 20
+HEADS, BATCH = 8, 8
 FRAME_SHIFT_S = 0.01
 SUBSAMPLING = 4  # conv2d input layer of tiny_config
 
 
 def _long_utterances(fsdd_dir: Path, out_dir: Path, count: int, offset: int) -> Path:
     """``count`` utterances of DIGITS_PER_UTT FSDD digits each: long enough that the encoder's self-attention runs
-    the compiled tiled kernel (it needs TILED_MIN_LEN frames after subsampling)."""
-    files = sorted(fsdd_dir.glob("*.wav"))[offset::23]
+    the compiled tiled kernel (the dispatcher wants enough frames and scores per call)."""
+    files = sorted(fsdd_dir.glob("*.wav"))[offset::4]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "data.list"
     with open(path, "w", encoding="utf-8") as f:
@@ -32,8 +33,9 @@ def _long_utterances(fsdd_dir: Path, out_dir: Path, count: int, offset: int) -> 
             picked = files[i * DIGITS_PER_UTT:(i + 1) * DIGITS_PER_UTT]
             audio = np.concatenate([sf.read(p, dtype="float32")[0] for p in picked])
             rate = sf.info(picked[0]).samplerate
-            frames = len(audio) / rate / FRAME_SHIFT_S
-            assert frames / SUBSAMPLING > TILED_MIN_LEN + 4, "utterance too short to reach the tiled UDPS kernel"
+            t = int(len(audio) / rate / FRAME_SHIFT_S / SUBSAMPLING) - 2
+            q = torch.empty(BATCH, HEADS, t, 4)
+            assert choose_udps_kernel(q, q, None, 0.0, True) == "cpu_tiled", "too short for the tiled UDPS kernel"
             wav = out_dir / f"utt{i}.wav"
             sf.write(wav, audio, rate)
             text = " ".join(WORDS[int(p.name.split("_")[0])] for p in picked)
@@ -57,17 +59,18 @@ def _train(exp: Dict, model_dir: Path, *extra: str) -> None:
 def test_same_seed_reruns_and_resume_are_bitwise_identical(tmp_path, fsdd_dir, att_udps):
     units = tmp_path / "units.txt"
     write_units(units)
-    config = tiny_config(units, att_udps=att_udps, encoder="conformer", max_epoch=2, dropout=0.1, batch_size=4)
+    config = tiny_config(units, att_udps=att_udps, encoder="conformer", max_epoch=2, dropout=0.1, batch_size=BATCH)
+    config["encoder_conf"]["attention_heads"] = HEADS
     config["log_interval"] = 100
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump(config), encoding="utf-8")
-    exp = {"conf": conf, "train": _long_utterances(fsdd_dir, tmp_path / "train", 8, 0),
-           "cv": _long_utterances(fsdd_dir, tmp_path / "cv", 2, 11)}
+    exp = {"conf": conf, "train": _long_utterances(fsdd_dir, tmp_path / "train", 16, 0),
+           "cv": _long_utterances(fsdd_dir, tmp_path / "cv", 2, 3)}
 
     _train(exp, tmp_path / "a")
     _train(exp, tmp_path / "b")
     _train(exp, tmp_path / "c", "--override", "max_epoch=1")
-    _train(exp, tmp_path / "c", "--checkpoint", "latest")
+    _train(exp, tmp_path / "c", "--checkpoint", "auto")
     weights = {run: torch.load(tmp_path / run / "final.pt", map_location="cpu", weights_only=False)["model"]
                for run in "abc"}
     for key, value in weights["a"].items():
