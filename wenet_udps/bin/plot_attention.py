@@ -1,0 +1,176 @@
+"""Look inside: attention weights of one test utterance per layer, and mean attention entropy per head.
+
+    python -m wenet_udps.bin.plot_attention --exp_dirs exp/tiny_zh/train_conformer_scaled_dot \\
+        exp/tiny_zh/train_conformer_udps --checkpoint avg_5.pt --test_data data/tiny_zh/test/data.list \\
+        --out_dir exp/tiny_zh/plots
+
+For each experiment the model runs once over the test list with teacher forcing (the reference transcript feeds
+the decoder, as in training) and every attention site records its weights. Writes to ``--out_dir``:
+
+- ``attention_<exp>.png``: one panel per site (encoder self-attention per layer, decoder self- and source
+  attention per layer), the weights of the chosen utterance (``--utt``, default the first) averaged over heads.
+- ``attention_entropy.png``: per site and head, the entropy of the weight rows in nats, averaged over the query
+  rows of every utterance, one bar group per experiment. Low entropy = sharp attention. ``log(keys)`` would be
+  uniform attention.
+
+The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
+the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
+"""
+import argparse
+import contextlib
+import math
+import os
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+from wenet_udps.bin.recognize import decode_dataset_conf, load_model
+from wenet_udps.config import load_config
+from wenet_udps.dataset import init_dataset
+from wenet_udps.kernels.reference import udps_scores
+from wenet_udps.text import init_tokenizer
+from wenet_udps.transformer import attention as attention_module
+from wenet_udps.utils.cli import run_cli
+
+
+def _weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over keys with masked keys at 0; scores (B, H, T1, T2), mask (B, 1|T1, T2) or empty."""
+    if mask.numel():
+        scores = scores.masked_fill(~mask.unsqueeze(1), -math.inf)
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+
+
+@contextlib.contextmanager
+def recording(model: torch.nn.Module):
+    """Yield ``{site name: [weights (B, H, T1, T2) per call]}`` filled while the model runs."""
+    records: Dict[str, List[torch.Tensor]] = {}
+    current: List[str] = []
+    hooks = []
+    for name, module in model.named_modules():
+        if isinstance(module, attention_module.MultiHeadedAttention):
+            hooks.append(module.register_forward_pre_hook(lambda _m, _a, n=name: current.append(n)))
+            hooks.append(module.register_forward_hook(lambda *_: current.pop() and None))  # None: output kept
+    sdpa, udps = attention_module.scaled_dot_attention, attention_module.udps_attention
+
+    def scaled_dot(q, k, v, mask, dropout_p, scale=None):
+        s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
+        records.setdefault(current[-1], []).append(_weights(s, mask))
+        return sdpa(q, k, v, mask, dropout_p, scale=scale)
+
+    def udps_fn(q, k_num, k_norm, v, mask=None, bias=None, eps=1e-6, **kwargs):
+        s = udps_scores(q, k_num, k_norm, eps) + (0.0 if bias is None else bias)
+        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
+        return udps(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps, **kwargs)
+
+    attention_module.scaled_dot_attention, attention_module.udps_attention = scaled_dot, udps_fn
+    try:
+        yield records
+    finally:
+        attention_module.scaled_dot_attention, attention_module.udps_attention = sdpa, udps
+        for h in hooks:
+            h.remove()
+
+
+def row_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each query row: (B, H, T1, T2) -> (B, H, T1)."""
+    return -(weights * weights.clamp_min(1e-30).log()).sum(-1)
+
+
+def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], data_type: str = "raw"):
+    """(per-site head-mean weights of the chosen utterance (T1, T2), per-site mean entropy per head (H,))."""
+    config = load_config(os.path.join(exp_dir, "train.yaml"))
+    model = load_model(config, os.path.join(exp_dir, checkpoint))
+    tokenizer = init_tokenizer(config)
+    dataset = init_dataset(data_type, test_data, tokenizer,
+                           decode_dataset_conf(dict(config.get("dataset_conf") or {}), 1), partition=False)
+    key: Optional[str] = None
+    maps: Dict[str, torch.Tensor] = {}
+    sums: Dict[str, torch.Tensor] = {}
+    rows: Dict[str, int] = {}
+    with torch.inference_mode(), recording(model) as records:
+        for batch in dataset:
+            records.clear()
+            model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
+            take = key is None and (utt is None or batch["keys"][0] == utt)
+            key = batch["keys"][0] if take else key
+            for site, calls in records.items():
+                w = calls[0][0]  # batch size 1: (H, T1, T2)
+                sums[site] = sums.get(site, 0) + row_entropy(w).sum(-1)
+                rows[site] = rows.get(site, 0) + w.size(1)
+                if take:
+                    maps[site] = w.mean(0)
+    if key is None:
+        raise ValueError(f"utterance {utt!r} not found in {test_data}")
+    return key, maps, {site: sums[site] / rows[site] for site in sums}
+
+
+def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
+    """Write the per-experiment weight grids and the entropy bar chart; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for label, (key, maps, _) in results.items():
+        n = len(maps)
+        cols = min(4, n)
+        fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.2 * cols, 2.8 * math.ceil(n / cols)),
+                                 squeeze=False)
+        for ax, (site, w) in zip(axes.flat, maps.items()):
+            ax.imshow(w.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0.0)
+            ax.set_title(site.replace("encoders.", "enc").replace("decoders.", "dec"), fontsize=7)
+            ax.set_xlabel("key", fontsize=7)
+            ax.set_ylabel("query", fontsize=7)
+            ax.tick_params(labelsize=6)
+        for ax in list(axes.flat)[n:]:
+            ax.axis("off")
+        fig.suptitle(f"{label}: attention weights (mean over heads), {key}", fontsize=9)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"attention_{label}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    sites = list(next(iter(results.values()))[2])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(sites)), 3.6))
+    width = 0.8 / len(results)
+    for i, (label, (_, _, entropy)) in enumerate(results.items()):
+        for j, site in enumerate(sites):
+            heads = entropy[site].numpy()
+            xs = [j + (i - (len(results) - 1) / 2) * width + (h - (len(heads) - 1) / 2) * width / len(heads)
+                  for h in range(len(heads))]
+            ax.bar(xs, heads, width=width / len(heads), color=f"C{i}", label=label if j == 0 else None)
+    ax.set_xticks(range(len(sites)))
+    ax.set_xticklabels([s.replace("encoder.encoders.", "enc").replace("decoder.decoders.", "dec")
+                        for s in sites], rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("mean row entropy (nats), one bar per head")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "attention_entropy.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return paths + [path]
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
+    p.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name inside each experiment dir")
+    p.add_argument("--test_data", required=True, help="data.list of the test set")
+    p.add_argument("--data_type", choices=["raw", "shard"], default="raw")
+    p.add_argument("--utt", default=None, help="utterance key to draw (default: the first)")
+    p.add_argument("--out_dir", required=True)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = get_parser().parse_args(argv)
+    torch.set_grad_enabled(False)
+    results = {os.path.basename(os.path.normpath(d)): collect(d, args.checkpoint, args.test_data, args.utt,
+                                                              args.data_type) for d in args.exp_dirs}
+    for path in plot(results, args.out_dir):
+        print(path)
+
+
+if __name__ == "__main__":
+    run_cli(main, "wenet_udps.bin.plot_attention")
