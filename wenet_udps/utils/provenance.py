@@ -1,0 +1,70 @@
+"""What a results table was made with: commit, date, machine, library versions and the numeric settings that change
+CPU results (docs/reproducibility.md), so that a stale or foreign table shows.
+
+    from wenet_udps.utils.provenance import provenance, provenance_markdown
+    lines = provenance_markdown(provenance(seeds=[1, 2, 3]))
+"""
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+# Environment variables that change the numbers (docs/reproducibility.md); recorded when set.
+NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "WENET_UDPS_COMPILE", "OMP_NUM_THREADS", "MKL_CBWR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def _git(*args: str) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else platform.processor())."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def compiled_vec_isa() -> str:
+    """The vector ISA torch.compile's C++ code is built for on this machine (what the compiled UDPS tiles use)."""
+    try:
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+        return str(pick_vec_isa()) or "none"
+    except Exception as exc:  # noqa: BLE001 - a private API: report rather than fail a results table
+        return f"unknown ({type(exc).__name__})"
+
+
+def provenance(seeds: Sequence[int] = ()) -> Dict[str, str]:
+    """Key facts of this checkout and machine, as strings."""
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        commit += " (uncommitted changes)"
+    facts = {
+        "commit": commit,
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{cpu_model()}, {os.cpu_count()} CPUs",
+        "torch": torch.__version__,
+        "threads": str(torch.get_num_threads()),
+        "ATen CPU capability": torch.backends.cpu.get_cpu_capability(),
+        "compiled-code ISA": compiled_vec_isa(),
+        "seeds": " ".join(str(s) for s in seeds) or "n/a",
+    }
+    facts.update({name: os.environ[name] for name in NUMERIC_ENV if name in os.environ})
+    return facts
+
+
+def provenance_markdown(facts: Dict[str, str]) -> List[str]:
+    """A Markdown bullet list of :func:`provenance`'s facts."""
+    return [f"- {key}: {value}" for key, value in facts.items()]
