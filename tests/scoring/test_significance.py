@@ -75,3 +75,10 @@ def test_command_line_prints_the_verdict(tmp_path, capsys):
     assert significance.main(["--ref", str(ref), "--baseline", str(tmp_path / "missing"), "--system",
                               str(ref)]) == 1
     assert "missing" in capsys.readouterr().err
+
+
+def test_over_seeds_gives_mean_sample_std_and_every_seed():
+    assert significance.over_seeds({2: 3.0, 1: 1.0, 3: 2.0}) == "2.00 ± 1.00 (seeds 1: 1.00, 2: 3.00, 3: 2.00)"
+    assert significance.over_seeds({7: 1.234}) == "1.23 (one seed: 7: 1.23)"
+    with pytest.raises(ValueError, match="no seeds"):
+        significance.over_seeds({})

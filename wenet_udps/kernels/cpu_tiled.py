@@ -18,7 +18,8 @@ P = softmax(S), O = P v), with dO the output gradient and delta_i = sum_c dO_ic 
 
 Compilation happens once per process and input layout (dynamic shapes; inductor's on-disk cache makes later
 processes start in seconds). Where it is unavailable (no C++ compiler, ``WENET_UDPS_COMPILE=0``) the same tile
-functions run eagerly: same numbers, slower.
+functions run eagerly: slower, and equal to the compiled tiles up to float rounding only (the compiled loops sum in
+another order, set by the vector width inductor picks for this CPU: docs/reproducibility.md).
 """
 import functools
 import logging
@@ -138,9 +139,10 @@ class _Kernels:
                 self.functions[name] = torch.compile(TILE_FUNCTIONS[name], dynamic=True)
             try:
                 return self.functions[name](*args)
-            except Exception as exc:  # noqa: BLE001 - any compiler failure: the eager functions give the same numbers
+            except Exception as exc:  # noqa: BLE001 - any compiler failure falls back to eager
                 logger.warning("UDPS attention: torch.compile failed (%s: %s); running the tile kernels eagerly "
-                               "(same numbers, slower). Set WENET_UDPS_COMPILE=0 to skip compiling.",
+                               "(slower; equal up to rounding, so not bitwise the numbers of a compiled run). Set "
+                               "WENET_UDPS_COMPILE=0 to skip compiling.",
                                type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
                 self.compiled = False
         return TILE_FUNCTIONS[name](*args)

@@ -60,6 +60,17 @@ class Comparison:
                 f"{self.ci_high:+.2f}] over {self.num_utts} utterances x {self.num_seeds} seeds")
 
 
+def over_seeds(rates: Mapping[int, float]) -> str:
+    """``{seed: error rate}`` as ``mean ± std (seed s: rate, ...)``, std with ddof=1; one seed says so."""
+    if not rates:
+        raise ValueError("no seeds to summarise")
+    values = np.array([rates[s] for s in sorted(rates)], dtype=float)
+    per_seed = ", ".join(f"{s}: {rates[s]:.2f}" for s in sorted(rates))
+    if len(values) == 1:
+        return f"{values[0]:.2f} (one seed: {per_seed})"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f} (seeds {per_seed})"
+
+
 def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:
     """``{key: (errors S+D+I, reference tokens N)}`` of every scored utterance of a report."""
     return {key: (a.counts.S + a.counts.D + a.counts.I, a.counts.N) for key, a in report.utterances}
