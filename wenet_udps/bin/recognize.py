@@ -143,6 +143,11 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.simulate_streaming and args.batch_size != 1:
         raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
     config = apply_overrides(load_config(args.config), args.override)
+    enc = config.get("encoder_conf") or {}
+    if args.decoding_chunk_size > 0 and not (enc.get("use_dynamic_chunk") or enc.get("static_chunk_size", 0) > 0):
+        logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
+                        "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,
+                        args.config)
     model = load_model(config, args.checkpoint, args.device)
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
