@@ -217,6 +217,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                      stats.overflow_steps, stats.bad_audio, loss_text)
         if info.is_main:
             tb.cv(epoch, cv)
+            tb.epoch(epoch, stats.losses, model.udps_scales())
             tb.flush()
         train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
         last = save(f"epoch_{epoch}", epoch, None, cv,
