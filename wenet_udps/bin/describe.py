@@ -75,8 +75,9 @@ def check_checkpoint(config: Mapping, path: str, label: str) -> None:
     """ValueError unless the checkpoint's parameter names are those of ``config``'s model."""
     from wenet_udps.train.checkpoint import load_checkpoint
     config = dict(config, input_dim=feature_dim(config.get("dataset_conf") or {}), output_dim=8, cmvn=None)
-    want = set(build_model(config).state_dict())
-    have = set(load_checkpoint(path)["model"])
+    # CMVN stats are buffers of the trained model only (the model here is built without them).
+    want = {k for k in build_model(config).state_dict() if ".global_cmvn." not in k}
+    have = {k for k in load_checkpoint(path)["model"] if ".global_cmvn." not in k}
     if want == have:
         return
     kind = "udps" if any(k.endswith((".alpha", ".beta")) for k in have) else "scaled-dot"
