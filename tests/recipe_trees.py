@@ -38,20 +38,22 @@ def make_aishell(root: Path, utts_per_speaker=(("train", "S0002", 8), ("dev", "S
     return root
 
 
-def make_librispeech(root: Path, parts: Iterable[str], utts: int = 3) -> Path:
+def make_librispeech(root: Path, parts: Iterable[str], utts: int = 3, train_utts: int = 4) -> Path:
     """``root/LibriSpeech/<part>/<spk>/<chapter>/{<spk>-<chapter>-<nnnn>.flac, <spk>-<chapter>.trans.txt}``,
-    upper-case transcripts, two speakers per part."""
-    rng = np.random.default_rng(1)
+    upper-case transcripts of 4 words, two speakers per part. Each training part holds every word of ``WORDS``
+    (enough distinct pieces for a 40-unit sentencepiece model); other parts hold ``utts`` per speaker."""
     seed = 0
     for p, part in enumerate(parts):
+        word = 0
         for s in range(2):
             spk, chapter = 100 + 10 * p + s, 2000 + 10 * p + s
             d = root / "LibriSpeech" / part / str(spk) / str(chapter)
             lines: List[str] = []
-            for u in range(utts):
+            for u in range(train_utts if part.startswith("train") else utts):
                 key = f"{spk}-{chapter}-{u:04d}"
                 noise(d / f"{key}.flac", 2.0, seed, "FLAC")
                 seed += 1
-                lines.append(f"{key} {' '.join(WORDS[i] for i in rng.integers(0, len(WORDS), size=2))}\n")
+                lines.append(f"{key} {' '.join(WORDS[(word + i + p) % len(WORDS)] for i in range(4))}\n")
+                word += 4
             (d / f"{spk}-{chapter}.trans.txt").write_text("".join(lines))
     return root
