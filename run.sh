@@ -103,9 +103,6 @@ exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 python3 -c "import wenet_udps, torch" 2>/dev/null \
   || die "wenet_udps or torch does not import: run 'pip install -r requirements.txt' (see README)"
-tmp=$(mktemp -d)
-trap 'rm -rf "${tmp}"' EXIT
-
 # Which model each variant builds (exp dirs are named after its real attention), checked before any work.
 declare -A exp_of=()
 if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
@@ -113,6 +110,8 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
   for o in "${overrides_given[@]}"; do desc+=(--override "${o}"); done
   for udps in ${variants}; do desc+=(--variant "${udps}"); done
   [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "${checkpoint}")
+  tmp=$(mktemp -d)
+  trap 'rm -rf "${tmp}"' EXIT
   described=$(python3 -m wenet_udps.bin.describe "${desc[@]}" 2> "${tmp}/describe.err") \
     || die "$(tail -n 1 "${tmp}/describe.err")"
   while read -r udps label streaming; do
@@ -149,7 +148,8 @@ if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
 fi
 
 if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
-  key=$(stamp_text corpus="${corpus}" download_dir="$(realpath -m "${download_dir}")" prepare_opts="${prepare_opts}")
+  key=$(stamp_text corpus="${corpus}" download_dir="$([[ ${download_dir} == /* ]] || printf '%s/' "${PWD}")${download_dir}" \
+        fsdd_dir="${fsdd_dir}" prepare_opts="${prepare_opts}")
   if stamp_ok "${data}/.stage0.stamp" "${key}"; then
     log "stage 0: ${data} already prepared from the same source and options, skipping"
   else
