@@ -234,6 +234,9 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   for f in "${data}/${train_set}/$(list_name):3" "${data}/${dev_set}/$(list_name):3" "${units}:2" "${cmvn}:1"; do
     require "${f%:*}" "${f##*:}"
   done
+  python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
+try: load(sys.argv[1])
+except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
   for udps in ${variants}; do
     exp=${exp_of[${udps}]}
     overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")

@@ -111,8 +111,9 @@ def _build_cmvn(config: Mapping) -> Optional[nn.Module]:
         raise ValueError(f"cmvn: {name} needs cmvn_conf.cmvn_file")
     path = Path(cmvn_conf["cmvn_file"])
     if not cmvn_conf.get("is_json_cmvn", True):
-        raise ValueError(f"cmvn_conf.is_json_cmvn: false (Kaldi stats) is not supported; write JSON stats for "
-                         f"{path} with tools/compute_cmvn_stats.py")
+        raise ValueError(f"cmvn_conf.is_json_cmvn: false (Kaldi stats) is not supported: convert {path} with "
+                         f"'python tools/cmvn_kaldi2json.py {path} {path}.json' (or recompute the stats with "
+                         f"tools/compute_cmvn_stats.py) and set is_json_cmvn: true")
     if not path.is_file():
         raise ValueError(f"cmvn_conf.cmvn_file {path} does not exist")
     mean, istd = load_cmvn_json(path)
