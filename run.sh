@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export PYTHONPATH=${PWD}${PYTHONPATH:+:${PYTHONPATH}}
 . tools/log.sh
-. tools/stamp.sh
+. tools/run_lib.sh
 
 corpus=tiny_zh          # a folder of recipes/ with a settings.sh: tiny_zh tiny_en fsdd aishell librispeech
 stage=-1                # first stage to run
@@ -62,10 +62,6 @@ done
 for v in ctc_weight reverse_weight; do
   [[ ${!v} =~ ^[0-9]*\.?[0-9]+$ ]] || die "--${v} takes a number >= 0, got '${!v}'"
 done
-one_of() {  # one_of OPTION VALUE CHOICE...
-  local name=$1 value=$2; shift 2
-  [[ " $* " == *" ${value} "* ]] || die "--${name} takes one of: $*; got '${value}'"
-}
 one_of average_mode "${average_mode}" val_best latest
 one_of data_type "${data_type}" raw shard
 [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
@@ -123,7 +119,8 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
     fi
   done <<< "${described}"
   if [[ ${variants} == "false true" && ${exp_of[false]} == "${exp_of[true]}" ]]; then
-    die "--att_udps both: ${config} builds the same attention (${exp_of[true]##*_}) either way; pass --att_udps true|false"
+    die "--att_udps both: ${config} builds the same attention (${exp_of[true]#"${exp_prefix}_"}) either way;" \
+        "pass --att_udps true|false"
   fi
   if [[ -n ${gpus} ]]; then
     n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
@@ -148,12 +145,15 @@ if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
 fi
 
 if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
-  key=$(stamp_text corpus="${corpus}" download_dir="$([[ ${download_dir} == /* ]] || printf '%s/' "${PWD}")${download_dir}" \
-        fsdd_dir="${fsdd_dir}" prepare_opts="${prepare_opts}")
+  source_dir=${download_dir}; [[ ${source_dir} == /* ]] || source_dir=${PWD}/${source_dir}
+  key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir}" \
+        prepare_opts="${prepare_opts}")
   if stamp_ok "${data}/.stage0.stamp" "${key}"; then
     log "stage 0: ${data} already prepared from the same source and options, skipping"
   else
-    [[ -f ${data}/.stage0.stamp ]] && log "stage 0: preparing ${data} again ($(stamp_change "${data}/.stage0.stamp" "${key}"))"
+    if [[ -f ${data}/.stage0.stamp ]]; then
+      log "stage 0: preparing ${data} again ($(stamp_change "${data}/.stage0.stamp" "${key}"))"
+    fi
     log "stage 0: prepare wav.scp and text in ${data}"
     # shellcheck disable=SC2086  # prepare_opts is a list of options
     bash "recipes/${corpus}/prepare.sh" ${prepare_opts} "${download_dir}" "${data}"
@@ -176,7 +176,8 @@ cmvn=${data}/${train_set}/global_cmvn
 
 if [[ ${stage} -le 1 && ${stop_stage} -ge 1 ]]; then
   require "${data}/${train_set}/wav.scp" 0
-  key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" config="$(file_sum "${config}")")
+  key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" \
+        features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)")
   if [[ -f ${cmvn} ]] && stamp_ok "${cmvn}.stamp" "${key}"; then
     log "stage 1: ${cmvn} is up to date, skipping"
   else
@@ -212,7 +213,10 @@ if [[ ${stage} -le 3 && ${stop_stage} -ge 3 ]]; then
     key=$(stamp_text wav_scp="$(file_sum "${data}/${x}/wav.scp")" text="$(file_sum "${data}/${x}/text")" \
           segments="$(file_sum "${data}/${x}/segments")" data_type="${data_type}" \
           num_utts_per_shard="${num_utts_per_shard}")
-    if [[ -f ${out} ]] && stamp_ok "${out}.stamp" "${key}"; then log "stage 3: ${out} is up to date, skipping"; continue; fi
+    if [[ -f ${out} ]] && stamp_ok "${out}.stamp" "${key}"; then
+      log "stage 3: ${out} is up to date, skipping"
+      continue
+    fi
     log "stage 3: ${data_type} list of ${x} -> ${out}"
     segments=(); [[ -f ${data}/${x}/segments ]] && segments=(--segments "${data}/${x}/segments")
     if [[ ${data_type} == raw ]]; then
@@ -224,11 +228,6 @@ if [[ ${stage} -le 3 && ${stop_stage} -ge 3 ]]; then
     stamp_write "${out}.stamp" "${key}"
   done
 fi
-
-# newest_checkpoint EXP: the complete epoch_N.pt or step_N.pt with the most optimizer steps, or nothing.
-newest_checkpoint() {
-  python3 -c "import sys; from wenet_udps.train.checkpoint import latest_checkpoint as l; print(l(sys.argv[1]) or '')" "$1"
-}
 
 if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   for f in "${data}/${train_set}/$(list_name):3" "${data}/${dev_set}/$(list_name):3" "${units}:2" "${cmvn}:1"; do
@@ -243,13 +242,14 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
     [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
     [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
     overrides+=("${overrides_given[@]}")
-    key=$(stamp_text config="$(file_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
+    key=$(stamp_text config="$(conf_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
           train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \
           cv_list="$(file_sum "${data}/${dev_set}/$(list_name)")" units="$(file_sum "${units}")" \
-          cmvn="$(file_sum "${cmvn}")")
+          cmvn="$(file_sum "${cmvn}.stamp")")   # what the stats were made from (sums may differ in the last bits)
     newest=$(newest_checkpoint "${exp}")
     resume=${checkpoint:-${newest}}
-    if [[ -z ${checkpoint} && ( -f ${exp}/final.pt || -n ${newest} ) ]] && ! stamp_ok "${exp}/.train.stamp" "${key}"; then
+    trained=false; [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
+    if [[ -z ${checkpoint} && ${trained} == true ]] && ! stamp_ok "${exp}/.train.stamp" "${key}"; then
       die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${key}"));" \
           "continue it with --checkpoint ${newest:-${exp}/final.pt}, or train elsewhere with --dir"
     fi

@@ -50,6 +50,9 @@ def test_aishell_recipe(tmp_path):
     assert "| attention_rescoring CER |" in results
     assert re.search(r"^\| conformer \| udps \(enc-self\) \| dev \|", results, re.M)
     assert re.search(r"^\| conformer \| udps \(enc-self\) \| test \|", results, re.M)
+    # Shorter than log_interval: no per-step scalars, yet loss and alpha/beta plots from the per-epoch ones.
+    plots = {p.name for p in (tmp_path / "exp" / "plots").iterdir()}
+    assert plots == {"loss.png", "cer.png", "udps_ai_udps_enc_self_epochs.png"}
 
     # Same command again: every stage's stamp matches, nothing is redone.
     again = ok(run_sh(*common, "--stage", 0, "--stop_stage", 6, "--train_override", overrides))

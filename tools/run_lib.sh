@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Stamp files for run.sh: a stage's output counts as done only when the stamp written next to it records the
-# same inputs and options ("key=value" lines) as this run would use. Source after tools/log.sh.
+# Helpers of run.sh; source after tools/log.sh.
+#
+# Stamp files: a stage's output counts as done only when the stamp written next to it records the same inputs and
+# options ("key=value" lines) as this run would use.
 #
 #   text=$(stamp_text corpus="${corpus}" prepare_opts="${prepare_opts}")
 #   if stamp_ok FILE "${text}"; then log "done, skipping"; else ...; stamp_write FILE "${text}"; fi
@@ -41,4 +43,24 @@ stamp_write() {
 # file_sum FILE: md5 of FILE's content, "absent" when there is no such file.
 file_sum() {
   if [[ -f $1 ]]; then md5sum < "$1" | cut -c1-32; else echo absent; fi
+}
+
+# conf_sum YAML [KEY...]: md5 of the parsed YAML (comments and layout do not count), or of dataset_conf's KEYs only.
+conf_sum() {
+  python3 -c "import hashlib, json, sys, yaml
+c = yaml.safe_load(open(sys.argv[1], encoding='utf-8'))
+if sys.argv[2:]: c = {k: (c.get('dataset_conf') or {}).get(k) for k in sys.argv[2:]}
+print(hashlib.md5(json.dumps(c, sort_keys=True).encode()).hexdigest())" "$@"
+}
+
+# newest_checkpoint EXP: the complete epoch_N.pt or step_N.pt with the most optimizer steps, or nothing.
+newest_checkpoint() {
+  python3 -c "import sys; from wenet_udps.train.checkpoint import latest_checkpoint as newest
+print(newest(sys.argv[1]) or '')" "$1"
+}
+
+# one_of OPTION VALUE CHOICE...: die with the choices unless VALUE is one of them.
+one_of() {
+  local name=$1 value=$2; shift 2
+  [[ " $* " == *" ${value} "* ]] || die "--${name} takes one of: $*; got '${value}'"
 }
