@@ -102,6 +102,12 @@ python3 -c "import wenet_udps, torch" 2>/dev/null \
 # Which model each variant builds (exp dirs are named after its real attention), checked before any work.
 declare -A exp_of=()
 if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
+  if [[ -n ${gpus} ]]; then
+    n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
+    CUDA_VISIBLE_DEVICES=${gpus} python3 -c "import sys, torch; sys.exit(torch.cuda.device_count() < ${n_ids})" \
+      || die "--gpus ${gpus}: torch sees fewer than ${n_ids} CUDA devices (torch.cuda.is_available():" \
+             "$(python3 -c 'import torch; print(torch.cuda.is_available())')); omit --gpus to run on the CPU"
+  fi
   desc=(--config "${config}")
   for o in "${overrides_given[@]}"; do desc+=(--override "${o}"); done
   for udps in ${variants}; do desc+=(--variant "${udps}"); done
@@ -121,12 +127,6 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
   if [[ ${variants} == "false true" && ${exp_of[false]} == "${exp_of[true]}" ]]; then
     die "--att_udps both: ${config} builds the same attention (${exp_of[true]#"${exp_prefix}_"}) either way;" \
         "pass --att_udps true|false"
-  fi
-  if [[ -n ${gpus} ]]; then
-    n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
-    CUDA_VISIBLE_DEVICES=${gpus} python3 -c "import sys, torch; sys.exit(torch.cuda.device_count() < ${n_ids})" \
-      || die "--gpus ${gpus}: torch sees fewer than ${n_ids} CUDA devices (torch.cuda.is_available():" \
-             "$(python3 -c 'import torch; print(torch.cuda.is_available())')); omit --gpus to run on the CPU"
   fi
 fi
 list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
