@@ -25,6 +25,7 @@ dir=                    # experiment dir prefix; empty: exp/<corpus>/<config nam
 data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
 fsdd_dir=               # fsdd only: a local copy of FSDD's recordings/ (skips the download)
+download_opts=          # extra options for recipes/<corpus>/download.sh, e.g. "--subset 100" (librispeech 100 h)
 prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd)
 train_set=              # corpus settings, empty: recipes/<corpus>/settings.sh's. Training set, e.g. train_100
 dev_set=                # cross-validation set of training
@@ -138,9 +139,11 @@ require() {  # require FILE STAGE
 if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
   log "stage -1: download ${corpus} to ${download_dir}"
   if [[ ${corpus} == fsdd && -n ${fsdd_dir} ]]; then
-    bash recipes/fsdd/download.sh --fsdd_dir "${fsdd_dir}" "${download_dir}"
+    # shellcheck disable=SC2086  # download_opts is a list of options
+    bash recipes/fsdd/download.sh --fsdd_dir "${fsdd_dir}" ${download_opts} "${download_dir}"
   else
-    bash "recipes/${corpus}/download.sh" "${download_dir}"
+    # shellcheck disable=SC2086
+    bash "recipes/${corpus}/download.sh" ${download_opts} "${download_dir}"
   fi
 fi
 

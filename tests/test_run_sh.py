@@ -85,6 +85,13 @@ def test_malformed_options_are_usage_errors(args, message):
     assert "unbound variable" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_download_opts_reach_the_download_script(tmp_path):
+    line = _one_error_line(run_sh("--corpus", "librispeech", "--stage", "-1", "--stop_stage", "-1",
+                                  "--download_dir", str(tmp_path / "dl"), "--download_opts", "--subset 7"))
+    assert "--subset must be 960 or 100, got '7'" in line
+    assert not (tmp_path / "dl").exists()
+
+
 def test_gpus_without_cuda_is_one_line_up_front(tmp_path):
     import torch
     if torch.cuda.is_available():
