@@ -109,8 +109,9 @@ def _build_cmvn(config: Mapping) -> Optional[nn.Module]:
         raise ConfigError("cmvn_conf.cmvn_file", f"required by cmvn: {name}")
     path = Path(cmvn_conf["cmvn_file"])
     if not cmvn_conf.get("is_json_cmvn", True):
-        raise ConfigError("cmvn_conf.is_json_cmvn", f"false (Kaldi stats) is not supported; write JSON stats for "
-                          f"{path} with tools/compute_cmvn_stats.py")
+        raise ConfigError("cmvn_conf.is_json_cmvn", f"false (Kaldi stats) is not supported: convert {path} with "
+                          f"'python tools/cmvn_kaldi2json.py {path} {path}.json' (or recompute the stats with "
+                          f"tools/compute_cmvn_stats.py) and set is_json_cmvn: true")
     if not path.is_file():
         raise ConfigError("cmvn_conf.cmvn_file", f"{path} does not exist")
     mean, istd = load_cmvn_json(path)

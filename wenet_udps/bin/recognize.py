@@ -20,6 +20,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from wenet_udps.bin.describe import is_streaming
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.model_builder import build_model
@@ -153,6 +154,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.simulate_streaming and args.batch_size != 1:
         raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
     config = load_config(args.config, args.override)
+    if args.decoding_chunk_size > 0 and not is_streaming(config):
+        logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
+                        "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,
+                        args.config)
     model = load_model(config, args.checkpoint, args.device)
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,

@@ -196,6 +196,7 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
                      loss_text)
         if run.info.is_main:
             executor.tb.cv(epoch, cv)
+            executor.tb.epoch(epoch, stats.losses, executor.raw_model.udps_scales())
             executor.tb.flush()
         train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
         last = save(f"epoch_{epoch}", epoch, None, cv,
