@@ -9,7 +9,7 @@ type, the attention label what the built model really has (``scaled-dot``, ``udp
 wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a
 ``checkpoint: PATH`` line) in the mode, set or experiment folder. Table: one row per experiment and set, one
 column per decoding mode. Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the
-learned UDPS α/β (tools/results_plots.py).
+learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import argparse
 import re
@@ -21,9 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
-import results_plots  # noqa: E402
+from wenet_udps.results import plots as results_plots
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 # WeNet's order of decoding modes; others follow alphabetically.

@@ -131,13 +131,13 @@ def test_run_shorter_than_log_interval_still_plots(tmp_path):
         for h in range(4):
             writer.add_scalar(f"udps_epoch/encoder.encoders.1.self_attn.alpha/h{h}", 5.0 + h, epoch)
     writer.close()
-    mod = load_module()
+    mod = load_tool("collect_results")
     written = mod.make_plots([], exp.parent, tmp_path / "plots", "WER")
     assert {p.name for p in written} == {"loss.png", "udps_short_udps_epochs.png"}
 
 
 def test_udps_panels_one_per_site_and_layer_with_heads():
-    mod = load_module()
+    mod = load_tool("collect_results")
     plots = mod.results_plots
     series = [(0, 1.0), (1, 2.0)]
     scalars = {f"udps/encoder.encoders.{layer}.self_attn.{p}/h{h}": series
