@@ -3,6 +3,7 @@ layouts (tests/recipe_trees.py): noise audio, real file naming and transcript fo
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_aishell_recipe(tmp_path):
     for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml", "step_4.pt", "step_4.yaml"):
         (exp / name).unlink()
     resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides))
-    assert f"continuing from {exp}/step_3.pt" in resumed and (exp / "final.pt").is_file()
+    assert f"resuming from {exp}/step_3.pt" in resumed and (exp / "final.pt").is_file()
 
     # Changed settings never reuse or overwrite a finished run silently ...
     more = overrides.replace("max_epoch=1", "max_epoch=2")
@@ -76,6 +77,39 @@ def test_aishell_recipe(tmp_path):
                      "--checkpoint", exp / "epoch_0.pt", "--average_mode", "latest"))
     assert f"continuing from {exp}/epoch_0.pt" in cont and (exp / "epoch_1.pt").is_file()
     assert "average 2 checkpoints (latest)" in cont and "skipping decoding" not in cont
+
+
+@pytest.mark.slow
+def test_lock_and_resume_through_run_sh(tmp_path):
+    """A second training on a busy exp dir is refused naming the holder's pid; an interrupted run resumes from its
+    newest checkpoint that verifies, passing over a damaged one."""
+    make_aishell(tmp_path / "dl")
+    prefix = tmp_path / "exp" / "ai"
+    common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
+              "--dir", prefix, "--att_udps", "false", "--train_override", TINY + " save_interval=1"]
+    ok(run_sh(*common, "--stage", 0, "--stop_stage", 4))
+    exp = Path(f"{prefix}_scaled_dot")
+    # Interrupted after step 4: the epoch's checkpoint never came, and step_4.pt was cut short by the crash.
+    for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml"):
+        (exp / name).unlink()
+    step4 = exp / "step_4.pt"
+    step4.write_bytes(step4.read_bytes()[:1000])
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from wenet_udps.train.run_dir import RunLock; RunLock(sys.argv[1]); "
+         "print('locked', flush=True); time.sleep(600)", str(exp)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        busy = run_sh(*common, "--stage", 4, "--stop_stage", 4)
+        assert busy.returncode != 0 and f"in use by another training run (pid {holder.pid})" in busy.stderr
+        assert not (exp / "final.pt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4))
+    assert "step_4.pt" in resumed and f"resuming from {exp}/step_3.pt" in resumed
+    assert (exp / "final.pt").is_file() and (exp / "epoch_0.pt").is_file()
 
 
 def libri_common(tmp_path, *extra):

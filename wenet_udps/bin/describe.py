@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional
 
 from wenet_udps.dataset.features import feature_dim
 from wenet_udps.model_builder import attention_sites, build_model
-from wenet_udps.train.config import apply_overrides, load_config
+from wenet_udps.config import apply_overrides, load_config
 from wenet_udps.transformer.attention import is_udps
 
 # Attention sites in a fixed order: (short name, test on the module path).
