@@ -49,4 +49,4 @@ def test_describe_lines_and_checkpoint_fit(tmp_path, capsys):
         d.describe(CONF, ov, ["false", "true"], str(tmp_path / "sdp.pt"))
     assert d.main(["--config", CONF, "--override", "max_epochs=1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unknown key 'max_epochs'" in err[0]
+    assert len(err) == 1 and "max_epochs: unknown key" in err[0]
