@@ -44,9 +44,9 @@ def get_parser() -> argparse.ArgumentParser:
 def parity_batch(config: Dict, test_data: Optional[str], num_utts: int, data_type: str = "raw"):
     """(feats, lens) of the list's first utterances (decoding features), or random features."""
     if test_data:
-        from wenet_udps.bin.recognize import decode_dataset_conf
+        from wenet_udps.dataset.dataset import eval_dataset_conf
         from wenet_udps.dataset import init_dataset
-        conf = decode_dataset_conf(config.get("dataset_conf") or {}, num_utts)
+        conf = eval_dataset_conf(config.get("dataset_conf") or {}, num_utts)
         from wenet_udps.dataset.dataset import DataTally
         dataset = init_dataset(data_type, test_data, init_tokenizer(config), conf, partition=False)
         batch = next(DataTally().batches(dataset), None)
