@@ -3,25 +3,36 @@
 #
 #   bash run.sh                                   # the main job: tiny_zh on CPU, scaled-dot vs UDPS, table at the end
 #   bash run.sh --corpus aishell --download_dir /data/aishell --gpus 0,1,2,3 --stage -1 --stop_stage 7
-#   bash run.sh --corpus librispeech --config conf/librispeech/train_conformer.yaml --att_udps true --stage 4
+#   bash run.sh --corpus librispeech --train_set train_100 --config conf/librispeech/train_conformer.yaml --stage 4
 #
 # Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model, 3 data.list or shards,
-#          4 train, 5 average + decode + score, 6 export, 7 results table and plots.
-# Every stage logs with a timestamp, can be rerun on its own (--stage N --stop_stage N) and skips work already done.
+#          4 train, 5 average + decode + score every dev/test set, 6 export, 7 results table and plots.
+# Every stage logs with a timestamp and can be rerun on its own (--stage N --stop_stage N). A stage whose output
+# exists is skipped only when its stamp file records the same inputs and options; otherwise stages 0-3, 5 and 6
+# are redone, and stage 4 stops with a message (a run is never overwritten).
 set -euo pipefail
 cd "$(dirname "$0")"
 . tools/log.sh
+. tools/run_lib.sh
 
-corpus=tiny_zh          # a folder of recipes/: tiny_zh tiny_en fsdd aishell librispeech
+corpus=tiny_zh          # a folder of recipes/ with a settings.sh: tiny_zh tiny_en fsdd aishell librispeech
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)
-att_udps=both           # true | false | both (train and compare a scaled-dot and a UDPS model)
-dir=                    # experiment dir prefix; empty: exp/<corpus>/<config name>; _scaled_dot / _udps are appended
+att_udps=               # true | false | both; empty: both, or with --config what the conf's own att_udps says
+dir=                    # experiment dir prefix; empty: exp/<corpus>/<config name>; _<attention> is appended
 data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
 fsdd_dir=               # fsdd only: a local copy of FSDD's recordings/ (skips the download)
+download_opts=          # extra options for recipes/<corpus>/download.sh, e.g. "--subset 100" (librispeech 100 h)
 prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd)
+train_set=              # corpus settings, empty: recipes/<corpus>/settings.sh's. Training set, e.g. train_100
+dev_set=                # cross-validation set of training
+test_sets=              # sets decoded and scored in stage 5, e.g. "dev_clean dev_other test_clean test_other"
+token_type=             # char | bpe
+nbpe=                   # BPE vocabulary size (token_type bpe)
+bpe_mode=               # unigram | bpe (sentencepiece model type)
+wer_char=               # 1: score characters (CER); 0: words (WER)
 data_type=raw           # raw (data.list) | shard (tar shards)
 num_utts_per_shard=1000 # shard only
 num_nodes=1             # machines taking part in training
@@ -31,102 +42,191 @@ gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on
 num_workers=2           # DataLoader workers per training process
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
-checkpoint=             # resume training from this checkpoint (default: the latest epoch_N.pt in the exp dir)
-average_num=5           # checkpoints averaged for decoding
+checkpoint=             # continue training one model from this checkpoint; default: its newest valid epoch_N/step_N.pt
+force=false             # true: train afresh where an exp dir holds an earlier run (its checkpoints are deleted)
+average_num=5           # checkpoints averaged for decoding (fewer when fewer exist: avg_<number used>.pt)
 average_mode=val_best   # val_best (the N best by cv loss) | latest (the last N epochs)
 decode_modes="ctc_greedy_search ctc_prefix_beam_search attention attention_rescoring"
 beam_size=10
 ctc_weight=0.5          # CTC weight in attention rescoring
 reverse_weight=0.0      # right-to-left decoder weight (bitransformer)
-decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (U2 models)
+decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a streaming conf, e.g. *_u2pp_*)
 num_decoding_left_chunks=-1
 decode_batch_size=16
 . tools/parse_options.sh
+[[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"
 
-[[ -d recipes/${corpus} && -f recipes/${corpus}/settings.sh ]] \
-  || die "unknown corpus '${corpus}'; valid: $(ls recipes | tr '\n' ' ')"
-# settings.sh sets train_set dev_set test_sets token_type nbpe bpe_mode wer_char default_config
+# ---- options: checked before any work ----
+for v in stage stop_stage average_num beam_size num_workers decode_batch_size decoding_chunk_size \
+         num_decoding_left_chunks num_nodes node_rank num_utts_per_shard; do
+  [[ ${!v} =~ ^-?[0-9]+$ ]] || die "--${v} takes an integer, got '${!v}' (bash run.sh --help lists the options)"
+done
+for v in ctc_weight reverse_weight; do
+  [[ ${!v} =~ ^[0-9]*\.?[0-9]+$ ]] || die "--${v} takes a number >= 0, got '${!v}'"
+done
+one_of average_mode "${average_mode}" val_best latest
+one_of data_type "${data_type}" raw shard
+one_of force "${force}" true false
+[[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
+[[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
+corpora=$(for d in recipes/*/; do [[ -f ${d}settings.sh ]] && basename "${d}"; done | tr '\n' ' ')
+[[ ${corpus} =~ ^[A-Za-z0-9_]+$ && -f recipes/${corpus}/settings.sh ]] \
+  || die "unknown corpus '${corpus}'; valid: ${corpora% }"
+
+# Corpus settings: recipes/<corpus>/settings.sh, then what the command line gave.
+settings="train_set dev_set test_sets token_type nbpe bpe_mode wer_char"
+declare -A given=()
+for v in ${settings}; do given[${v}]=${!v}; done
+train_set_fallback=     # settings.sh may name a set to train on when train_set was not prepared
 . "recipes/${corpus}/settings.sh"
+for v in ${settings}; do [[ -z ${given[${v}]} ]] || printf -v "${v}" '%s' "${given[${v}]}"; done
+one_of token_type "${token_type}" char bpe
+one_of bpe_mode "${bpe_mode}" unigram bpe
+one_of wer_char "${wer_char}" 0 1
+[[ ${nbpe} =~ ^[0-9]+$ ]] || die "--nbpe takes an integer, got '${nbpe}'"
+[[ ${token_type} == char || ${nbpe} -gt 0 ]] || die "--token_type bpe needs --nbpe > 0"
+[[ -n ${test_sets// /} ]] || die "--test_sets is empty: name the sets to decode"
+
+# --config alone trains what the conf says; otherwise both attentions unless --att_udps picks one.
+[[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
+case ${att_udps} in
+  both) variants="false true" ;;
+  true|false|conf) variants=${att_udps} ;;
+  *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
+esac
 config=${config:-${default_config}}
 [[ -f ${config} ]] || die "config ${config} not found; pick one under conf/${corpus}/"
 data=${data:-data/${corpus}}
 download_dir=${download_dir:-downloads/${corpus}}
-case ${att_udps} in
-  both) variants="false true" ;;
-  true|false) variants=${att_udps} ;;
-  *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
-esac
-case ${data_type} in raw|shard) ;; *) die "--data_type takes raw or shard, got '${data_type}'" ;; esac
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
-exp_dir_of() { if [[ $1 == true ]]; then echo "${exp_prefix}_udps"; else echo "${exp_prefix}_scaled_dot"; fi; }
+read -r -a overrides_given <<< "${train_override}"
+# The stages run tools/*.py, which import the installed wenet_udps: it must be this checkout's (tools/install.sh does
+# pip install -e .). find_spec, run from /: no 1.5 s torch import on every call, and not this folder's copy by accident.
+installed=$(cd / && python3 -c "import importlib.util as u, os; s = u.find_spec('wenet_udps'); assert u.find_spec('torch')
+print(os.path.dirname(s.submodule_search_locations[0]))" 2>/dev/null) \
+  || die "wenet_udps or torch is not installed: run 'bash tools/install.sh' (see README)"
+[[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
+  "(${PWD}): run 'bash tools/install.sh' here"
+# Which model each variant builds (exp dirs are named after its real attention), checked before any work.
+declare -A exp_of=()
+if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
+  if [[ -n ${gpus} ]]; then
+    n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
+    CUDA_VISIBLE_DEVICES=${gpus} python3 -c "import sys, torch; sys.exit(torch.cuda.device_count() < ${n_ids})" \
+      || die "--gpus ${gpus}: torch sees fewer than ${n_ids} CUDA devices (torch.cuda.is_available():" \
+             "$(python3 -c 'import torch; print(torch.cuda.is_available())')); omit --gpus to run on the CPU"
+  fi
+  desc=(--config "${config}")
+  for o in "${overrides_given[@]}"; do desc+=(--override "${o}"); done
+  for udps in ${variants}; do desc+=(--variant "${udps}"); done
+  [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "${checkpoint}")
+  tmp=$(mktemp -d)
+  trap 'rm -rf "${tmp}"' EXIT
+  described=$(python3 -m wenet_udps.bin.describe "${desc[@]}" 2> "${tmp}/describe.err") \
+    || die "$(tail -n 1 "${tmp}/describe.err")"
+  while read -r udps label streaming; do
+    exp_of[${udps}]=${exp_prefix}_${label}
+    if [[ ${decoding_chunk_size} -gt 0 && ${streaming} != true ]]; then
+      die "--decoding_chunk_size ${decoding_chunk_size}: ${config} trains a non-streaming encoder (no" \
+          "encoder_conf.use_dynamic_chunk / static_chunk_size); drop the option or train a streaming conf:" \
+          "$(ls conf/*/*u2pp*.yaml | tr '\n' ' ')"
+    fi
+  done <<< "${described}"
+  if [[ ${variants} == "false true" && ${exp_of[false]} == "${exp_of[true]}" ]]; then
+    die "--att_udps both: ${config} builds the same attention (${exp_of[true]#"${exp_prefix}_"}) either way;" \
+        "pass --att_udps true|false"
+  fi
+fi
+list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
+# A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
+require() {  # require FILE STAGE
+  [[ -e $1 ]] || die "missing $1 (made by stage $2): run with --stage $2, or check --data/--dir"
+}
+
+if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
+  log "stage -1: download ${corpus} to ${download_dir}"
+  if [[ ${corpus} == fsdd && -n ${fsdd_dir} ]]; then
+    # shellcheck disable=SC2086  # download_opts is a list of options
+    bash recipes/fsdd/download.sh --fsdd_dir "${fsdd_dir}" ${download_opts} "${download_dir}"
+  else
+    # shellcheck disable=SC2086
+    bash "recipes/${corpus}/download.sh" ${download_opts} "${download_dir}"
+  fi
+fi
+
+if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
+  source_dir=${download_dir}; [[ ${source_dir} == /* ]] || source_dir=${PWD}/${source_dir}
+  key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir}" \
+        prepare_opts="${prepare_opts}")
+  if stamp_ok "${data}/.stage0.stamp" "${key}"; then
+    log "stage 0: ${data} already prepared from the same source and options, skipping"
+  else
+    if [[ -f ${data}/.stage0.stamp ]]; then
+      log "stage 0: preparing ${data} again ($(stamp_change "${data}/.stage0.stamp" "${key}"))"
+    fi
+    log "stage 0: prepare wav.scp and text in ${data}"
+    # shellcheck disable=SC2086  # prepare_opts is a list of options
+    bash "recipes/${corpus}/prepare.sh" ${prepare_opts} "${download_dir}" "${data}"
+    stamp_write "${data}/.stage0.stamp" "${key}"
+  fi
+fi
+
+if [[ -z ${given[train_set]} && -n ${train_set_fallback} && ! -f ${data}/${train_set}/wav.scp \
+      && -f ${data}/${train_set_fallback}/wav.scp ]]; then
+  log "${data}/${train_set} is not prepared but ${data}/${train_set_fallback} is: training on" \
+      "${train_set_fallback} (say --train_set ${train_set_fallback} to pick it yourself)"
+  train_set=${train_set_fallback}
+fi
 if [[ ${token_type} == char ]]; then
   units=${data}/dict/lang_char.txt; bpemodel=
 else
   units=${data}/lang_bpe/${train_set}_${bpe_mode}${nbpe}_units.txt; bpemodel=${units%_units.txt}
 fi
 cmvn=${data}/${train_set}/global_cmvn
-list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
-
-# A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
-require() {  # require FILE STAGE
-  [[ -e $1 ]] || die "missing $1 (made by stage $2): run with --stage $2, or check --data/--dir"
-}
-# Python availability and the package, before anything long starts. The stages run tools/*.py, which import the
-# installed wenet_udps: it must be this checkout's (tools/install.sh does pip install -e .).
-installed=$(cd / && python3 -c "import os, torch, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))" \
-  2>/dev/null) || die "wenet_udps or torch does not import: run 'bash tools/install.sh' (see README)"
-[[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
-  "(${PWD}): run 'bash tools/install.sh' here"
-
-if [[ ${stage} -le -1 && ${stop_stage} -ge -1 ]]; then
-  log "stage -1: download ${corpus} to ${download_dir}"
-  if [[ ${corpus} == fsdd && -n ${fsdd_dir} ]]; then
-    bash recipes/fsdd/download.sh --fsdd_dir "${fsdd_dir}" "${download_dir}"
-  else
-    bash "recipes/${corpus}/download.sh" "${download_dir}"
-  fi
-fi
-
-if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
-  log "stage 0: prepare wav.scp and text in ${data}"
-  if [[ -f ${data}/${train_set}/wav.scp && -f ${data}/${train_set}/text ]]; then
-    log "stage 0: ${data}/${train_set} already prepared, skipping"
-  else
-    # shellcheck disable=SC2086  # prepare_opts is a list of options
-    bash "recipes/${corpus}/prepare.sh" ${prepare_opts} "${download_dir}" "${data}"
-  fi
-fi
 
 if [[ ${stage} -le 1 && ${stop_stage} -ge 1 ]]; then
   require "${data}/${train_set}/wav.scp" 0
-  if [[ -f ${cmvn} ]]; then
-    log "stage 1: ${cmvn} exists, skipping"
+  key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" \
+        features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)")
+  if [[ -f ${cmvn} ]] && stamp_ok "${cmvn}.stamp" "${key}"; then
+    log "stage 1: ${cmvn} is up to date, skipping"
   else
     log "stage 1: global CMVN stats of ${train_set} -> ${cmvn}"
     python3 tools/compute_cmvn_stats.py --num_workers "${num_workers}" --train_config "${config}" \
       --in_scp "${data}/${train_set}/wav.scp" --out_cmvn "${cmvn}"
+    stamp_write "${cmvn}.stamp" "${key}"
   fi
 fi
 
 if [[ ${stage} -le 2 && ${stop_stage} -ge 2 ]]; then
   require "${data}/${train_set}/text" 0
-  if [[ -f ${units} ]]; then
-    log "stage 2: ${units} exists, skipping"
+  key=$(stamp_text text="$(file_sum "${data}/${train_set}/text")" token_type="${token_type}" \
+        bpe_mode="${bpe_mode}" nbpe="${nbpe}")
+  if [[ -f ${units} ]] && stamp_ok "${units}.stamp" "${key}"; then
+    log "stage 2: ${units} is up to date, skipping"
   elif [[ ${token_type} == char ]]; then
     log "stage 2: character units -> ${units}"
     python3 tools/make_char_units.py "${data}/${train_set}/text" "${units}"
+    stamp_write "${units}.stamp" "${key}"
   else
     log "stage 2: sentencepiece ${bpe_mode} ${nbpe} -> ${bpemodel}.model, ${units}"
     python3 tools/train_bpe.py --text "${data}/${train_set}/text" --model_prefix "${bpemodel}" \
-      --model_type "${bpe_mode}" --vocab_size "${nbpe}" --units "${units}"
+      --bpe_mode "${bpe_mode}" --nbpe "${nbpe}" --units "${units}"
+    stamp_write "${units}.stamp" "${key}"
   fi
 fi
 
 if [[ ${stage} -le 3 && ${stop_stage} -ge 3 ]]; then
-  for x in ${train_set} ${dev_set} ${test_sets}; do
+  for x in $(printf '%s\n' ${train_set} ${dev_set} ${test_sets} | awk '!seen[$0]++'); do
     require "${data}/${x}/wav.scp" 0
     out=${data}/${x}/$(list_name)
-    if [[ -f ${out} ]]; then log "stage 3: ${out} exists, skipping"; continue; fi
+    key=$(stamp_text wav_scp="$(file_sum "${data}/${x}/wav.scp")" text="$(file_sum "${data}/${x}/text")" \
+          segments="$(file_sum "${data}/${x}/segments")" data_type="${data_type}" \
+          num_utts_per_shard="${num_utts_per_shard}")
+    if [[ -f ${out} ]] && stamp_ok "${out}.stamp" "${key}"; then
+      log "stage 3: ${out} is up to date, skipping"
+      continue
+    fi
     log "stage 3: ${data_type} list of ${x} -> ${out}"
     segments=(); [[ -f ${data}/${x}/segments ]] && segments=(--segments "${data}/${x}/segments")
     if [[ ${data_type} == raw ]]; then
@@ -135,32 +235,47 @@ if [[ ${stage} -le 3 && ${stop_stage} -ge 3 ]]; then
       python3 tools/make_shard_list.py "${segments[@]}" --num_utts_per_shard "${num_utts_per_shard}" \
         --num_threads "${num_workers}" "${data}/${x}/wav.scp" "${data}/${x}/text" "${data}/${x}/shards" "${out}"
     fi
+    stamp_write "${out}.stamp" "${key}"
   done
 fi
 
 if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
-  require "${data}/${train_set}/$(list_name)" 3
-  require "${data}/${dev_set}/$(list_name)" 3
-  require "${units}" 2
-  require "${cmvn}" 1
+  for f in "${data}/${train_set}/$(list_name):3" "${data}/${dev_set}/$(list_name):3" "${units}:2" "${cmvn}:1"; do
+    require "${f%:*}" "${f##*:}"
+  done
+  python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
+try: load(sys.argv[1])
+except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
   for udps in ${variants}; do
-    exp=$(exp_dir_of "${udps}")
-    if [[ -f ${exp}/final.pt ]]; then log "stage 4: ${exp}/final.pt exists, skipping"; continue; fi
-    mkdir -p "${exp}"
-    resume=${checkpoint}
-    if [[ -z ${resume} ]]; then
-      last=$(ls "${exp}"/epoch_*.pt 2>/dev/null | sed 's/.*epoch_\([0-9]*\)\.pt/\1/' | sort -n | tail -n 1 || true)
-      [[ -n ${last} ]] && resume=${exp}/epoch_${last}.pt
+    exp=${exp_of[${udps}]}
+    overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")
+    [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
+    [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
+    overrides+=("${overrides_given[@]}")
+    key=$(stamp_text config="$(conf_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
+          train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \
+          cv_list="$(file_sum "${data}/${dev_set}/$(list_name)")" units="$(file_sum "${units}")" \
+          cmvn="$(file_sum "${cmvn}.stamp")")   # what the stats were made from (sums may differ in the last bits)
+    newest=$(newest_checkpoint "${exp}")
+    trained=false; [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
+    if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
+        && ! stamp_ok "${exp}/.train.stamp" "${key}"; then
+      die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${key}"));" \
+          "continue it with --checkpoint ${newest:-${exp}/final.pt}, train afresh there with --force true," \
+          "or train elsewhere with --dir"
     fi
-    overrides=(att_udps=${udps} cmvn_conf.cmvn_file=${cmvn} tokenizer_conf.symbol_table_path=${units})
-    [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path=${bpemodel}.model)
-    for o in ${train_override}; do overrides+=("${o}"); done
+    if [[ ${force} == false && -z ${checkpoint} && -f ${exp}/final.pt ]]; then
+      log "stage 4: ${exp}/final.pt exists, skipping"; continue
+    fi
+    mkdir -p "${exp}"
+    stamp_write "${exp}/.train.stamp" "${key}"
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
           --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
           --dtype "${train_dtype}")
     for o in "${overrides[@]}"; do args+=(--override "${o}"); done
-    [[ -n ${resume} ]] && args+=(--checkpoint "${resume}")
-    log "stage 4: train ${exp} (att_udps=${udps})${resume:+, resuming from ${resume}}"
+    # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
+    if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
+    log "stage 4: train ${exp} (att_udps ${udps})${checkpoint:+, continuing from ${checkpoint}}${newest:+, resuming}"
     if [[ -z ${gpus} ]]; then
       python3 -m wenet_udps.bin.train "${args[@]}" --device cpu
     else
@@ -172,29 +287,58 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   done
 fi
 
+# averaged EXP: sets avg (the averaged checkpoint, named by how many it holds), avg_k and avg_key (its inputs).
+averaged() {
+  local exp=$1 n
+  n=$(find "${exp}" -maxdepth 1 -name 'epoch_*.yaml' | wc -l)
+  [[ ${n} -gt 0 ]] || die "missing ${exp}/epoch_N.pt checkpoints (made by stage 4): run with --stage 4"
+  avg_k=$(( average_num < n ? average_num : n ))
+  avg=${exp}/avg_${avg_k}.pt
+  avg_key=$(stamp_text average_mode="${average_mode}" average_num="${avg_k}" \
+            checkpoints="$(cd "${exp}" && stat -c '%n:%s:%Y' epoch_*.pt | tr '\n' ' ')")
+  if [[ ${avg_k} -lt ${average_num} ]]; then
+    log "${exp} has ${n} epoch checkpoints, fewer than --average_num ${average_num}: using ${avg##*/}"
+  fi
+}
+# A test set for the export parity check: the first whose name starts with "test", else the first.
+parity_set=$(for x in ${test_sets}; do [[ ${x} == test* ]] && echo "${x}"; done | head -n 1)
+parity_set=${parity_set:-${test_sets%% *}}
+
 if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
+  device=cpu; [[ -n ${gpus} ]] && device=cuda
   for udps in ${variants}; do
-    exp=$(exp_dir_of "${udps}")
+    exp=${exp_of[${udps}]}
     require "${exp}/final.pt" 4
-    avg=${exp}/avg_${average_num}.pt
-    if [[ ! -f ${avg} ]]; then
-      log "stage 5: average ${average_num} checkpoints (${average_mode}) -> ${avg}"
-      avg_args=(--dst_model "${avg}" --src_path "${exp}" --num "${average_num}")
+    averaged "${exp}"
+    if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
+      log "stage 5: ${avg} is up to date, skipping averaging"
+    else
+      log "stage 5: average ${avg_k} checkpoints (${average_mode}) -> ${avg}"
+      avg_args=(--dst_model "${avg}" --src_path "${exp}" --num "${avg_k}")
       [[ ${average_mode} == val_best ]] && avg_args+=(--val_best)
       python3 -m wenet_udps.bin.average_model "${avg_args[@]}"
+      stamp_write "${avg}.stamp" "${avg_key}"
     fi
-    device=cpu; [[ -n ${gpus} ]] && device=cuda
     for x in ${test_sets}; do
       require "${data}/${x}/$(list_name)" 3
       result_dir=${exp}/${x}
-      log "stage 5: decode ${x} with ${exp} (${decode_modes})"
-      CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
-        --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
-        --result_dir "${result_dir}" --modes ${decode_modes} --beam_size "${beam_size}" \
-        --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
-        --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
-        --device "${device}"
-      printf 'checkpoint: %s\nconfig: %s\n' "${avg}" "${exp}/train.yaml" > "${result_dir}/decode.info"
+      key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
+            beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
+            decoding_chunk_size="${decoding_chunk_size}" num_decoding_left_chunks="${num_decoding_left_chunks}")
+      if stamp_ok "${result_dir}/.decode.stamp" "${key}"; then
+        log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
+      else
+        log "stage 5: decode ${x} with ${avg} (${decode_modes})"
+        # shellcheck disable=SC2086  # decode_modes is a list
+        CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
+          --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
+          --result_dir "${result_dir}" --modes ${decode_modes} --beam_size "${beam_size}" \
+          --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
+          --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
+          --device "${device}"
+        printf 'checkpoint: %s\nconfig: %s\n' "${avg}" "${exp}/train.yaml" > "${result_dir}/decode.info"
+        stamp_write "${result_dir}/.decode.stamp" "${key}"
+      fi
       for mode in ${decode_modes}; do
         python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${result_dir}/${mode}/text" \
           > "${result_dir}/${mode}/wer"
@@ -206,11 +350,20 @@ fi
 
 if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
   for udps in ${variants}; do
-    exp=$(exp_dir_of "${udps}")
-    require "${exp}/avg_${average_num}.pt" 5
-    log "stage 6: export ${exp} to TorchScript and ONNX"
-    python3 -m wenet_udps.bin.export --config "${exp}/train.yaml" --checkpoint "${exp}/avg_${average_num}.pt" \
-      --output_dir "${exp}/export"
+    exp=${exp_of[${udps}]}
+    averaged "${exp}"
+    require "${avg}" 5
+    parity_list=${data}/${parity_set}/$(list_name)
+    require "${parity_list}" 3
+    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")")
+    if stamp_ok "${exp}/export/.export.stamp" "${key}"; then
+      log "stage 6: ${exp}/export is up to date, skipping"
+      continue
+    fi
+    log "stage 6: export ${avg} to TorchScript and ONNX; parity checked on ${parity_set}"
+    python3 -m wenet_udps.bin.export --config "${exp}/train.yaml" --checkpoint "${avg}" \
+      --output_dir "${exp}/export" --test_data "${parity_list}" --data_type "${data_type}"
+    stamp_write "${exp}/export/.export.stamp" "${key}"
   done
 fi
 
@@ -218,6 +371,6 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
   python3 tools/collect_results.py --exp_dir "${results_root}" --out "${results_root}/RESULTS.md" \
-    --plots_dir "${results_root}/plots"
+    --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)"
 fi
 log "done (stages ${stage}..${stop_stage})"

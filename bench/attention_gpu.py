@@ -18,12 +18,9 @@ flash backend. Peak MiB = ``max_memory_allocated`` growth over one forward+backw
     python bench/attention_gpu.py --tune      # block sizes / warps of the Triton kernel at one T
 """
 import argparse
-import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -6,6 +6,7 @@ while another process runs small torch matmuls (as a DataLoader worker computing
 
     python bench/omp_wait.py
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -37,6 +38,7 @@ def run(extra_env: dict) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print("| machine | setting | linear 160x128 ms | SDPA T=150 ms |\n|---|---|---|---|")
     for name, env in SETTINGS.items():
         print(f"| idle | {name} | {run(env)} |", flush=True)

@@ -21,6 +21,16 @@ def _seed():
 
 
 @pytest.fixture
+def one_thread():
+    """One intra-op thread: tiny models run faster on one (much faster when other tests share the cores), and CPU
+    results depend on the thread count (a subprocess compared with in-process runs uses one too)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def fsdd_dir():
     if not FSDD_DIR.is_dir():
         pytest.fail(f"FSDD recordings not found at {FSDD_DIR}; tests expect ../shared/data/fsdd/recordings")

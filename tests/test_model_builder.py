@@ -10,12 +10,7 @@ from wenet_udps.model_builder import attention_sites, build_model
 REFERENCE = json.loads(REFERENCE_JSON.read_text())
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(encoder="transformer", **extra):

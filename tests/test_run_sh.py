@@ -2,6 +2,7 @@
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,92 @@ def _one_error_line(proc):
     return lines[-1]
 
 
-def test_unknown_corpus_lists_valid_ones():
+def test_unknown_corpus_lists_only_real_corpora():
     line = _one_error_line(run_sh("--corpus", "timit"))
-    assert "unknown corpus 'timit'" in line and "aishell" in line and "tiny_zh" in line
+    assert "unknown corpus 'timit'" in line
+    listed = line.split("valid: ", 1)[1].split()
+    assert listed == sorted(p.parent.name for p in (ROOT / "recipes").glob("*/settings.sh"))
+    assert "aishell" in listed and "common.sh" not in line and "tiny_prepare.sh" not in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stage", "abc"], "--stage takes an integer, got 'abc'"),
+    (["--stop_stage", "1.5"], "--stop_stage takes an integer"),
+    (["--stage"], "option --stage needs a value"),
+    (["--average_mode", "best"], "--average_mode takes one of: val_best latest; got 'best'"),
+    (["--att_udps", "maybe"], "--att_udps takes true, false or both"),
+    (["--data_type", "tar"], "--data_type takes one of: raw shard"),
+    (["--gpus", "first"], "--gpus takes comma-separated GPU ids"),
+    (["--corpus", "librispeech", "--nbpe", "many"], "--nbpe takes an integer"),
+    (["--corpus", "aishell", "--token_type", "word"], "--token_type takes one of: char bpe"),
+    (["--ctc_weight", "high"], "--ctc_weight takes a number"),
+    (["stage4"], "unexpected argument 'stage4'"),
+])
+def test_malformed_options_are_usage_errors(args, message):
+    proc = run_sh(*args)
+    line = _one_error_line(proc)
+    assert message in line
+    assert "unbound variable" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_download_opts_reach_the_download_script(tmp_path):
+    line = _one_error_line(run_sh("--corpus", "librispeech", "--stage", "-1", "--stop_stage", "-1",
+                                  "--download_dir", str(tmp_path / "dl"), "--download_opts", "--subset 7"))
+    assert "--subset must be 960 or 100, got '7'" in line
+    assert not (tmp_path / "dl").exists()
+
+
+def test_gpus_without_cuda_is_one_line_up_front(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--gpus", "0", "--data", str(tmp_path / "d"))
+    line = _one_error_line(proc)
+    assert "--gpus 0" in line and "omit --gpus" in line and "Traceback" not in proc.stderr
+
+
+def test_chunked_decoding_needs_a_streaming_conf(tmp_path):
+    common = ["--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp"), "--att_udps", "false",
+              "--decoding_chunk_size", "16"]
+    line = _one_error_line(run_sh(*common))
+    assert "--decoding_chunk_size 16" in line and "non-streaming" in line and "u2pp" in line
+    # A streaming conf passes the check (and stops at the next missing input).
+    line = _one_error_line(run_sh(*common, "--config", "conf/tiny_zh/train_u2pp_conformer.yaml"))
+    assert "final.pt (made by stage 4)" in line
+
+
+def test_unknown_train_override_is_one_line():
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--train_override", "max_epochs=3")
+    line = _one_error_line(proc)
+    assert "max_epochs: unknown key (did you mean 'max_epoch'" in line and "Traceback" not in proc.stderr
+
+
+def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
+    line = _one_error_line(run_sh("--stage", "4", "--stop_stage", "4", "--checkpoint", str(tmp_path / "x.pt")))
+    assert "belongs to one model" in line and "--att_udps true|false" in line
+    # A scaled-dot checkpoint given to the UDPS model is refused before training, naming what it holds.
+    import torch
+    import yaml
+    from wenet_udps.model_builder import build_model
+    config = yaml.safe_load((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text())
+    config.update(input_dim=40, output_dim=8, cmvn=None, att_udps=False)
+    torch.save({"model": build_model(config).state_dict()}, tmp_path / "sdp.pt")
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--att_udps", "true", "--checkpoint", str(tmp_path / "sdp.pt"))
+    line = _one_error_line(proc)
+    assert "does not fit the udps model" in line and "looks like a scaled-dot model" in line
+
+
+def test_stage0_redone_when_prepare_opts_change(tmp_path, fsdd_dir):
+    common = ["--corpus", "fsdd", "--fsdd_dir", str(fsdd_dir), "--download_dir", str(tmp_path / "dl"),
+              "--data", str(tmp_path / "data"), "--stage", "-1", "--stop_stage", "0"]
+    small = run_sh(*common, "--prepare_opts", "--num_train 2 --num_dev 1 --num_test 1")
+    assert small.returncode == 0, small.stderr[-2000:]
+    same = run_sh(*common, "--prepare_opts", "--num_train 2 --num_dev 1 --num_test 1")
+    assert "already prepared" in same.stderr
+    larger = run_sh(*common, "--prepare_opts", "--num_train 3 --num_dev 1 --num_test 1")
+    assert larger.returncode == 0, larger.stderr[-2000:]
+    assert "preparing" in larger.stderr and "--num_train 3" in larger.stderr
+    assert len((tmp_path / "data" / "train" / "text").read_text().splitlines()) == 3
 
 
 def test_unknown_option_is_rejected():

@@ -6,7 +6,7 @@ Keys read: ``input_dim``, ``output_dim``, ``encoder`` / ``encoder_conf``, ``deco
 and is ignored here.
 
 UDPS selection (docs/design.md): ``att_udps: true`` maps the encoder self-attention and both decoder attention
-sites through ``UDPS_COUNTERPART``; ``false`` keeps the per-site ``*_layer_type`` keys. ``udps_conf`` reaches
+sites to their UDPS counterpart (``attention.udps_counterpart``); ``false`` keeps the per-site ``*_layer_type`` keys. ``udps_conf`` reaches
 only UDPS sites, each getting the keys its class accepts.
 """
 import copy
@@ -17,7 +17,7 @@ from typing import Dict, Mapping, Optional
 from torch import nn
 
 from wenet_udps.transformer.asr_model import ASRModel
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, UDPS_COUNTERPART, is_udps
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, is_udps, udps_classes, udps_counterpart
 from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
@@ -35,7 +35,6 @@ DECODER_SITES = ("selfattention_layer_type", "src_attention_layer_type")
 
 # Constructor arguments that the parts receive from the code, never from the config.
 _ATTENTION_SUPPLIED = ("n_head", "n_feat", "dropout_rate")
-UDPS_CLASSES = [cls for name, cls in ATTENTION_CLASSES.items() if is_udps(name)]
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class ModelConfig:
     input_dim: Optional[int] = None
     output_dim: Optional[int] = None
     att_udps: bool = False
-    udps_conf: Optional[dict] = section(UDPS_CLASSES, supplied=_ATTENTION_SUPPLIED)
+    udps_conf: Optional[dict] = section(udps_classes, supplied=_ATTENTION_SUPPLIED, lazy=True)
     encoder: str = "conformer"
     encoder_conf: Optional[dict] = section(choice="encoder", registry=ENCODER_CLASSES,
                                            supplied=("input_size", "global_cmvn"))
@@ -77,10 +76,11 @@ def _site_type(conf: Dict, key: str, cls: type, where: str, att_udps: bool) -> s
     name = conf.get(key, defaults_of(cls).get(key))
     lookup(ATTENTION_CLASSES, name, f"{where}.{key}")
     if att_udps:
-        if name not in UDPS_COUNTERPART:
+        if udps_counterpart(name) is None:
+            with_one = sorted(n for n in ATTENTION_CLASSES if udps_counterpart(n))
             raise ConfigError(f"{where}.{key}", f"{name!r} has no UDPS counterpart for att_udps: true; types with "
-                              f"one: {', '.join(sorted(UDPS_COUNTERPART))}")
-        name = UDPS_COUNTERPART[name]
+                              f"one: {', '.join(with_one)}")
+        name = udps_counterpart(name)
     conf[key] = name
     return name
 
@@ -109,8 +109,9 @@ def _build_cmvn(config: Mapping) -> Optional[nn.Module]:
         raise ConfigError("cmvn_conf.cmvn_file", f"required by cmvn: {name}")
     path = Path(cmvn_conf["cmvn_file"])
     if not cmvn_conf.get("is_json_cmvn", True):
-        raise ConfigError("cmvn_conf.is_json_cmvn", f"false (Kaldi stats) is not supported; write JSON stats for "
-                          f"{path} with tools/compute_cmvn_stats.py")
+        raise ConfigError("cmvn_conf.is_json_cmvn", f"false (Kaldi stats) is not supported: convert {path} with "
+                          f"'python tools/cmvn_kaldi2json.py {path} {path}.json' (or recompute the stats with "
+                          f"tools/compute_cmvn_stats.py) and set is_json_cmvn: true")
     if not path.is_file():
         raise ConfigError("cmvn_conf.cmvn_file", f"{path} does not exist")
     mean, istd = load_cmvn_json(path)

@@ -1,7 +1,7 @@
 # Sourced by run.sh: AISHELL-1 (OpenSLR 33), 150 h train, character units and CER as in WeNet.
 train_set=train
 dev_set=dev
-test_sets="test"
+test_sets="dev test"   # decoded and scored in stage 5, as WeNet's recipe does
 token_type=char
 nbpe=0
 bpe_mode=unigram

@@ -58,5 +58,5 @@ if [[ -d ${src}/train-clean-360 && -d ${src}/train-other-500 ]]; then
   merge_sets train_960 train_100 train_clean_360 train_other_500
   rm -rf "${data_dir}/train_clean_360" "${data_dir}/train_other_500"
 else
-  log "train_960 not made (train-clean-360 and train-other-500 are not both downloaded); train with --train_set train_100"
+  log "train_960 not made (train-clean-360 and train-other-500 are not both downloaded); run.sh trains on train_100 (--train_set train_100)"
 fi

@@ -1,8 +1,10 @@
 # Sourced by run.sh: LibriSpeech (OpenSLR 12). prepare.sh writes train_960 (all 960 h) and/or train_100
-# (train-clean-100), whichever was downloaded; "--train_set train_100" selects the 100 h subset.
+# (train-clean-100), whichever was downloaded; "--train_set train_100" selects the 100 h subset, and run.sh takes
+# it by itself when only train-clean-100 was downloaded (train_set_fallback).
 train_set=train_960
+train_set_fallback=train_100
 dev_set=dev          # dev_clean + dev_other, as in WeNet's recipe
-test_sets="test_clean test_other"
+test_sets="dev_clean dev_other test_clean test_other"   # as WeNet's recipe decodes
 token_type=bpe
 nbpe=5000
 bpe_mode=unigram

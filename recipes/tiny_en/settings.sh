@@ -2,7 +2,7 @@
 train_set=train
 dev_set=dev
 test_sets="test"
-token_type=char      # letters: the 82-word vocabulary is too small for a BPE model
+token_type=char      # whole words (the char tokenizer keeps English words whole): 82 words, too few for BPE
 nbpe=0
 bpe_mode=unigram
 wer_char=0           # score words (WER)

@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from tests.dataset.data_helpers import plain_conf
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.audio import BadAudioError, load_audio
 from wenet_udps.dataset.dataset import DataError, DataTally
 from wenet_udps.dataset.kaldi_data import read_kaldi_map, read_utterances
 from wenet_udps.dataset.lists import read_raw_list, read_shard_list
-
-from data_helpers import plain_conf
 
 
 def _float_wav(path, values, sr=8000):

@@ -45,7 +45,8 @@ def build_exp_dir(tmp_path: Path) -> Path:
     base = {"encoder": "conformer", "decoder": "bitransformer",
             "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}
     make_exp(exp, "conformer_sdp", {**base, "att_udps": False},
-             {("test", "attention_rescoring"): 5.5, ("test", "ctc_greedy_search"): 6.25}, udps=False,
+             {("test", "attention_rescoring"): 5.5, ("test", "ctc_greedy_search"): 6.25,
+              ("dev", "attention_rescoring"): 8.0}, udps=False,
              checkpoint="exp/conformer_sdp/avg_5.pt")
     make_exp(exp, "conformer_udps", {**base, "att_udps": True},
              {("test", "attention_rescoring"): 4.75, ("test", "ctc_greedy_search"): 5.0}, udps=True)
@@ -65,7 +66,11 @@ def test_describe_model(tmp_path):
     assert mod.describe_model(y) == ("conformer", "udps")
     y.write_text(yaml.safe_dump({"encoder": "conformer",
                                  "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}))
-    assert mod.describe_model(y) == ("conformer", "dot-product")
+    assert mod.describe_model(y) == ("conformer", "scaled-dot")
+    # att_udps false but a UDPS type at one site: the built model decides the label, not the flag.
+    y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": False,
+                                 "encoder_conf": {"selfattention_layer_type": "rel_udps_selfattn"}}))
+    assert mod.describe_model(y) == ("conformer", "udps (enc-self)")
 
 
 def test_table_and_plots(tmp_path):
@@ -80,26 +85,73 @@ def test_table_and_plots(tmp_path):
     assert proc.stdout in md
     lines = [line for line in proc.stdout.splitlines() if line.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    # WeNet's mode order within a test set, then exp dir and checkpoint.
-    assert header == ["model", "attention", "test attention", "test ctc_greedy_search",
-                      "test attention_rescoring", "exp", "checkpoint"]
-    rows = {tuple(c.strip() for c in line.strip("|").split("|"))[:2]: [c.strip() for c in line.strip("|").split("|")]
+    # One row per experiment and set (dev before test), WeNet's mode order, then exp dir and checkpoint.
+    assert header == ["model", "attention type", "set", "attention error rate", "ctc_greedy_search error rate",
+                      "attention_rescoring error rate", "exp", "checkpoint"]
+    rows = {tuple(c.strip() for c in line.strip("|").split("|"))[:3]: [c.strip() for c in line.strip("|").split("|")]
             for line in lines[2:]}
-    assert len(rows) == 3
-    sdp = rows[("conformer+bitransformer", "dot-product")]
-    assert sdp[2:5] == ["-", "6.25", "5.50"]
-    assert sdp[5].endswith("conformer_sdp") and sdp[6] == "exp/conformer_sdp/avg_5.pt"
-    udps = rows[("conformer+bitransformer", "udps")]
-    assert udps[2:5] == ["-", "5.00", "4.75"]
-    assert udps[6] == "-"
-    enc = rows[("transformer", "udps (enc-self)")]
-    assert enc[2:5] == ["7.50", "-", "-"]
+    assert list(rows)[:2] == [("conformer+bitransformer", "scaled-dot", "dev"),
+                              ("conformer+bitransformer", "scaled-dot", "test")]
+    assert len(rows) == 4
+    sdp = rows[("conformer+bitransformer", "scaled-dot", "test")]
+    assert sdp[3:6] == ["-", "6.25", "5.50"]
+    assert sdp[6].endswith("conformer_sdp") and sdp[7] == "exp/conformer_sdp/avg_5.pt"
+    assert rows[("conformer+bitransformer", "scaled-dot", "dev")][3:6] == ["-", "-", "8.00"]
+    udps = rows[("conformer+bitransformer", "udps", "test")]
+    assert udps[3:6] == ["-", "5.00", "4.75"]
+    assert udps[7] == "-"
+    enc = rows[("transformer", "udps (enc-self)", "test")]
+    assert enc[3:6] == ["7.50", "-", "-"]
 
     plots = exp / "plots"
-    for name in ["loss.png", "wer_test.png", "udps_conformer_udps.png", "udps_transformer_enc_udps.png"]:
+    for name in ["loss.png", "error_rate.png", "udps_conformer_udps_steps.png",
+                 "udps_transformer_enc_udps_steps.png"]:
         data = (plots / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n", name
-    assert not (plots / "udps_conformer_sdp.png").exists()
+    assert not list(plots.glob("udps_conformer_sdp*"))
+
+
+def test_metric_labels_table_and_bars(tmp_path):
+    exp = build_exp_dir(tmp_path)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--metric", "CER"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "| attention_rescoring CER |" in proc.stdout
+    assert (exp / "plots" / "cer.png").is_file() and not (exp / "plots" / "error_rate.png").exists()
+
+
+def test_run_shorter_than_log_interval_still_plots(tmp_path):
+    """Only per-epoch scalars (no train/* or udps/* step tags): loss and alpha/beta plots from them."""
+    from torch.utils.tensorboard import SummaryWriter
+    exp = tmp_path / "exp" / "short_udps"
+    writer = SummaryWriter(str(exp / "tensorboard"))
+    for epoch in range(2):
+        writer.add_scalar("cv/loss", 5.0 - epoch, epoch)
+        writer.add_scalar("train_epoch/loss", 6.0 - epoch, epoch)
+        for h in range(4):
+            writer.add_scalar(f"udps_epoch/encoder.encoders.1.self_attn.alpha/h{h}", 5.0 + h, epoch)
+    writer.close()
+    mod = load_tool("collect_results")
+    written = mod.make_plots([], exp.parent, tmp_path / "plots", "WER")
+    assert {p.name for p in written} == {"loss.png", "udps_short_udps_epochs.png"}
+
+
+def test_udps_panels_one_per_site_and_layer_with_heads():
+    mod = load_tool("collect_results")
+    plots = mod.results_plots
+    series = [(0, 1.0), (1, 2.0)]
+    scalars = {f"udps/encoder.encoders.{layer}.self_attn.{p}/h{h}": series
+               for layer in range(2) for p in ("alpha", "beta") for h in range(4)}
+    scalars["udps/encoder.encoders.0.self_attn.alpha"] = series          # head mean: not drawn beside the heads
+    scalars["udps/decoder.left_decoder.decoders.0.src_attn.alpha"] = series  # shared (one value)
+    scalars["udps/decoder.right_decoder.decoders.0.self_attn.alpha/h0"] = series
+    scalars["udps_epoch/encoder.encoders.0.self_attn.alpha/h0"] = series   # per-epoch: another figure
+    panels = plots.udps_panels(scalars, per_epoch=False)
+    assert set(panels) == {("encoder self-attention", 0), ("encoder self-attention", 1),
+                           ("decoder cross-attention", 0), ("decoder self-attention (right-to-left)", 0)}
+    assert sorted(panels[("encoder self-attention", 0)]) == [(p, h) for p in ("alpha", "beta") for h in range(4)]
+    assert list(panels[("decoder cross-attention", 0)]) == [("alpha", -1)]
+    assert set(plots.udps_panels(scalars, per_epoch=True)) == {("encoder self-attention", 0)}
 
 
 def test_read_scalars_merges_event_files(tmp_path):

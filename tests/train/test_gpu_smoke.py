@@ -7,7 +7,7 @@ import torch
 
 from wenet_udps.kernels import dispatch
 from wenet_udps.model_builder import build_model
-from wenet_udps.train.config import finalize_config
+from wenet_udps.config import finalize_config
 from wenet_udps.train.distributed import DistInfo
 from wenet_udps.train.executor import Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler

@@ -4,7 +4,6 @@ import signal
 import subprocess
 import time
 
-import pytest
 import torch
 
 from wenet_udps.bin import train
@@ -13,15 +12,6 @@ from tests.train.train_helpers import ROOT, make_experiment, train_cmd
 
 ARGS = ("--override", "save_interval=3", "--override", "max_epoch=5", "--override", "log_interval=4",
         "--num_workers", "0")
-
-
-@pytest.fixture
-def one_thread():
-    """CPU results depend on the intra-op thread count: the killed subprocess and the in-process runs use one."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, fsdd_dir, one_thread):

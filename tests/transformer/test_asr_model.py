@@ -9,13 +9,7 @@ from wenet_udps.utils.common import IGNORE_ID
 V, F = 10, 8
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run faster on one thread, and much faster when other tests share the 2 cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_config(encoder="transformer", decoder="transformer", input_layer="conv2d", **model_conf):

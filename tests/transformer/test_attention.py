@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, UDPS_COUNTERPART, is_udps
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, attention_classes, is_udps, register_attention, \
+    udps_counterpart
 
 N_HEAD, N_FEAT = 2, 8
 D_K = N_FEAT // N_HEAD
@@ -94,7 +95,7 @@ def test_forward_and_gradients_match_formula(name, kw, mask_kind):
     x = torch.randn(b, t, N_FEAT, dtype=torch.float64, requires_grad=True)
     mem = torch.randn(b, t, N_FEAT, dtype=torch.float64, requires_grad=True)
     pos = torch.randn(1, t, N_FEAT, dtype=torch.float64)
-    key = mem if "cross" in name else x
+    key = mem if ATTENTION_CLASSES[name].kind == "cross" else x
     out, cache = m(x, key, key, mask, pos)
     ref = reference_forward(name, m, x, key, key, mask, pos)
     assert out.shape == (b, t, N_FEAT)
@@ -140,7 +141,7 @@ def test_fully_masked_row_gives_zero_context_and_finite_gradients(name):
         assert torch.isfinite(p.grad).all()
 
 
-@pytest.mark.parametrize("name", [n for n in ATTENTION_CLASSES if "cross" not in n])
+@pytest.mark.parametrize("name", list(attention_classes("self")))
 def test_self_attention_cache_matches_full_sequence(name):
     """Chunk 2 with chunk 1's cache equals the full forward's rows for chunk 2 under the matching mask."""
     m = _build(name)
@@ -157,7 +158,7 @@ def test_self_attention_cache_matches_full_sequence(name):
     torch.testing.assert_close(out, full[:, t1:], rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["crossattn", "udps_crossattn"])
+@pytest.mark.parametrize("name", list(attention_classes("cross")))
 def test_cross_attention_cache_reuses_memory_projection(name):
     m = _build(name)
     mem = torch.randn(2, 6, N_FEAT, dtype=torch.float64)
@@ -212,7 +213,23 @@ def test_udps_options_and_bad_values():
 
 
 def test_udps_counterpart_covers_registry():
-    assert set(UDPS_COUNTERPART) == set(ATTENTION_CLASSES)
-    for name, target in UDPS_COUNTERPART.items():
-        assert is_udps(target)
-        assert ATTENTION_CLASSES[target].uses_pos_emb == ATTENTION_CLASSES[name].uses_pos_emb
+    assert set(attention_classes("self")) | set(attention_classes("cross")) == set(ATTENTION_CLASSES)
+    assert set(attention_classes("cross")) == {"crossattn", "udps_crossattn"}
+    for name, cls in ATTENTION_CLASSES.items():
+        target = udps_counterpart(name)
+        assert is_udps(target) and ATTENTION_CLASSES[target].kind == cls.kind
+        assert ATTENTION_CLASSES[target].uses_pos_emb == cls.uses_pos_emb
+        # A UDPS class names its scaled-dot counterpart, and the other way round.
+        assert ATTENTION_CLASSES[cls.counterpart].is_udps != cls.is_udps and cls.name == name
+    assert udps_counterpart("selfattn") == "udps_selfattn" and udps_counterpart("udps_selfattn") == "udps_selfattn"
+
+
+def test_register_attention_refuses_a_taken_name_and_a_bad_kind():
+    class Copy(ATTENTION_CLASSES["selfattn"]):
+        """Forgot its own name."""
+    with pytest.raises(ValueError, match="'selfattn' of Copy is taken"):
+        register_attention(Copy)
+    Copy.name, Copy.kind = "copy_selfattn", "both"
+    with pytest.raises(ValueError, match="kind 'both'; valid choices: self, cross"):
+        register_attention(Copy)
+    assert "copy_selfattn" not in ATTENTION_CLASSES

@@ -9,13 +9,7 @@ V, D = 11, 16
 SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn")]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run faster on one thread, especially when other tests share the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make(name="transformer", self_type="selfattn", src_type="crossattn", **kw):

@@ -5,7 +5,7 @@ import torch
 
 from tests.conftest import REFERENCE_JSON
 from wenet_udps.model_builder import resolve_model_config
-from wenet_udps.transformer.attention import ATTENTION_CLASSES
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, attention_classes
 from wenet_udps.transformer.cmvn import GlobalCMVN
 from wenet_udps.transformer.embedding import POS_ENC_CLASSES
 from wenet_udps.transformer.encoder import ENCODER_CLASSES
@@ -14,7 +14,7 @@ from wenet_udps.transformer.subsampling import SUBSAMPLING_CLASSES
 
 IDIM = 20
 SMALL = dict(output_size=16, attention_heads=2, linear_units=24, num_blocks=2)
-SELF_ATTENTIONS = sorted(n for n in ATTENTION_CLASSES if not n.endswith("crossattn"))
+SELF_ATTENTIONS = sorted(attention_classes("self"))
 
 
 def build(name, **conf):

@@ -10,13 +10,7 @@ from wenet_udps.transformer.search import attention_beam_search, ctc_greedy_sear
 from wenet_udps.utils.common import log_add, remove_duplicates_and_blank
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run faster on one thread, especially when other tests share the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def random_log_probs(b, t, v, seed=0):

@@ -31,6 +31,7 @@ from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import atomic_write_bytes
+from wenet_udps.train.executor import loss_sums
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils.cli import run_cli
 
@@ -38,7 +39,7 @@ class SoupEvaluator:
     """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
 
     def __init__(self, settings: Dict[str, Any]):
-        from wenet_udps.bin.recognize import decode_dataset_conf
+        from wenet_udps.dataset.dataset import eval_dataset_conf
         from wenet_udps.dataset import init_dataset
         from wenet_udps.dataset.lists import read_raw_list
         from wenet_udps.model_builder import build_model
@@ -48,7 +49,7 @@ class SoupEvaluator:
         self.config = load_config(settings["config"])
         self.model = build_model(self.config).eval()
         self.tokenizer = init_tokenizer(self.config)
-        self.dataset_conf = decode_dataset_conf(self.config.get("dataset_conf") or {}, settings["batch_size"])
+        self.dataset_conf = eval_dataset_conf(self.config.get("dataset_conf") or {}, settings["batch_size"])
         self.init_dataset = init_dataset
         self.refs: Dict[str, str] = {}
         if settings["metric"] == "wer":
@@ -72,15 +73,8 @@ class SoupEvaluator:
             return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
                                     partition=False)
-        total = num = 0.0
-        with torch.no_grad():
-            for batch in DataTally().batches(dataset):
-                out = self.model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
-                loss = float(out["loss"])
-                if math.isfinite(loss):
-                    total += loss * batch["feats"].size(0)
-                    num += batch["feats"].size(0)
-        return total / num if num else math.inf
+        sums, nums, _, _ = loss_sums(self.model, DataTally().batches(dataset))  # NaN/Inf batches left out
+        return sums["loss"] / nums["loss"] if nums["loss"] else math.inf
 
 
 _WORKER: Optional[SoupEvaluator] = None

@@ -32,7 +32,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk_size", type=int, default=16, help="output frames per streaming chunk")
     p.add_argument("--left_chunks", type=int, default=-1, help="chunks of left context kept (-1: all)")
     p.add_argument("--reverse_weight", type=float, default=0.0, help="export the r2l decoder output (> 0)")
-    p.add_argument("--test_data", default=None, help="data.list whose first utterances drive the parity check")
+    p.add_argument("--test_data", default=None, help="data list whose first utterances drive the parity check")
+    p.add_argument("--data_type", default="raw", choices=["raw", "shard"], help="--test_data's format")
     p.add_argument("--num_utts", type=int, default=8)
     p.add_argument("--beam_size", type=int, default=4)
     p.add_argument("--ctc_weight", type=float, default=0.5)
@@ -40,14 +41,14 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parity_batch(config: Dict, test_data: Optional[str], num_utts: int):
+def parity_batch(config: Dict, test_data: Optional[str], num_utts: int, data_type: str = "raw"):
     """(feats, lens) of the list's first utterances (decoding features), or random features."""
     if test_data:
-        from wenet_udps.bin.recognize import decode_dataset_conf
+        from wenet_udps.dataset.dataset import eval_dataset_conf
         from wenet_udps.dataset import init_dataset
-        conf = decode_dataset_conf(config.get("dataset_conf") or {}, num_utts)
+        conf = eval_dataset_conf(config.get("dataset_conf") or {}, num_utts)
         from wenet_udps.dataset.dataset import DataTally
-        dataset = init_dataset("raw", test_data, init_tokenizer(config), conf, partition=False)
+        dataset = init_dataset(data_type, test_data, init_tokenizer(config), conf, partition=False)
         batch = next(DataTally().batches(dataset), None)
         if batch is None:
             raise DataError(f"{test_data}: no usable utterance for the parity check")
@@ -65,7 +66,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     model = load_model(config, args.checkpoint)
     export_model(model, config["input_dim"], args.output_dir, chunk_size=args.chunk_size,
                  left_chunks=args.left_chunks, reverse_weight=args.reverse_weight)
-    feats, lens = parity_batch(config, args.test_data, args.num_utts)
+    feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
     report = check_parity(model, args.output_dir, feats, lens, chunk_size=args.chunk_size,
                           left_chunks=args.left_chunks, beam_size=args.beam_size, ctc_weight=args.ctc_weight,
                           reverse_weight=args.reverse_weight)

@@ -10,7 +10,6 @@ and prints the real-time factor: decoding time / audio seconds, the audio second
 frame shift. Score with ``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
 """
 import argparse
-import copy
 import logging
 import os
 import time
@@ -20,33 +19,15 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from wenet_udps.bin.describe import is_streaming
 from wenet_udps.dataset import init_dataset
-from wenet_udps.dataset.dataset import DataTally
+from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import load_model_state
 from wenet_udps.config import load_config
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils.cli import run_cli
-
-# Keep every utterance when decoding (WeNet relaxes the training filter the same way).
-DECODE_FILTER = {"min_length": 0, "max_length": 1e12, "token_min_length": 0, "token_max_length": 1e12,
-                 "min_output_input_ratio": 0.0, "max_output_input_ratio": 1e12}
-
-
-def decode_dataset_conf(dataset_conf: Mapping[str, Any], batch_size: int) -> Dict[str, Any]:
-    """The training dataset_conf made deterministic for decoding: no shuffle, sort, augmentation or dither,
-    no length filter, static batches of ``batch_size``."""
-    conf = copy.deepcopy(dict(dataset_conf or {}))
-    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle", "sort"):
-        conf[key] = False
-    for key in ("fbank_conf", "mfcc_conf"):
-        if conf.get(key):
-            conf[key]["dither"] = 0.0
-    conf["filter_conf"] = dict(DECODE_FILTER)
-    conf["batch_conf"] = {"batch_type": "static", "batch_size": batch_size}
-    return conf
-
 
 def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
     name = "mfcc_conf" if dataset_conf.get("feats_type") == "mfcc" else "fbank_conf"
@@ -70,7 +51,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf"}``.
     """
     dataset_conf = dict(config.get("dataset_conf") or {})
-    dataset = init_dataset(data_type, data_list, tokenizer, decode_dataset_conf(dataset_conf, batch_size),
+    dataset = init_dataset(data_type, data_list, tokenizer, eval_dataset_conf(dataset_conf, batch_size),
                            partition=False)
     loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
     shift = frame_shift_ms(dataset_conf) / 1000.0
@@ -153,6 +134,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.simulate_streaming and args.batch_size != 1:
         raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
     config = load_config(args.config, args.override)
+    if args.decoding_chunk_size > 0 and not is_streaming(config):
+        logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
+                        "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,
+                        args.config)
     model = load_model(config, args.checkpoint, args.device)
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,

@@ -23,27 +23,25 @@ Writes ``model_dir/train.yaml`` (the config with overrides, input_dim, output_di
 and export, checkpoints (wenet_udps.train.checkpoint) and TensorBoard logs (tags in docs/design.md).
 """
 import argparse
-import copy
 import logging
 import os
-import random
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
+from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.train.checkpoint import gather_rng_states, link_final, load_checkpoint, load_newest_valid, \
-    save_checkpoint, set_rank_rng_state
-from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed
+    save_checkpoint, seed_all, set_rank_rng_state
+from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim
@@ -77,31 +75,6 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--use_amp", action="store_true", help="same as --dtype fp16")
     p.add_argument("--tensorboard_dir", default=None, help="default: MODEL_DIR/tensorboard")
     return p
-
-
-def _cv_conf(dataset_conf: Dict[str, Any]) -> Dict[str, Any]:
-    """Deterministic evaluation: no shuffling, augmentation, speed perturbation or dither."""
-    conf = copy.deepcopy(dataset_conf)
-    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle"):
-        conf[key] = False
-    for key in ("fbank_conf", "mfcc_conf"):
-        if conf.get(key):
-            conf[key]["dither"] = 0.0
-    return conf
-
-
-def _seed_all(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _needs_unused_params(model) -> bool:
-    """DDP must look for unused parameters when a branch is off (CTC or decoder alone, bitransformer's
-    right decoder with reverse_weight 0)."""
-    if model.ctc_weight in (0.0, 1.0):
-        return True
-    return hasattr(model.decoder, "right_decoder") and model.reverse_weight == 0.0
 
 
 @dataclass
@@ -166,13 +139,13 @@ def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
 
 def restore_rng(run: Run) -> None:
     """Same seed on every rank builds the same model; each rank then gets its own dropout stream."""
-    _seed_all(run.seed + run.info.rank)
+    seed_all(run.seed + run.info.rank)
     if run.ckpt.get("rng"):
         set_rank_rng_state(run.ckpt["rng"], run.info.rank, run.info.world_size)
 
 
 def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_epoch: int,
-                 start_batch: int, save) -> Optional[str]:
+                 start_batch: int) -> Optional[str]:
     """The epoch loop; returns the last epoch checkpoint written (None when no epoch was left to train)."""
     train_set, cv_set = sets
     train_loader, cv_loader = loaders
@@ -196,11 +169,12 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
                      loss_text)
         if run.info.is_main:
             executor.tb.cv(epoch, cv)
+            executor.tb.epoch(epoch, stats.losses, executor.raw_model.udps_scales())
             executor.tb.flush()
         train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
-        last = save(f"epoch_{epoch}", epoch, None, cv,
-                    {**train_losses, "skipped_batches": stats.skipped_batches, "train_data": stats.data.counts,
-                     "cv_data": cv_data.counts})
+        last = save_state(run, executor, f"epoch_{epoch}", epoch, None, cv,
+                          {**train_losses, "skipped_batches": stats.skipped_batches,
+                           "train_data": stats.data.counts, "cv_data": cv_data.counts})
     return last
 
 
@@ -234,14 +208,33 @@ def main(argv: Optional[List[str]] = None) -> None:
             lock.release()
 
 
-def _train(run: Run) -> None:
-    args, info, config, device = run.args, run.info, run.config, run.device
-    choose_checkpoint(run)
-    _seed_all(run.seed)
-    tokenizer = init_tokenizer(config)
-    dataset_conf = dict(config.get("dataset_conf") or {})
+def save_state(run: Run, executor: Executor, tag: str, epoch: int, batch_in_epoch: Optional[int],
+               cv: Optional[Dict[str, Any]], extra: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """Write checkpoint ``tag`` (model, optimizer, scheduler, scaler, every rank's RNG) and its metadata yaml;
+    every rank must call it (the RNG states are gathered), rank 0 writes. Returns the path (None off rank 0)."""
+    rng = gather_rng_states(run.info.distributed, run.info.world_size)
+    if not run.info.is_main:
+        return None
+    optimizer = executor.optimizer
+    state = {"model": executor.raw_model.state_dict(), "optimizer": optimizer.state_dict(),
+             "scheduler": executor.scheduler.state_dict(), "scaler": executor.scaler.state_dict(), "rng": rng,
+             "epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id}
+    cv = cv or {}
+    meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
+            "lr": optimizer.param_groups[0]["lr"], "cv_loss": cv.get("loss"), "cv_loss_ctc": cv.get("loss_ctc"),
+            "cv_loss_att": cv.get("loss_att"), **(extra or {}), "config": run.config}
+    path = save_checkpoint(run.args.model_dir, tag, state, meta)
+    logging.info("saved %s", path)
+    return path
+
+
+def build_data(run: Run):
+    """The train and cv datasets (cv made deterministic) and their DataLoaders, sharing one generator."""
+    args = run.args
+    tokenizer = init_tokenizer(run.config)
+    dataset_conf = dict(run.config.get("dataset_conf") or {})
     train_set = init_dataset(args.data_type, args.train_data, tokenizer, dataset_conf, partition=True)
-    cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, _cv_conf(dataset_conf), partition=True)
+    cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True)
     # An explicit generator, reseeded per epoch, keeps DataLoader iterator creation off the global RNG, so a
     # resumed run draws the same dropout masks as an uninterrupted one.
     loader_gen = torch.Generator()
@@ -249,52 +242,49 @@ def _train(run: Run) -> None:
                          generator=loader_gen)
     if args.num_workers > 0:
         loader_kwargs["prefetch_factor"] = args.prefetch
-    loaders = (DataLoader(train_set, **loader_kwargs), DataLoader(cv_set, **loader_kwargs))
+    return (train_set, cv_set), (DataLoader(train_set, **loader_kwargs), DataLoader(cv_set, **loader_kwargs)), \
+        loader_gen
 
+
+def build_executor(run: Run) -> Tuple[Executor, int, int]:
+    """The model (checkpoint weights loaded, DDP-wrapped when distributed), optimizer, scheduler and scaler with
+    the checkpoint's state, in an Executor; returns it with the start epoch and batch."""
+    args, info, config = run.args, run.info, run.config
     model = build_model(config)
-    num_params = sum(p.numel() for p in model.parameters())
     logging.info("model: %s encoder, %s decoder, att_udps %s, %.2fM parameters", config.get("encoder"),
-                 config.get("decoder"), config.get("att_udps", False), num_params / 1e6)
+                 config.get("decoder"), config.get("att_udps", False),
+                 sum(p.numel() for p in model.parameters()) / 1e6)
     if run.ckpt:
         model.load_state_dict(run.ckpt["model"])
         logging.info("loaded %s", run.ckpt_path)
-    model.to(device)
+    model.to(run.device)
     optimizer = build_optimizer(config, model.parameters())
     scheduler = build_scheduler(config, optimizer)
     start_epoch, start_batch, step = resume_state(run, model, optimizer, scheduler)
     restore_rng(run)
-
     ddp_model = model
     if info.distributed:
         ddp_model = DistributedDataParallel(model, device_ids=[info.local_rank] if args.device == "cuda" else None,
-                                            find_unused_parameters=_needs_unused_params(model))
+                                            find_unused_parameters=needs_unused_params(model))
     tb = TensorboardLogger((args.tensorboard_dir or os.path.join(args.model_dir, "tensorboard"))
                            if info.is_main else None)
-    executor = Executor(model=ddp_model, optimizer=optimizer, scheduler=scheduler, config=config, device=device,
-                        dist_info=info, dtype=run.dtype, tb=tb, step=step)
-
-    def save(tag: str, epoch: int, batch_in_epoch: Optional[int], cv: Optional[Dict[str, Any]],
-             extra: Optional[Dict[str, Any]] = None) -> Optional[str]:
-        rng = gather_rng_states(info.distributed, info.world_size)
-        if not info.is_main:
-            return None
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                 "scheduler": scheduler.state_dict(), "scaler": executor.scaler.state_dict(), "rng": rng,
-                 "epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id}
-        meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
-                "lr": optimizer.param_groups[0]["lr"], "cv_loss": None if cv is None else cv.get("loss"),
-                "cv_loss_ctc": None if cv is None else cv.get("loss_ctc"),
-                "cv_loss_att": None if cv is None else cv.get("loss_att"), **(extra or {}), "config": config}
-        path = save_checkpoint(args.model_dir, tag, state, meta)
-        logging.info("saved %s", path)
-        return path
-
-    executor.save_fn = lambda tag, epoch, batch, cv: save(tag, epoch, batch, cv)
+    executor = Executor(model=ddp_model, optimizer=optimizer, scheduler=scheduler, config=config,
+                        device=run.device, dist_info=info, dtype=run.dtype, tb=tb, step=step)
+    executor.save_fn = lambda tag, epoch, batch, cv: save_state(run, executor, tag, epoch, batch, cv)
     if "scaler" in run.ckpt:
         executor.scaler.load_state_dict(run.ckpt["scaler"])
-    last = train_epochs(run, executor, (train_set, cv_set), loaders, loader_gen, start_epoch, start_batch, save)
+    return executor, start_epoch, start_batch
+
+
+def _train(run: Run) -> None:
+    """Set up (checkpoint choice, data, model), the epoch loop, finish."""
+    choose_checkpoint(run)
+    seed_all(run.seed)
+    sets, loaders, loader_gen = build_data(run)
+    executor, start_epoch, start_batch = build_executor(run)
+    last = train_epochs(run, executor, sets, loaders, loader_gen, start_epoch, start_batch)
     finish(run, last)
-    tb.close()
+    executor.tb.close()
     cleanup()
 
 

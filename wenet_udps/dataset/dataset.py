@@ -6,6 +6,7 @@ must not block in a collective on a rank that has run out: wrap the epoch in
 ``torch.distributed.algorithms.Join([model])`` (as WeNet does), or all-reduce a "has a batch" flag every step
 and stop all ranks at the first rank that has none (then a few utterances are unused in that epoch).
 """
+import copy
 import logging
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional
@@ -30,6 +31,9 @@ FILTER_REASONS = ("min_length", "max_length", "token_min_length", "token_max_len
 COUNT_KEYS = ("used",) + BAD_REASONS + FILTER_REASONS
 # Filtered utterances logged by key per (rank, worker, epoch); the rest are only counted.
 _LOGGED_FILTERED = 10
+# Keep every utterance when decoding (WeNet relaxes the training filter the same way).
+DECODE_FILTER = {"min_length": 0, "max_length": 1e12, "token_min_length": 0, "token_max_length": 1e12,
+                 "min_output_input_ratio": 0.0, "max_output_input_ratio": 1e12}
 
 
 class DataError(UserError):
@@ -212,3 +216,20 @@ def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict
     """
     return AsrDataset(data_type=data_type, data_list_file=data_list_file, tokenizer=tokenizer, conf=conf,
                       partition=partition)
+
+
+def eval_dataset_conf(dataset_conf: Optional[Dict[str, Any]], batch_size: Optional[int] = None) -> Dict[str, Any]:
+    """The training dataset_conf made deterministic for evaluation: no shuffle, augmentation, speed perturbation
+    or dither (the cv set of training). With ``batch_size`` (decoding, soup, export): also no sort and no length
+    filter, static batches of ``batch_size``."""
+    conf = copy.deepcopy(dict(dataset_conf or {}))
+    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle"):
+        conf[key] = False
+    for key in ("fbank_conf", "mfcc_conf"):
+        if conf.get(key):
+            conf[key]["dither"] = 0.0
+    if batch_size is not None:
+        conf["sort"] = False
+        conf["filter_conf"] = dict(DECODE_FILTER)
+        conf["batch_conf"] = {"batch_type": "static", "batch_size": batch_size}
+    return conf

@@ -58,6 +58,13 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def seed_all(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
 def rng_state() -> Dict[str, Any]:
     """Python, numpy and torch (CPU and, when present, CUDA) random states, in forms the safe loader accepts
     (the numpy key array as an int64 tensor)."""

@@ -46,6 +46,14 @@ def init_distributed(backend: str, device: str) -> DistInfo:
     return info
 
 
+def needs_unused_params(model: torch.nn.Module) -> bool:
+    """DDP must look for unused parameters when a branch of the ASR model is off (CTC or decoder alone,
+    bitransformer's right decoder with reverse_weight 0)."""
+    if model.ctc_weight in (0.0, 1.0):
+        return True
+    return hasattr(model.decoder, "right_decoder") and model.reverse_weight == 0.0
+
+
 def all_reduce_max(value: float, device: torch.device) -> float:
     """max over ranks (the value itself when not distributed)."""
     if not (dist.is_available() and dist.is_initialized()):

@@ -36,6 +36,7 @@ from wenet_udps.utils.schema import check_section, defaults_of, route
 
 AMP_DTYPES = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 LOSS_KEYS = ("loss", "loss_ctc", "loss_att")
+BATCH_KEYS = ("feats", "feats_lengths", "target", "target_lengths")
 
 
 @dataclass
@@ -67,6 +68,33 @@ class EpochStats:
 
 def _value(x: Optional[torch.Tensor]) -> Optional[float]:
     return None if x is None else float(x.detach())
+
+
+@torch.no_grad()
+def loss_sums(model: torch.nn.Module, batches: Iterable[Mapping[str, Any]],
+              to_device: Callable[[Mapping[str, Any]], Tuple[torch.Tensor, ...]] = lambda b: tuple(
+                  b[k] for k in BATCH_KEYS),
+              autocast: Callable[[], Any] = contextlib.nullcontext) -> Tuple[Dict, Dict, int, str]:
+    """Utterance-weighted loss sums of ``model`` (in eval mode) over ``batches``: the cv loss of training and of
+    the greedy soup. Returns (sums, utterance counts) per ``LOSS_KEYS`` entry, the number of batches skipped for a
+    NaN/Inf loss and the first key of the first such batch."""
+    sums = {k: 0.0 for k in LOSS_KEYS}
+    nums = {k: 0 for k in LOSS_KEYS}
+    bad_batches, first_bad = 0, ""
+    for batch in batches:
+        feats, feats_lens, target, target_lens = to_device(batch)
+        with autocast():
+            out = model(feats, feats_lens, target, target_lens)
+        values = {k: _value(out.get(k)) for k in LOSS_KEYS}
+        if not all(math.isfinite(v) for v in values.values() if v is not None):
+            bad_batches += 1
+            first_bad = first_bad or batch["keys"][0]
+            continue
+        for k, v in values.items():
+            if v is not None:
+                sums[k] += v * feats.size(0)
+                nums[k] += feats.size(0)
+    return sums, nums, bad_batches, first_bad
 
 
 class Executor:
@@ -119,8 +147,7 @@ class Executor:
 
     def _to_device(self, batch: Mapping[str, Any]):
         # non_blocking: the DataLoader pins batches on CUDA, so the copies overlap the previous step's kernels.
-        return tuple(batch[k].to(self.device, non_blocking=True)
-                     for k in ("feats", "feats_lengths", "target", "target_lengths"))
+        return tuple(batch[k].to(self.device, non_blocking=True) for k in BATCH_KEYS)
 
     def _norm_buffers(self) -> List[torch.Tensor]:
         """BatchNorm running statistics: a forward in train mode updates them, even for a batch then skipped."""
@@ -255,7 +282,6 @@ class Executor:
         interval["losses"] = {k: [] for k in LOSS_KEYS}
         interval["grad_norm"] = []
 
-    @torch.no_grad()
     def cv(self, loader: Iterable[Dict[str, Any]], epoch: int) -> Tuple[Dict[str, Optional[float]], DataTally]:
         """Utterance-weighted mean losses over the cv set (all ranks' shares combined) and its data counts.
 
@@ -263,25 +289,9 @@ class Executor:
             NonFiniteCvLoss: a cv batch gave a NaN/Inf loss (on any rank), naming ``epoch``.
         """
         self.raw_model.eval()
-        sums = {k: 0.0 for k in LOSS_KEYS}
-        nums = {k: 0 for k in LOSS_KEYS}
         tally = DataTally()
-        bad_batches = 0
-        first_bad = ""
-        for batch in tally.batches(loader):
-            feats, feats_lens, target, target_lens = self._to_device(batch)
-            with self._autocast():
-                out = self.raw_model(feats, feats_lens, target, target_lens)
-            n = feats.size(0)
-            values = {k: _value(out.get(k)) for k in LOSS_KEYS}
-            if not all(math.isfinite(v) for v in values.values() if v is not None):
-                bad_batches += 1
-                first_bad = first_bad or batch["keys"][0]
-                continue
-            for k, v in values.items():
-                if v is not None:
-                    sums[k] += v * n
-                    nums[k] += n
+        sums, nums, bad_batches, first_bad = loss_sums(self.raw_model, tally.batches(loader), self._to_device,
+                                                       self._autocast)
         flat = all_reduce_sum([sums[k] for k in LOSS_KEYS] + [nums[k] for k in LOSS_KEYS] + [bad_batches]
                               + tally.as_list(), self.device)
         n_keys = len(LOSS_KEYS)

@@ -2,7 +2,9 @@
 
 train/loss, train/loss_ctc, train/loss_att, train/lr, train/grad_norm, train/frames_per_sec (per log interval,
 x = optimizer step); cv/loss, cv/loss_ctc, cv/loss_att (per epoch, x = epoch); udps/<param> (mean over heads of
-the effective scale) and udps/<param>/h<i> (per head) for UDPS models (per log interval, x = optimizer step).
+the effective scale) and udps/<param>/h<i> (per head) for UDPS models (per log interval, x = optimizer step);
+train_epoch/loss, train_epoch/loss_ctc, train_epoch/loss_att and udps_epoch/<param>[/h<i>] once per epoch (x = epoch),
+so a run shorter than log_interval still has curves.
 """
 from typing import Dict, Mapping, Optional
 
@@ -35,15 +37,24 @@ class TensorboardLogger:
             if values.get(tag) is not None:
                 self.writer.add_scalar(f"cv/{tag}", values[tag], epoch)
 
-    def udps(self, step: int, scales: Dict[str, torch.Tensor]) -> None:
+    def udps(self, step: int, scales: Dict[str, torch.Tensor], prefix: str = "udps") -> None:
         if self.writer is None:
             return
         for name, value in scales.items():
             value = value.detach().float().reshape(-1).cpu()
-            self.writer.add_scalar(f"udps/{name}", float(value.mean()), step)
+            self.writer.add_scalar(f"{prefix}/{name}", float(value.mean()), step)
             if value.numel() > 1:
                 for i, v in enumerate(value.tolist()):
-                    self.writer.add_scalar(f"udps/{name}/h{i}", v, step)
+                    self.writer.add_scalar(f"{prefix}/{name}/h{i}", v, step)
+
+    def epoch(self, epoch: int, train_losses: Mapping[str, Optional[float]], scales: Dict[str, torch.Tensor]) -> None:
+        """Per-epoch train losses and UDPS scales."""
+        if self.writer is None:
+            return
+        for tag in CV_TAGS:
+            if train_losses.get(tag) is not None:
+                self.writer.add_scalar(f"train_epoch/{tag}", train_losses[tag], epoch)
+        self.udps(epoch, scales, prefix="udps_epoch")
 
     def flush(self) -> None:
         if self.writer is not None:

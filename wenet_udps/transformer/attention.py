@@ -14,9 +14,15 @@ Registry names (YAML values of ``selfattention_layer_type`` / ``src_attention_la
 All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cache)`` with batch-first tensors:
 query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
 pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side.
+
+Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``, ``uses_pos_emb``,
+``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
+else that depends on the attention type (the encoder's self-attention choices, the decoder's positional check,
+``att_udps``, the ``udps_conf`` keys, the run labels of ``wenet_udps.bin.describe``) is derived from these
+attributes, so a new variant is one class in this file (docs/design.md, "Adding an attention variant").
 """
 import math
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple, Type
 
 import torch
 from torch import nn
@@ -26,15 +32,39 @@ from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 
 _EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
 _EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
+ATTENTION_KINDS = ("self", "cross")
+
+ATTENTION_CLASSES: Dict[str, Type["MultiHeadedAttention"]] = {}
 
 
+def register_attention(cls: Type["MultiHeadedAttention"]) -> Type["MultiHeadedAttention"]:
+    """Class decorator: add ``cls`` to ``ATTENTION_CLASSES`` under ``cls.name`` (the YAML value).
+
+    Raises:
+        ValueError: the name is taken (a subclass must set its own ``name``) or ``kind`` is not self/cross.
+    """
+    if cls.kind not in ATTENTION_KINDS:
+        raise ValueError(f"{cls.__name__}.kind {cls.kind!r}; valid choices: {', '.join(ATTENTION_KINDS)}")
+    if cls.name in ATTENTION_CLASSES:
+        raise ValueError(f"attention name {cls.name!r} of {cls.__name__} is taken by "
+                         f"{ATTENTION_CLASSES[cls.name].__name__}: give the class its own ``name``")
+    ATTENTION_CLASSES[cls.name] = cls
+    return cls
+
+
+
+@register_attention
 class MultiHeadedAttention(nn.Module):
     """Scaled-dot multi-head attention with WeNet's parameter names (linear_q/k/v/out).
 
     Uses torch's fused ``scaled_dot_product_attention``, which computes the same softmax(q.k/sqrt(d_k)) v.
     """
 
-    uses_pos_emb = False
+    name = "selfattn"                  # registry name, the YAML value of a ``*_layer_type`` key
+    kind = "self"                      # "cross": a given cache is the memory's projected k/v, reused as is
+    is_udps = False                    # UDPS scores (``att_udps`` targets, ``udps_conf`` reaches it)
+    uses_pos_emb = False               # reads ``pos_emb`` (relative positions; the decoder has none)
+    counterpart: Optional[str] = "udps_selfattn"  # the same site in the other family: scaled-dot <-> UDPS
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__()
@@ -56,8 +86,12 @@ class MultiHeadedAttention(nn.Module):
                     cache: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Project and split heads; prepend the cached k/v (self-attention streaming).
 
-        Returns q (B, H, T1, d_k), k and v (B, H, T_cache + T2, d_k), new_cache (B, H, T_cache + T2, 2 * d_k).
+        Returns q (B, H, T1, d_k), k and v (B, H, T_cache + T2, d_k), new_cache (B, H, T_cache + T2, 2 * d_k);
+        for ``kind == "cross"`` a given cache is the memory's k/v (constant while decoding): k, v (B, H, T2, d_k).
         """
+        if self.kind == "cross" and cache.size(0) > 0:
+            k, v = torch.split(cache, self.d_k, dim=-1)
+            return self._heads(self.linear_q, query), k, v, cache
         q = self._heads(self.linear_q, query)
         k = self._heads(self.linear_k, key)
         v = self._heads(self.linear_v, value)
@@ -86,6 +120,7 @@ class MultiHeadedAttention(nn.Module):
         return {}
 
 
+@register_attention
 class RelPositionMultiHeadedAttention(MultiHeadedAttention):
     """WeNet's relative-position attention: ((q+u).k + (q+v).p) / sqrt(d_k), p = linear_pos(pos_emb), no rel_shift.
 
@@ -93,7 +128,9 @@ class RelPositionMultiHeadedAttention(MultiHeadedAttention):
     [q+u, q+v] . [k, p] = (q+u).k + (q+v).p, with the scale kept at 1/sqrt(d_k).
     """
 
+    name = "rel_selfattn"
     uses_pos_emb = True
+    counterpart = "rel_udps_selfattn"
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
@@ -134,11 +171,16 @@ def _scale_parameter(*, n_head: int, init: float, form: str, per_head: bool, nam
     return nn.Parameter(torch.full((n_head if per_head else 1,), float(start)))
 
 
+@register_attention
 class UDPSMultiHeadedAttention(MultiHeadedAttention):
     """UDPS attention: scores = 4 alpha q.k / (|q| + |k|)^2, no 1/sqrt(d_k).
 
     Extra parameter ``alpha`` (H,) or (1,); the effective scale is ``alpha`` or ``alpha**2`` (``alpha_form``).
     """
+
+    name = "udps_selfattn"
+    is_udps = True
+    counterpart = "selfattn"
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
                  alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
@@ -161,6 +203,7 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         return {"alpha": self._effective(self.alpha).detach()}
 
 
+@register_attention
 class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
     """The paper author's Conformer variant: p = linear_pos(pos_emb), no pos_bias_u/v, no rel_shift.
 
@@ -169,7 +212,9 @@ class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
     4 beta q.p / (|q| + |p|)^2 (the alternative the reference's author judged not effective).
     """
 
+    name = "rel_udps_selfattn"
     uses_pos_emb = True
+    counterpart = "rel_selfattn"
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 5.0,
                  beta_init: float = 5.0, alpha_form: str = "linear", alpha_per_head: bool = True,
@@ -200,46 +245,47 @@ class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
         return {"alpha": self._effective(self.alpha).detach(), "beta": self._effective(self.beta).detach()}
 
 
-def _cross_forward_qkv(self, query, key, value, cache):
-    """Source attention: a given cache is the memory's projected k/v (constant while decoding), reused as is."""
-    if cache.size(0) > 0:
-        k, v = torch.split(cache, self.d_k, dim=-1)
-        return self._heads(self.linear_q, query), k, v, cache
-    return MultiHeadedAttention.forward_qkv(self, query, key, value, cache)
-
-
+@register_attention
 class MultiHeadedCrossAttention(MultiHeadedAttention):
     """Scaled-dot source (cross) attention of the decoder; the cache holds the memory's k/v."""
 
-    forward_qkv = _cross_forward_qkv
+    name = "crossattn"
+    kind = "cross"
+    counterpart = "udps_crossattn"
 
 
+@register_attention
 class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
     """UDPS source (cross) attention of the decoder; the cache holds the memory's k/v."""
 
-    forward_qkv = _cross_forward_qkv
+    name = "udps_crossattn"
+    kind = "cross"
+    counterpart = "crossattn"
 
 
-ATTENTION_CLASSES = {
-    "selfattn": MultiHeadedAttention,
-    "rel_selfattn": RelPositionMultiHeadedAttention,
-    "udps_selfattn": UDPSMultiHeadedAttention,
-    "rel_udps_selfattn": RelPositionUDPSMultiHeadedAttention,
-    "crossattn": MultiHeadedCrossAttention,
-    "udps_crossattn": UDPSMultiHeadedCrossAttention,
-}
+def attention_classes(kind: str) -> Dict[str, Type[MultiHeadedAttention]]:
+    """The registered attentions of one ``kind`` (``self`` or ``cross``), by name."""
+    return {name: cls for name, cls in ATTENTION_CLASSES.items() if cls.kind == kind}
 
-# What ``att_udps: true`` turns each scaled-dot site into.
-UDPS_COUNTERPART = {
-    "selfattn": "udps_selfattn",
-    "rel_selfattn": "rel_udps_selfattn",
-    "crossattn": "udps_crossattn",
-    "udps_selfattn": "udps_selfattn",
-    "rel_udps_selfattn": "rel_udps_selfattn",
-    "udps_crossattn": "udps_crossattn",
-}
+
+def udps_classes() -> list:
+    """Every registered UDPS attention class (their keyword arguments are the valid ``udps_conf`` keys)."""
+    return [cls for cls in ATTENTION_CLASSES.values() if cls.is_udps]
 
 
 def is_udps(name: str) -> bool:
     """Whether a registry name is a UDPS attention."""
-    return UDPS_COUNTERPART.get(name) == name
+    cls = ATTENTION_CLASSES.get(name)
+    return bool(cls is not None and cls.is_udps)
+
+
+def udps_counterpart(name: str) -> Optional[str]:
+    """What ``att_udps: true`` turns a site of type ``name`` into: itself when UDPS, else its ``counterpart``
+    when that is a registered UDPS attention of the same kind and positional input; None when there is none."""
+    cls = ATTENTION_CLASSES[name]
+    if cls.is_udps:
+        return name
+    target = ATTENTION_CLASSES.get(cls.counterpart or "")
+    if target is None or not target.is_udps or (target.kind, target.uses_pos_emb) != (cls.kind, cls.uses_pos_emb):
+        return None
+    return target.name

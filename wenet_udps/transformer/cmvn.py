@@ -50,10 +50,14 @@ def load_cmvn_json(path: Union[str, Path]) -> Tuple[torch.Tensor, torch.Tensor]:
     ``istd = 1 / sqrt(var)``. Any malformed content raises ValueError naming the file.
     """
     path = Path(path)
+    data = path.read_bytes()
+    if data.startswith(b"\0B") or data.lstrip().startswith(b"["):
+        raise ValueError(f"{path} holds Kaldi-format CMVN stats, and the configs read WeNet's JSON: convert them "
+                         f"with 'python tools/cmvn_kaldi2json.py {path} {path}.json' and point cmvn_conf.cmvn_file "
+                         f"there, or recompute them with tools/compute_cmvn_stats.py")
     try:
-        with open(path, encoding="utf-8") as f:
-            stats = json.load(f)
-    except json.JSONDecodeError as err:
+        stats = json.loads(data.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not valid JSON cmvn stats ({err})") from None
     if not isinstance(stats, dict):
         raise ValueError(f"{path}: cmvn stats must be a JSON object with mean_stat, var_stat and frame_num")

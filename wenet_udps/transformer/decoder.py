@@ -56,7 +56,7 @@ class TransformerDecoder(nn.Module):
         d = encoder_output_size
         self_cls = lookup(ATTENTION_CLASSES, selfattention_layer_type, "decoder_conf.selfattention_layer_type")
         src_cls = lookup(ATTENTION_CLASSES, src_attention_layer_type, "decoder_conf.src_attention_layer_type")
-        if getattr(self_cls, "uses_pos_emb", False):
+        if self_cls.uses_pos_emb:
             raise ValueError(f"decoder_conf.selfattention_layer_type {selfattention_layer_type!r} needs relative "
                              "position embeddings, which the decoder does not have")
         activation = lookup(ACTIVATION_CLASSES, activation_type, "decoder_conf.activation_type")

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES
+from wenet_udps.transformer.attention import attention_classes
 from wenet_udps.transformer.convolution import ConvolutionModule
 from wenet_udps.transformer.embedding import POS_ENC_CLASSES
 from wenet_udps.transformer.encoder_layer import ConformerEncoderLayer, TransformerEncoderLayer
@@ -19,14 +19,11 @@ from wenet_udps.transformer.subsampling import SUBSAMPLING_CLASSES
 from wenet_udps.utils.mask import add_optional_chunk_mask, make_pad_mask
 from wenet_udps.utils.registry import lookup
 
-# Cross-attention reuses its cache as is (decoder memory), which is wrong for encoder self-attention streaming.
-SELF_ATTENTION_CLASSES = {name: cls for name, cls in ATTENTION_CLASSES.items() if not name.endswith("crossattn")}
-
-
 def _build_attention(name: str, n_head: int, n_feat: int, dropout_rate: float,
                      attention_conf: Dict) -> nn.Module:
     """An encoder self-attention module from the registry; ``attention_conf`` was checked by the model builder."""
-    cls = lookup(SELF_ATTENTION_CLASSES, name, "encoder_conf.selfattention_layer_type")
+    # Only kind "self": cross-attention reuses its cache as is (decoder memory), wrong for encoder streaming.
+    cls = lookup(attention_classes("self"), name, "encoder_conf.selfattention_layer_type")
     return cls(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate, **attention_conf)
 
 

@@ -59,17 +59,22 @@ class Nested:
     choice: Optional[str] = None
     registry: Optional[Mapping[str, Any]] = None
     default: Optional[Callable[[Mapping[str, Any]], str]] = None
+    lazy: bool = False
 
 
 def section(spec: Any = None, *, supplied: Iterable[str] = (), choice: Optional[str] = None,
             registry: Optional[Mapping[str, Any]] = None,
-            default: Optional[Callable[[Mapping[str, Any]], str]] = None) -> Any:
+            default: Optional[Callable[[Mapping[str, Any]], str]] = None, lazy: bool = False) -> Any:
     """A dataclass field holding a nested section (default None = absent). See the module docstring.
+
+    With ``lazy``, ``spec`` is a function returning the spec when a section is checked (a registry that grows
+    after import, e.g. the UDPS attentions behind ``udps_conf``).
 
     With ``choice``, the section's spec is ``registry[parent[choice]]`` (when the parent lacks the key: the choice
     field's default, or ``default(section)`` when given), plus ``spec`` when given (keys either takes).
     """
-    nested = Nested(spec=spec, supplied=tuple(supplied), choice=choice, registry=registry, default=default)
+    nested = Nested(spec=spec, supplied=tuple(supplied), choice=choice, registry=registry, default=default,
+                    lazy=lazy)
     return dataclasses.field(default=None, metadata={"nested": nested})
 
 
@@ -195,7 +200,7 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
 def _nested_spec(nested: Nested, parent: Mapping[str, Any], params: Mapping[str, Param], conf: Any,
                  where: str) -> Any:
     if nested.choice is None:
-        return nested.spec
+        return nested.spec() if nested.lazy else nested.spec
     name = parent.get(nested.choice)
     if name is None:  # the choice key's own default, or one computed from the section
         name = nested.default(conf if isinstance(conf, Mapping) else {}) if callable(nested.default) else params[nested.choice].default

@@ -1,0 +1,59 @@
+"""Fake AISHELL-1 and LibriSpeech download trees: the real folder layouts, file names and transcript formats, with
+short noise recordings, for running the recipes end to end in seconds."""
+from pathlib import Path
+from typing import Iterable, List
+
+import numpy as np
+import soundfile as sf
+
+RATE = 16000
+WORDS = ("ALPHA BRAVO CHARLIE DELTA ECHO FOXTROT GOLF HOTEL INDIA JULIET KILO LIMA MIKE NOVEMBER OSCAR PAPA QUEBEC "
+         "ROMEO SIERRA TANGO UNIFORM VICTOR WHISKEY XRAY YANKEE ZULU").split()
+HANZI = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能"
+
+
+def noise(path: Path, seconds: float, seed: int, fmt: str) -> None:
+    """Low-level white noise, 16 kHz, 16-bit mono (``fmt``: WAV or FLAC)."""
+    rng = np.random.default_rng(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), (0.05 * rng.standard_normal(int(seconds * RATE))).astype(np.float32), RATE,
+             subtype="PCM_16", format=fmt)
+
+
+def make_aishell(root: Path, utts_per_speaker=(("train", "S0002", 8), ("dev", "S0724", 2), ("test", "S0764", 2))
+                 ) -> Path:
+    """``root/data_aishell/{wav/<split>/<spk>/BAC009<spk>W<nnnn>.wav, transcript/aishell_transcript_v0.8.txt}``:
+    the transcript is word-segmented (spaces between words), one line per utterance of all splits."""
+    src = root / "data_aishell"
+    rng = np.random.default_rng(0)
+    lines = []
+    for split, spk, num in utts_per_speaker:
+        for i in range(num):
+            key = f"BAC009{spk}W{121 + i:04d}"
+            noise(src / "wav" / split / spk / f"{key}.wav", 0.8, len(lines), "WAV")
+            chars = [HANZI[j] for j in rng.integers(0, len(HANZI), size=4)]
+            lines.append(f"{key} {''.join(chars[:2])} {''.join(chars[2:])}\n")
+    (src / "transcript").mkdir(parents=True)
+    (src / "transcript" / "aishell_transcript_v0.8.txt").write_text("".join(lines), encoding="utf-8")
+    return root
+
+
+def make_librispeech(root: Path, parts: Iterable[str], utts: int = 3, train_utts: int = 4) -> Path:
+    """``root/LibriSpeech/<part>/<spk>/<chapter>/{<spk>-<chapter>-<nnnn>.flac, <spk>-<chapter>.trans.txt}``,
+    upper-case transcripts of 4 words, two speakers per part. Each training part holds every word of ``WORDS``
+    (enough distinct pieces for a 40-unit sentencepiece model); other parts hold ``utts`` per speaker."""
+    seed = 0
+    for p, part in enumerate(parts):
+        word = 0
+        for s in range(2):
+            spk, chapter = 100 + 10 * p + s, 2000 + 10 * p + s
+            d = root / "LibriSpeech" / part / str(spk) / str(chapter)
+            lines: List[str] = []
+            for u in range(train_utts if part.startswith("train") else utts):
+                key = f"{spk}-{chapter}-{u:04d}"
+                noise(d / f"{key}.flac", 2.0, seed, "FLAC")
+                seed += 1
+                lines.append(f"{key} {' '.join(WORDS[(word + i + p) % len(WORDS)] for i in range(4))}\n")
+                word += 4
+            (d / f"{spk}-{chapter}.trans.txt").write_text("".join(lines))
+    return root

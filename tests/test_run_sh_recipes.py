@@ -1,0 +1,152 @@
+"""The AISHELL-1 and LibriSpeech recipes through run.sh, as a user runs them, on fake corpora in the real folder
+layouts (tests/recipe_trees.py): noise audio, real file naming and transcript formats, a tiny model, one epoch."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.recipe_trees import make_aishell, make_librispeech
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32 "
+        "decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=2 accum_grad=1")
+MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+LIBRI_SETS = ["dev_clean", "dev_other", "test_clean", "test_other"]
+# Eager UDPS tiles: compiling them costs ~30 s on a cold cache, and the numbers are the same.
+ENV = dict(os.environ, WENET_UDPS_COMPILE="0")
+
+
+def run_sh(*args):
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--num_workers", "0", "--beam_size", "2", *map(str, args)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=ENV)
+    return proc
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stderr + proc.stdout
+
+
+@pytest.mark.slow
+def test_aishell_recipe(tmp_path):
+    make_aishell(tmp_path / "dl")
+    prefix = tmp_path / "exp" / "ai"
+    # --config without --att_udps trains what the conf says; a per-site override makes only the encoder UDPS,
+    # and the exp dir and table row say so.
+    common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
+              "--dir", prefix, "--config", "conf/aishell/train_conformer.yaml"]
+    overrides = TINY + " save_interval=1 encoder_conf.selfattention_layer_type=rel_udps_selfattn"
+    log = ok(run_sh(*common, "--stage", 0, "--stop_stage", 7, "--train_override", overrides))
+    exp = Path(f"{prefix}_udps_enc_self")
+    assert (exp / "final.pt").is_file() and not Path(f"{prefix}_scaled_dot").exists()
+    for s in ("dev", "test"):
+        for mode in MODES:
+            assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+    assert "avg_1.pt" in log and (exp / "avg_1.pt").is_file() and not (exp / "avg_5.pt").exists()
+    assert "parity checked on test" in log and "parity OK on 2 utterances" in log   # real test utterances
+    results = (tmp_path / "exp" / "RESULTS.md").read_text()
+    assert "| attention_rescoring CER |" in results
+    assert re.search(r"^\| conformer \| udps \(enc-self\) \| dev \|", results, re.M)
+    assert re.search(r"^\| conformer \| udps \(enc-self\) \| test \|", results, re.M)
+    # Shorter than log_interval: no per-step scalars, yet loss and alpha/beta plots from the per-epoch ones.
+    plots = {p.name for p in (tmp_path / "exp" / "plots").iterdir()}
+    assert plots == {"loss.png", "cer.png", "udps_ai_udps_enc_self_epochs.png"}
+
+    # Same command again: every stage's stamp matches, nothing is redone.
+    again = ok(run_sh(*common, "--stage", 0, "--stop_stage", 6, "--train_override", overrides))
+    assert "stage 4: train" not in again and "final.pt exists, skipping" in again
+    assert "skipping averaging" in again and "skipping decoding" in again and "export is up to date" in again
+    assert "stage 0: " in again and "already prepared" in again
+
+    # An interrupted run resumes from its newest checkpoint, a step checkpoint here.
+    for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml", "step_4.pt", "step_4.yaml"):
+        (exp / name).unlink()
+    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides))
+    assert f"resuming from {exp}/step_3.pt" in resumed and (exp / "final.pt").is_file()
+
+    # Changed settings never reuse or overwrite a finished run silently ...
+    more = overrides.replace("max_epoch=1", "max_epoch=2")
+    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more)
+    assert refused.returncode == 1
+    assert "max_epoch=2" in refused.stderr and f"--checkpoint {exp}/" in refused.stderr.splitlines()[-1]
+    # ... but a hand-given checkpoint continues training; averaging follows the new checkpoints and mode.
+    cont = ok(run_sh(*common, "--stage", 4, "--stop_stage", 5, "--train_override", more,
+                     "--checkpoint", exp / "epoch_0.pt", "--average_mode", "latest"))
+    assert f"continuing from {exp}/epoch_0.pt" in cont and (exp / "epoch_1.pt").is_file()
+    assert "average 2 checkpoints (latest)" in cont and "skipping decoding" not in cont
+
+
+@pytest.mark.slow
+def test_lock_and_resume_through_run_sh(tmp_path):
+    """A second training on a busy exp dir is refused naming the holder's pid; an interrupted run resumes from its
+    newest checkpoint that verifies, passing over a damaged one."""
+    make_aishell(tmp_path / "dl")
+    prefix = tmp_path / "exp" / "ai"
+    common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
+              "--dir", prefix, "--att_udps", "false", "--train_override", TINY + " save_interval=1"]
+    ok(run_sh(*common, "--stage", 0, "--stop_stage", 4))
+    exp = Path(f"{prefix}_scaled_dot")
+    # Interrupted after step 4: the epoch's checkpoint never came, and step_4.pt was cut short by the crash.
+    for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml"):
+        (exp / name).unlink()
+    step4 = exp / "step_4.pt"
+    step4.write_bytes(step4.read_bytes()[:1000])
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from wenet_udps.train.run_dir import RunLock; RunLock(sys.argv[1]); "
+         "print('locked', flush=True); time.sleep(600)", str(exp)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        busy = run_sh(*common, "--stage", 4, "--stop_stage", 4)
+        assert busy.returncode != 0 and f"in use by another training run (pid {holder.pid})" in busy.stderr
+        assert not (exp / "final.pt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4))
+    assert "step_4.pt" in resumed and f"resuming from {exp}/step_3.pt" in resumed
+    assert (exp / "final.pt").is_file() and (exp / "epoch_0.pt").is_file()
+
+
+def libri_common(tmp_path, *extra):
+    return ["--corpus", "librispeech", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
+            "--dir", tmp_path / "exp" / "ls", "--nbpe", 40, "--train_override", TINY, *extra]
+
+
+@pytest.mark.slow
+def test_librispeech_960_recipe(tmp_path):
+    make_librispeech(tmp_path / "dl", ["dev-clean", "dev-other", "test-clean", "test-other", "train-clean-100",
+                                       "train-clean-360", "train-other-500"])
+    log = ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 0, "--stop_stage", 7)))
+    data = tmp_path / "data"
+    assert (data / "lang_bpe" / "train_960_unigram40.model").is_file()
+    assert "training on train_100" not in log
+    exp = tmp_path / "exp" / "ls_scaled_dot"
+    for s in LIBRI_SETS:
+        for mode in MODES:
+            assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+        assert len((exp / s / "attention" / "text").read_text().splitlines()) == 6
+    results = (tmp_path / "exp" / "RESULTS.md").read_text()
+    assert "| attention_rescoring WER |" in results
+    assert [ln.split("|")[3].strip() for ln in results.splitlines() if ln.startswith("| conformer")] == LIBRI_SETS
+
+
+@pytest.mark.slow
+def test_librispeech_100h_only_recipe(tmp_path):
+    make_librispeech(tmp_path / "dl", ["dev-clean", "dev-other", "test-clean", "test-other", "train-clean-100"])
+    conf = "conf/librispeech/train_conformer.yaml"
+    ok(run_sh(*libri_common(tmp_path, "--train_set", "train_100", "--config", conf, "--stage", 0,
+                            "--stop_stage", 5)))
+    assert (tmp_path / "data" / "lang_bpe" / "train_100_unigram40.model").is_file()
+    exp = tmp_path / "exp" / "ls_scaled_dot"       # the conf's att_udps: false
+    for s in LIBRI_SETS:
+        for mode in MODES:
+            assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+    # Without --train_set, run.sh sees that only train_100 was prepared, says so and uses it.
+    log = ok(run_sh(*libri_common(tmp_path, "--config", conf, "--stage", 1, "--stop_stage", 2)))
+    assert "training on train_100" in log and "--train_set train_100" in log
+    assert "global_cmvn is up to date" in log and "units.txt is up to date" in log

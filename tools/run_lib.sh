@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Helpers of run.sh; source after tools/log.sh.
+#
+# Stamp files: a stage's output counts as done only when the stamp written next to it records the same inputs and
+# options ("key=value" lines) as this run would use.
+#
+#   text=$(stamp_text corpus="${corpus}" prepare_opts="${prepare_opts}")
+#   if stamp_ok FILE "${text}"; then log "done, skipping"; else ...; stamp_write FILE "${text}"; fi
+#   stamp_change FILE "${text}"   # "prepare_opts: '--num_train 2' -> '--num_train 20'" (what differs)
+
+# stamp_text KEY=VALUE...: one line per argument (newlines inside a value become spaces).
+stamp_text() {
+  local kv
+  for kv in "$@"; do printf '%s\n' "${kv//$'\n'/ }"; done
+}
+
+# stamp_ok FILE TEXT: true when FILE holds exactly TEXT.
+stamp_ok() {
+  [[ -f $1 ]] && [[ "$(cat "$1")" == "${2%$'\n'}" ]]
+}
+
+# stamp_change FILE TEXT: what differs between FILE and TEXT, in one line.
+stamp_change() {
+  [[ -f $1 ]] || { echo "no stamp file $1 records how it was made"; return 0; }
+  local line key old
+  while IFS= read -r line; do
+    key=${line%%=*}
+    old=$(awk -v k="${key}" 'index($0, k "=") == 1 { print; exit }' "$1")
+    if [[ ${old} != "${line}" ]]; then
+      echo "${key}: '${old#*=}' -> '${line#*=}'"
+      return 0
+    fi
+  done <<< "$2"
+  echo "$1 records other settings"
+}
+
+# stamp_write FILE TEXT
+stamp_write() {
+  mkdir -p "$(dirname "$1")"
+  printf '%s\n' "${2%$'\n'}" > "$1"
+}
+
+# file_sum FILE: md5 of FILE's content, "absent" when there is no such file.
+file_sum() {
+  if [[ -f $1 ]]; then md5sum < "$1" | cut -c1-32; else echo absent; fi
+}
+
+# conf_sum YAML [KEY...]: md5 of the parsed YAML (comments and layout do not count), or of dataset_conf's KEYs only.
+conf_sum() {
+  python3 -c "import hashlib, json, sys, yaml
+c = yaml.safe_load(open(sys.argv[1], encoding='utf-8'))
+if sys.argv[2:]: c = {k: (c.get('dataset_conf') or {}).get(k) for k in sys.argv[2:]}
+print(hashlib.md5(json.dumps(c, sort_keys=True).encode()).hexdigest())" "$@"
+}
+
+# newest_checkpoint EXP: the complete epoch_N.pt or step_N.pt with the most optimizer steps, or nothing.
+newest_checkpoint() {
+  python3 -c "import sys; from wenet_udps.train.checkpoint import latest_checkpoint as newest
+print(newest(sys.argv[1]) or '')" "$1"
+}
+
+# one_of OPTION VALUE CHOICE...: die with the choices unless VALUE is one of them.
+one_of() {
+  local name=$1 value=$2; shift 2
+  [[ " $* " == *" ${value} "* ]] || die "--${name} takes one of: $*; got '${value}'"
+}
