@@ -42,6 +42,8 @@ gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on
 num_workers=2           # DataLoader workers per training process
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
+seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
+                        # model with the config's seed (train's default), in <exp>
 checkpoint=             # continue training one model from this checkpoint; default: its newest valid epoch_N/step_N.pt
 force=false             # true: train afresh where an exp dir holds an earlier run (its checkpoints are deleted)
 average_num=5           # checkpoints averaged for decoding (fewer when fewer exist: avg_<number used>.pt)
@@ -137,6 +139,14 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
         "pass --att_udps true|false"
   fi
 fi
+for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"; done
+[[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
+# runs: "<variant>:<seed>" per model trained ("none": the config's seed, exp dir without suffix).
+runs=()
+for udps in ${variants}; do for s in ${seeds:-none}; do runs+=("${udps}:${s}"); done; done
+run_exp() {  # run_exp VARIANT:SEED -> its exp dir
+  if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
+}
 list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
 # A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
 require() {  # require FILE STAGE
@@ -246,8 +256,9 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
-  for udps in ${variants}; do
-    exp=${exp_of[${udps}]}
+  for run in "${runs[@]}"; do
+    udps=${run%%:*} seed=${run#*:}
+    exp=$(run_exp "${run}")
     overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")
     [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
     [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
@@ -255,7 +266,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
     key=$(stamp_text config="$(conf_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
           train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \
           cv_list="$(file_sum "${data}/${dev_set}/$(list_name)")" units="$(file_sum "${units}")" \
-          cmvn="$(file_sum "${cmvn}.stamp")")   # what the stats were made from (sums may differ in the last bits)
+          cmvn="$(file_sum "${cmvn}.stamp")" seed="${seed}")   # cmvn: what the stats were made from
     newest=$(newest_checkpoint "${exp}")
     trained=false; [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
     if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
@@ -273,9 +284,11 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
           --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
           --dtype "${train_dtype}")
     for o in "${overrides[@]}"; do args+=(--override "${o}"); done
+    [[ ${seed} == none ]] || args+=(--seed "${seed}")
     # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
     if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
-    log "stage 4: train ${exp} (att_udps ${udps})${checkpoint:+, continuing from ${checkpoint}}${newest:+, resuming}"
+    log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \
+        "${newest:+, resuming}"
     if [[ -z ${gpus} ]]; then
       python3 -m wenet_udps.bin.train "${args[@]}" --device cpu
     else
@@ -306,8 +319,8 @@ parity_set=${parity_set:-${test_sets%% *}}
 
 if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
   device=cpu; [[ -n ${gpus} ]] && device=cuda
-  for udps in ${variants}; do
-    exp=${exp_of[${udps}]}
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
     require "${exp}/final.pt" 4
     averaged "${exp}"
     if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
@@ -349,8 +362,8 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
 fi
 
 if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
-  for udps in ${variants}; do
-    exp=${exp_of[${udps}]}
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
     averaged "${exp}"
     require "${avg}" 5
     parity_list=${data}/${parity_set}/$(list_name)
@@ -371,6 +384,7 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
   python3 tools/collect_results.py --exp_dir "${results_root}" --out "${results_root}/RESULTS.md" \
-    --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)"
+    --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" \
+    --data_dir "${data}" --wer_char "${wer_char}" --seeds "${seeds}"
 fi
 log "done (stages ${stage}..${stop_stage})"

@@ -22,6 +22,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from wenet_udps.results import plots as results_plots
+from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.utils.provenance import provenance, provenance_markdown
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 # WeNet's order of decoding modes; others follow alphabetically.
@@ -169,12 +171,33 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
     return written
 
 
+def seeds_sections(experiments: Sequence[Experiment], args) -> str:
+    """Mean ± std over seeds and, with --data_dir, the paired tests of UDPS - scaled-dot (wenet_udps.results.seeds)."""
+    groups = group_by_seed([e.name for e in experiments])
+    if not groups:
+        return ""
+    modes, sets = modes_and_sets(experiments)
+    text = (f"\n## Over seeds\n\nmean ± std (ddof 1) and every seed's {args.metric} (%).\n\n"
+            + seeds_table(groups, {e.name: e.wer for e in experiments}, sets, modes, args.metric))
+    if args.data_dir is not None:
+        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char))
+        text += ("\n## UDPS - scaled-dot: significance\n\nPaired over utterances, pooled over seeds: 95 % CI by "
+                 "bootstrap, p-value by permutation test (wenet_udps.scoring.significance); significant means "
+                 "p < 0.05 for that one comparison (no correction for testing every mode and set).\n\n"
+                 + ("\n".join(lines) if lines else "No pair of scaled-dot and UDPS runs with the same seeds.") + "\n")
+    return text
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--exp_dir", type=Path, default=Path("exp"))
     parser.add_argument("--out", type=Path, default=None, help="Markdown file (default EXP_DIR/RESULTS.md)")
     parser.add_argument("--plots_dir", type=Path, default=None, help="PNG folder (default EXP_DIR/plots)")
     parser.add_argument("--metric", default="error rate", help="what the wer files measure: CER or WER")
+    parser.add_argument("--data_dir", type=Path, default=None,
+                        help="data dir with <set>/text: enables the significance tests of seeded experiments")
+    parser.add_argument("--wer_char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
+    parser.add_argument("--seeds", default="", help="the seeds trained, recorded under the table")
     args = parser.parse_args(argv)
     if not args.exp_dir.is_dir():
         print(f"collect_results.py: {args.exp_dir} is not a directory", file=sys.stderr)
@@ -191,7 +214,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}")
+            f"{table}{seeds_sections(experiments, args)}\n## Made with\n\n"
+            + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(table, end="")

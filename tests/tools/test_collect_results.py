@@ -171,3 +171,28 @@ def test_no_results_still_writes_file(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "No results" in (tmp_path / "r.md").read_text()
+
+
+def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
+    """Two seeds per variant: UDPS makes one error per utterance, scaled-dot three; the test is significant."""
+    data = tmp_path / "data" / "test"
+    data.mkdir(parents=True)
+    refs = {f"u{i}": "ONE TWO THREE FOUR" for i in range(30)}
+    (data / "text").write_text("".join(f"{k} {v}\n" for k, v in refs.items()), encoding="utf-8")
+    exp = tmp_path / "exp"
+    for name, hyp in (("c_scaled_dot", "ONE"), ("c_udps", "ONE TWO THREE")):
+        for seed in (1, 2):
+            mode_dir = exp / f"{name}_seed{seed}" / "test" / "attention"
+            mode_dir.mkdir(parents=True)
+            (mode_dir / "text").write_text("".join(f"{k} {hyp}\n" for k in refs), encoding="utf-8")
+            write_wer(mode_dir / "wer", 75.0 if name == "c_scaled_dot" else 25.0 + seed)
+    tool = load_tool("collect_results")
+    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+                      str(tmp_path / "data"), "--seeds", "1 2"]) == 0
+    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
+    assert "| c_udps | test | 26.50 ± 0.71 (seeds 1: 26.00, 2: 27.00) |" in text
+    assert "| c_scaled_dot | test | 75.00 ± 0.00 (seeds 1: 75.00, 2: 75.00) |" in text
+    # The significance line is computed from the hypothesis texts, not the wer files: 25 % vs 75 %.
+    line = next(x for x in text.splitlines() if x.startswith("- test, attention:"))
+    assert "c_udps 25.00 % vs c_scaled_dot 75.00 %: significantly lower" in line and "30 utterances x 2 seeds" in line
+    assert "- seeds: 1 2" in text and "- commit:" in text
