@@ -79,6 +79,7 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--corpus", "librispeech", "--nbpe", "many"], "--nbpe takes an integer"),
     (["--corpus", "aishell", "--token_type", "word"], "--token_type takes one of: char bpe"),
     (["--ctc_weight", "high"], "--ctc_weight takes a number"),
+    (["--seeds", "1 x"], "--seeds takes non-negative integers, got 'x'"),
     (["stage4"], "unexpected argument 'stage4'"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
