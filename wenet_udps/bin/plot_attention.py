@@ -24,9 +24,10 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from wenet_udps.bin.recognize import decode_dataset_conf, load_model
+from wenet_udps.bin.recognize import load_model
 from wenet_udps.config import load_config
 from wenet_udps.dataset import init_dataset
+from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.kernels.reference import udps_scores
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module
@@ -82,7 +83,7 @@ def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], d
     model = load_model(config, os.path.join(exp_dir, checkpoint))
     tokenizer = init_tokenizer(config)
     dataset = init_dataset(data_type, test_data, tokenizer,
-                           decode_dataset_conf(dict(config.get("dataset_conf") or {}), 1), partition=False)
+                           eval_dataset_conf(dict(config.get("dataset_conf") or {}), 1), partition=False)
     key: Optional[str] = None
     maps: Dict[str, torch.Tensor] = {}
     sums: Dict[str, torch.Tensor] = {}
