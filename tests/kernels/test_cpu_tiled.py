@@ -118,7 +118,7 @@ def test_low_precision_inputs_close_to_float32(dtype):
 
 
 def test_compile_failure_falls_back_to_eager(monkeypatch, caplog):
-    """Without a working compiler the tile functions run eagerly, with one warning, and match the reference up to rounding."""
+    """Without a working compiler the tiles run eagerly, with one warning, and match the reference up to rounding."""
     def broken_compile(fn, **kwargs):
         def run(*args):
             raise RuntimeError("no C++ compiler found")
