@@ -18,6 +18,11 @@ REFERENCE_JSON = (ROOT / ".." / "shared" / "reference" / "wenet_state_dicts.json
 def _seed():
     torch.manual_seed(0)
     yield
+    # A test (or the code it calls) that leaves autograd off would break every later test, far from the cause:
+    # fail here instead, and restore it for the rest.
+    grad_left_on = torch.is_grad_enabled()
+    torch.set_grad_enabled(True)
+    assert grad_left_on, "this test left torch's grad mode disabled"
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "kernels": LOW,
     "transformer": MODEL,
     "model_builder": MODEL,
-    "dataset": LOW, "text": LOW, "scoring": LOW, "results": LOW, "corpora": LOW,
+    "dataset": LOW, "text": LOW, "scoring": LOW, "results": LOW | {"scoring"}, "corpora": LOW,
     "train": MODEL | {"model_builder", "dataset", "text", "scoring"},
     "config": MODEL | {"model_builder", "dataset", "text", "train"},
     "export": MODEL | {"model_builder", "dataset", "text", "config", "train"},

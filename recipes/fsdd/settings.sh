@@ -1,7 +1,8 @@
 # Sourced by run.sh: connected digits built from FSDD.
 train_set=train
 dev_set=dev
-test_sets="test test_unseen"  # test_unseen: a speaker held out of training (prepare.sh --unseen_speaker)
+test_sets="test test_unseen"  # test_unseen: a speaker held out of training (prepare.sh --unseen_speaker);
+                              # with --prepare_opts "--unseen_speaker none" pass --test_sets test too
 token_type=char
 nbpe=0
 bpe_mode=unigram

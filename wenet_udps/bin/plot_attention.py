@@ -166,9 +166,9 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = get_parser().parse_args(argv)
-    torch.set_grad_enabled(False)
-    results = {os.path.basename(os.path.normpath(d)): collect(d, args.checkpoint, args.test_data, args.utt,
-                                                              args.data_type) for d in args.exp_dirs}
+    with torch.no_grad():
+        results = {os.path.basename(os.path.normpath(d)): collect(d, args.checkpoint, args.test_data, args.utt,
+                                                                  args.data_type) for d in args.exp_dirs}
     for path in plot(results, args.out_dir):
         print(path)
 
