@@ -174,7 +174,8 @@ def udps_bwd_dq(Q, K, N, V, M, O, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, s
 
 @triton.jit
 def udps_bwd_dkv(Q, K, N, V, M, DO, LSE, DELTA, DK, DN, DV_, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb, snh,
-                    snn, svb, svh, svn, svd, smb, smi, smj, sob, soh, som, sod, H, T1, T2, D, DV, eps, HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr,
+                    snn, svb, svh, svn, svd, smb, smi, smj, sob, soh, som, sod, H, T1, T2, D, DV, eps,
+                    HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
     """dk~, dv and dn of one key block; DK, DV_ and DN are contiguous (B, H, T2[, .]) outputs."""
     j0 = tl.program_id(0) * BLOCK_N
