@@ -40,6 +40,8 @@ node_rank=0             # this machine's rank (0 .. num_nodes-1)
 HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint) for multi-node training
 gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
 num_workers=2           # DataLoader workers per training process
+cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
+                        # threads and its log in <exp>/train.log (1: one at a time, with every core, log to the terminal)
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
@@ -59,7 +61,7 @@ decode_batch_size=16
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"
 
 # ---- options: checked before any work ----
-for v in stage stop_stage average_num beam_size num_workers decode_batch_size decoding_chunk_size \
+for v in stage stop_stage average_num beam_size num_workers cpu_jobs decode_batch_size decoding_chunk_size \
          num_decoding_left_chunks num_nodes node_rank num_utts_per_shard; do
   [[ ${!v} =~ ^-?[0-9]+$ ]] || die "--${v} takes an integer, got '${!v}' (bash run.sh --help lists the options)"
 done
@@ -69,6 +71,7 @@ done
 one_of average_mode "${average_mode}" val_best latest
 one_of data_type "${data_type}" raw shard
 one_of force "${force}" true false
+[[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
 [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
 [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
 corpora=$(for d in recipes/*/; do [[ -f ${d}settings.sh ]] && basename "${d}"; done | tr '\n' ' ')
@@ -111,7 +114,7 @@ print(os.path.dirname(s.submodule_search_locations[0]))" 2>/dev/null) \
   "(${PWD}): run 'bash tools/install.sh' here"
 # Which model each variant builds (exp dirs are named after its real attention), checked before any work.
 declare -A exp_of=()
-if [[ ${stage} -le 6 && ${stop_stage} -ge 4 ]]; then
+if [[ ${stage} -le 7 && ${stop_stage} -ge 4 ]]; then
   if [[ -n ${gpus} ]]; then
     n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
     CUDA_VISIBLE_DEVICES=${gpus} python3 -c "import sys, torch; sys.exit(torch.cuda.device_count() < ${n_ids})" \
@@ -147,6 +150,36 @@ for udps in ${variants}; do for s in ${seeds:-none}; do runs+=("${udps}:${s}"); 
 run_exp() {  # run_exp VARIANT:SEED -> its exp dir
   if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
 }
+# On the CPU, up to --cpu_jobs trainings run at once: a small model gains little from more intra-op threads, so
+# two one-thread trainings on two cores take about the time of one (measured: docs/benchmarks.md). The thread count
+# depends on --cpu_jobs (or OMP_NUM_THREADS) only, not on how many runs there are, so a model's numbers do not
+# depend on which other runs this command trains.
+cpu_threads=${OMP_NUM_THREADS:-$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))}
+training_pids=() training_exps=()
+train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or in the background
+  local exp=$1; shift
+  if [[ ${cpu_jobs} -eq 1 ]]; then
+    python3 -m wenet_udps.bin.train "$@"; return
+  fi
+  [[ ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
+  log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log"
+  OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" > "${exp}/train.log" 2>&1 &
+  training_pids+=($!) training_exps+=("${exp}")
+}
+wait_trainings() {  # wait for the background trainings; stop naming each one that failed, after all have ended
+  local i failed=()
+  for i in "${!training_pids[@]}"; do
+    if ! wait "${training_pids[i]}"; then
+      failed+=("${training_exps[i]}")
+      tail -n 5 "${training_exps[i]}/train.log" >&2
+    fi
+  done
+  training_pids=() training_exps=()
+  [[ ${#failed[@]} -eq 0 ]] || die "stage 4: training failed in ${failed[*]} (see train.log there); rerun" \
+    "stage 4 to resume from the last valid checkpoint"
+}
+trap 'rm -rf "${tmp:-}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
+first_seed() { local s; read -r -a s <<< "${seeds}"; echo "${s[0]:-none}"; }
 list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
 # A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
 require() {  # require FILE STAGE
@@ -290,7 +323,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
     log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \
         "${newest:+, resuming}"
     if [[ -z ${gpus} ]]; then
-      python3 -m wenet_udps.bin.train "${args[@]}" --device cpu
+      train_on_cpu "${exp}" "${args[@]}" --device cpu
     else
       num_gpus=$(echo "${gpus}" | awk -F, '{print NF}')
       CUDA_VISIBLE_DEVICES=${gpus} torchrun --nnodes="${num_nodes}" --nproc_per_node="${num_gpus}" \
@@ -298,6 +331,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
         -m wenet_udps.bin.train "${args[@]}" --device cuda --dist_backend nccl
     fi
   done
+  wait_trainings
 fi
 
 # averaged EXP: sets avg (the averaged checkpoint, named by how many it holds), avg_k and avg_key (its inputs).
@@ -386,5 +420,21 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   python3 tools/collect_results.py --exp_dir "${results_root}" --out "${results_root}/RESULTS.md" \
     --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" \
     --data_dir "${data}" --wer_char "${wer_char}" --seeds "${seeds}"
+  # Look inside: per layer, the attention weights of one utterance of ${parity_set}, and the mean attention entropy
+  # per head, of each variant's first-seed model (their averaged checkpoints must have the same name).
+  look=()
+  for udps in ${variants}; do
+    exp=$(run_exp "${udps}:$(first_seed)")
+    compgen -G "${exp}/epoch_*.yaml" > /dev/null || continue
+    averaged "${exp}"
+    [[ ${#look[@]} -eq 0 || ${avg##*/} == "${look_ckpt}" ]] || continue
+    look_ckpt=${avg##*/}
+    [[ -f ${avg} ]] && look+=("${exp}")
+  done
+  if [[ ${#look[@]} -gt 0 ]]; then
+    require "${data}/${parity_set}/$(list_name)" 3
+    python3 -m wenet_udps.bin.plot_attention --exp_dirs "${look[@]}" --checkpoint "${look_ckpt}" \
+      --test_data "${data}/${parity_set}/$(list_name)" --data_type "${data_type}" --out_dir "${results_root}/plots"
+  fi
 fi
 log "done (stages ${stage}..${stop_stage})"

@@ -45,7 +45,11 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
         assert list((d / "export").glob("*.onnx")), "stage 6 exported nothing"
     results = (tmp_path / "exp" / "RESULTS.md").read_text()
     assert "udps" in results.lower() and "attention_rescoring" in results
-    assert list((tmp_path / "exp" / "plots").glob("*.png"))
+    plots = tmp_path / "exp" / "plots"
+    assert list(plots.glob("*.png"))
+    # Stage 7 looks inside both variants: attention weights per layer and the entropy per head.
+    assert {p.name for p in plots.glob("attention_*.png")} == {"attention_tiny_scaled_dot.png",
+                                                               "attention_tiny_udps.png", "attention_entropy.png"}
     # Rerunning skips what is done: no training, no decoding list rebuilt.
     again = run_sh("--stage", "1", "--stop_stage", "4", "--data", str(data), "--dir", str(exp),
                    "--train_override", TINY_MODEL)
@@ -76,6 +80,8 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--att_udps", "maybe"], "--att_udps takes true, false or both"),
     (["--data_type", "tar"], "--data_type takes one of: raw shard"),
     (["--gpus", "first"], "--gpus takes comma-separated GPU ids"),
+    (["--cpu_jobs", "0"], "--cpu_jobs must be >= 1, got 0"),
+    (["--cpu_jobs", "two"], "--cpu_jobs takes an integer"),
     (["--corpus", "librispeech", "--nbpe", "many"], "--nbpe takes an integer"),
     (["--corpus", "aishell", "--token_type", "word"], "--token_type takes one of: char bpe"),
     (["--ctc_weight", "high"], "--ctc_weight takes a number"),

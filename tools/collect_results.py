@@ -13,6 +13,7 @@ learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import argparse
 import re
+import statistics
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -164,11 +165,30 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
         written += results_plots.udps_outputs(name, s, plots_dir)
     if experiments:
         modes, sets = modes_and_sets(experiments)
-        rows = [(f"{e.name} ({e.attention})", e.wer) for e in experiments]
+        rows = bar_rows(experiments)
         out = plots_dir / f"{metric.lower().replace(' ', '_')}.png"
         results_plots.plot_error_bars(rows, sets, modes, metric, out)
         written.append(out)
     return written
+
+
+def bar_rows(experiments: Sequence[Experiment]) -> List[Tuple[str, Dict[Tuple[str, str], float],
+                                                                 Dict[Tuple[str, str], float]]]:
+    """Plot rows (label, values, errors): the runs of one ``--seeds`` group as one bar, mean ± std (ddof 1) over
+    its seeds; any other experiment as a bar of its own."""
+    by_name = {e.name: e for e in experiments}
+    groups = group_by_seed(list(by_name))
+    grouped = {name for members in groups.values() for name in members.values()}
+    rows = [(f"{e.name} ({e.attention})", e.wer, {}) for e in experiments if e.name not in grouped]
+    for base, members in sorted(groups.items()):
+        runs = [by_name[name] for _, name in sorted(members.items())]
+        means, stds = {}, {}
+        for key in set().union(*(r.wer for r in runs)):
+            vals = [r.wer[key] for r in runs if key in r.wer]
+            means[key] = statistics.fmean(vals)
+            stds[key] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        rows.append((f"{base} ({runs[0].attention}, {len(runs)} seeds)", means, stds))
+    return rows
 
 
 def seeds_sections(experiments: Sequence[Experiment], args) -> str:

@@ -45,3 +45,24 @@ def test_similarity_zero_vectors_and_broadcast():
     assert torch.allclose(out[2, 3], udps_similarity(a[2, 0], b[0, 3]))
     # one zero vector against a non-zero one: dot is 0, so S is 0
     assert udps_similarity(torch.zeros(5), torch.randn(5)).item() == 0.0
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_decoding_path_in_place_gives_the_training_path_bits(with_bias):
+    """Without autograd the formula reuses its intermediates in place: the same ops, so the same bits as the
+    recorded (training) path, and the inputs are left untouched."""
+    from wenet_udps.kernels.reference import udps_attention_reference
+    torch.manual_seed(3)
+    q, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8)
+    k = torch.randn(1, 3, 7, 8)
+    k_norm = k.norm(dim=-1)
+    mask = torch.rand(2, 5, 7) > 0.4
+    mask[0, 1] = False  # a fully masked row
+    bias = torch.randn(1, 3, 5, 7) if with_bias else None
+    before = [t.clone() for t in (q, k, k_norm, v, mask)]
+    with torch.no_grad():
+        fast = udps_attention_reference(q, k, k_norm, v, mask=mask, bias=bias)
+    recorded = udps_attention_reference(q.requires_grad_(), k, k_norm, v, mask=mask, bias=bias)
+    assert recorded.requires_grad and torch.equal(fast, recorded.detach())
+    assert torch.count_nonzero(fast[0, :, 1]) == 0
+    assert all(torch.equal(a, b) for a, b in zip(before, (q.detach(), k, k_norm, v, mask)))

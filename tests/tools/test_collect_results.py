@@ -196,3 +196,17 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     line = next(x for x in text.splitlines() if x.startswith("- test, attention:"))
     assert "c_udps 25.00 % vs c_scaled_dot 75.00 %: significantly lower" in line and "30 utterances x 2 seeds" in line
     assert "- seeds: 1 2" in text and "- commit:" in text
+
+
+def test_seed_groups_plot_as_one_bar_with_the_std_as_error(tmp_path):
+    """The runs of one --seeds group become one bar (mean, std ddof 1); a run outside any group keeps its own."""
+    tool = load_tool("collect_results")
+    exps = [tool.Experiment(name=f"c_udps_seed{s}", path=tmp_path, attention="udps", wer={("test", "attention"): v})
+            for s, v in ((1, 20.0), (2, 24.0), (3, 28.0))]
+    exps.append(tool.Experiment(name="c_scaled_dot", path=tmp_path, attention="scaled-dot", wer={("test", "attention"): 30.0}))
+    rows = {label: (values, errors) for label, values, errors in tool.bar_rows(exps)}
+    assert rows["c_udps (udps, 3 seeds)"] == ({("test", "attention"): 24.0}, {("test", "attention"): 4.0})
+    assert rows["c_scaled_dot (scaled-dot)"] == ({("test", "attention"): 30.0}, {})
+    out = tmp_path / "cer.png"
+    tool.results_plots.plot_error_bars(tool.bar_rows(exps), ["test"], ["attention"], "CER", out)
+    assert out.stat().st_size > 0

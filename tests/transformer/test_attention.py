@@ -99,7 +99,8 @@ def test_forward_and_gradients_match_formula(name, kw, mask_kind):
     out, cache = m(x, key, key, mask, pos)
     ref = reference_forward(name, m, x, key, key, mask, pos)
     assert out.shape == (b, t, N_FEAT)
-    assert cache.shape == (b, N_HEAD, t, 2 * D_K)
+    # udps_crossattn also caches the key norms: one more channel.
+    assert cache.shape == (b, N_HEAD, t, 2 * D_K + (name == "udps_crossattn"))
     torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-10)
     w = torch.randn_like(out)
     grads = torch.autograd.grad((out * w).sum(), [x, mem] + list(m.parameters()), allow_unused=True)
@@ -109,6 +110,25 @@ def test_forward_and_gradients_match_formula(name, kw, mask_kind):
             assert g is None or torch.count_nonzero(g) == 0
         else:
             torch.testing.assert_close(g, r, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", list(attention_classes("cross")))
+def test_cross_attention_reuses_its_memory_cache(name):
+    """A decoding step given ``memory_cache(key, value)`` computes what a step given the memory computes, and the
+    cache a step returns is that cache (so it can be fed back)."""
+    m = _build(name)
+    q = torch.randn(3, 1, N_FEAT, dtype=torch.float64)
+    mem = torch.randn(3, 9, N_FEAT, dtype=torch.float64)
+    mask = torch.ones(3, 1, 9, dtype=torch.bool)
+    mask[1, :, 4:] = False
+    out, returned = m(q, mem, mem, mask)
+    cache = m.memory_cache(mem, mem)
+    torch.testing.assert_close(returned, cache, rtol=0, atol=0)
+    cached_out, same = m(q, torch.empty(0), torch.empty(0), mask, cache=cache)
+    assert same is cache
+    torch.testing.assert_close(cached_out, out, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out, reference_forward(name, m, q, mem, mem, mask, torch.empty(0)),
+                               rtol=1e-9, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", list(ATTENTION_CLASSES))

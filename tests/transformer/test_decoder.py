@@ -72,12 +72,17 @@ def test_forward_one_step_matches_full_forward(name, self_type, src_type):
     memory, memory_mask, ys, _ = batch()
     full_lens = torch.tensor([5, 5])
     out, _, _ = dec(memory, memory_mask, ys, full_lens)
+    memory_caches = dec.memory_caches(memory)
     cache = None
     for i in range(1, 6):
-        logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :i],
-                                           subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1), cache)
-        assert len(cache) == 2 and cache[0].shape == (2, i, D)
+        tgt_mask = subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1)
+        logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache, memory_caches)
+        assert len(new_cache) == 2 and new_cache[0].shape == (2, i, D)
         assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
+        # The memory's projections made once give the numbers that projecting it at this step gives.
+        logp_fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache)
+        torch.testing.assert_close(logp, logp_fresh, rtol=1e-6, atol=1e-6)
+        cache = new_cache
 
 
 def test_bitransformer_right_branch_only_with_reverse_weight():

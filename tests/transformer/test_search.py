@@ -147,7 +147,10 @@ class ScriptedDecoder(torch.nn.Module):
     (p .95). So the final beam holds A = [1] (log-prob -0.80) and B = [2, 2, 2] (-0.95), and the empty hypothesis.
     """
 
-    def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache):
+    def memory_caches(self, memory):
+        return []
+
+    def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache, memory_caches):
         probs = torch.full((tgt.size(0), 4), 1e-4)
         for i, row in enumerate(tgt.tolist()):
             last, twos = row[-1], row.count(2)
@@ -177,7 +180,10 @@ def test_length_penalty_divides_the_final_score_like_wenet(penalty, winner):
 def test_attention_beam_stops_each_utterance_at_its_own_length():
     """A looping hypothesis of a short utterance stops at that utterance's encoder length, in any batch."""
     class Looping(torch.nn.Module):  # always prefers token 1, never eos
-        def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache):
+        def memory_caches(self, memory):
+            return []
+
+        def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache, memory_caches):
             return torch.tensor([[-9.0, -0.01, -9.0, -9.0]]).repeat(tgt.size(0), 1), [torch.zeros(tgt.size(0), 1)]
 
     memory = torch.zeros(3, 29, 8)

@@ -56,8 +56,18 @@ def udps_scores(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, eps:
         qf = upcast(q)
         num = torch.matmul(qf, upcast(k_num).transpose(-2, -1))
         q_norm = torch.linalg.vector_norm(qf, dim=-1)
-        denom = (q_norm.unsqueeze(-1) + upcast(k_norm).unsqueeze(-2)).square().clamp_min(eps)
-        return num / denom
+        denom = q_norm.unsqueeze(-1) + upcast(k_norm).unsqueeze(-2)
+        if _in_place_ok(num, denom):
+            # Decoding: the same ops in place, without allocating two more (B, H, T1, T2) tensors.
+            return num.div_(denom.square_().clamp_min_(eps))
+        return num / denom.square().clamp_min(eps)
+
+
+def _in_place_ok(*tensors: torch.Tensor) -> bool:
+    """Whether ops may overwrite these fresh intermediates: autograd does not record them (no_grad or no input
+    requires grad) and no graph is being traced or exported (which record out-of-place ops)."""
+    return not any(t.requires_grad for t in tensors) and not (torch.jit.is_scripting() or torch.jit.is_tracing()
+                                                              or torch.onnx.is_in_onnx_export())
 
 
 def _keep_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -84,15 +94,18 @@ def udps_attention_reference(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch
         (B, H, T1, d_v) in v's dtype.
     """
     scores = udps_scores(q, k_num, k_norm, eps)
+    in_place = _in_place_ok(scores)
     if bias is not None:
-        scores = scores + upcast(bias)
+        scores = scores.add_(upcast(bias)) if in_place and not bias.requires_grad else scores + upcast(bias)
     keep = _keep_mask(mask)
-    if keep is not None:
+    drop = None if keep is None else ~keep
+    if drop is not None:
         # finfo.min rather than -inf: a fully masked row stays finite (uniform), then is zeroed below.
-        scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+        fill = torch.finfo(scores.dtype).min
+        scores = scores.masked_fill_(drop, fill) if in_place else scores.masked_fill(drop, fill)
     attn = torch.softmax(scores, dim=-1)
-    if keep is not None:
-        attn = attn.masked_fill(~keep, 0.0)
+    if drop is not None:
+        attn = attn.masked_fill_(drop, 0.0) if in_place else attn.masked_fill(drop, 0.0)
     if dropout_p > 0.0 and training:
         attn = torch.nn.functional.dropout(attn, p=dropout_p)
     return torch.matmul(attn.to(v.dtype), v)

@@ -50,19 +50,26 @@ def plot_losses(scalars: Mapping[str, Mapping[str, Series]], out: Path) -> bool:
     return True
 
 
-def plot_error_bars(rows: Sequence[Tuple[str, Dict[Tuple[str, str], float]]], sets: Sequence[str],
-                    modes: Sequence[str], metric: str, out: Path) -> None:
-    """One panel per scored set; decoding modes on the x axis, one bar per experiment (``rows``: label, values)."""
+def plot_error_bars(rows: Sequence[Tuple[str, Dict[Tuple[str, str], float], Dict[Tuple[str, str], float]]],
+                    sets: Sequence[str], modes: Sequence[str], metric: str, out: Path) -> None:
+    """One panel per scored set; decoding modes on the x axis, one bar per experiment.
+
+    ``rows``: (label, values, errors), keyed by (set, mode); an error (the std over seeds) draws an error bar, and
+    the bar's label then reads ``mean±std``.
+    """
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(sets), figsize=(max(5.0, 1.3 * len(modes) + 2) * len(sets), 4.2),
                              squeeze=False, sharey=True)
     width = 0.8 / max(1, len(rows))
     for ax, test_set in zip(axes[0], sets):
-        for i, (label, values) in enumerate(rows):
-            xs = [j + i * width for j, m in enumerate(modes) if (test_set, m) in values]
-            ys = [values[(test_set, m)] for m in modes if (test_set, m) in values]
-            bars = ax.bar(xs, ys, width=width, label=label)
-            ax.bar_label(bars, fmt="%.1f", fontsize=7)
+        for i, (label, values, errors) in enumerate(rows):
+            keys = [(j, (test_set, m)) for j, m in enumerate(modes) if (test_set, m) in values]
+            ys = [values[k] for _, k in keys]
+            errs = [errors.get(k, 0.0) for _, k in keys]
+            bars = ax.bar([j + i * width for j, _ in keys], ys, width=width, label=label,
+                          yerr=errs if any(errs) else None, capsize=3)
+            ax.bar_label(bars, labels=[f"{y:.1f}±{e:.1f}" if e else f"{y:.1f}" for y, e in zip(ys, errs)],
+                         fontsize=7)
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(modes))], [m.replace("_", "\n") for m in modes],
                       fontsize=8)
         ax.set_title(test_set)

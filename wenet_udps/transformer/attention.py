@@ -9,11 +9,12 @@ Registry names (YAML values of ``selfattention_layer_type`` / ``src_attention_la
 | ``udps_selfattn``   | 4 a q.k / (|q|+|k|)^2                                              |
 | ``rel_udps_selfattn`` | (4 a q.k + 4 b q.p) / (|q|+|k|)^2   (the paper author's variant)   |
 | ``crossattn``       | as ``selfattn``; the cache holds the memory's projected k/v          |
-| ``udps_crossattn``  | as ``udps_selfattn``; the cache holds the memory's projected k/v     |
+| ``udps_crossattn``  | as ``udps_selfattn``; the cache holds 4 alpha k, v and the norms |k| |
 
 All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cache)`` with batch-first tensors:
 query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
-pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side.
+pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side (``udps_crossattn``:
+(B, H, T2, 2 * d_k + 1)). Cross attentions make their cache with ``memory_cache(key, value)``, once per decoding.
 
 Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``, ``uses_pos_emb``,
 ``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
@@ -193,10 +194,14 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
     def _effective(self, param: torch.Tensor) -> torch.Tensor:
         return param.square() if self.alpha_form == "squared" else param
 
-    def attend(self, q, k, v, mask, pos_emb):
+    def key_terms(self, k: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Keys (B, H, T2, d_k) -> numerator keys 4 alpha k (B, H, T2, d_k) and key norms (B, H, T2) in float32."""
         a = self._effective(self.alpha).view(1, -1, 1, 1)
-        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
-        return udps_attention(q, (4.0 * a) * k, k_norm, v, mask=mask, eps=self.eps,
+        return (4.0 * a) * k, torch.linalg.vector_norm(upcast(k), dim=-1)
+
+    def attend(self, q, k, v, mask, pos_emb):
+        k_num, k_norm = self.key_terms(k)
+        return udps_attention(q, k_num, k_norm, v, mask=mask, eps=self.eps,
                               dropout_p=self.dropout_rate, training=self.training)
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
@@ -234,8 +239,8 @@ class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
         p = self._heads(self.linear_pos, pos_emb)  # (1 or B, H, T2, d_k)
         k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
         if self.pos_norm == "qk":
-            # 4 (a q.k + b q.p) = q . (4 a k + 4 b p): one numerator, one q/k denominator.
-            return udps_attention(q, 4.0 * (a * k + b * p), k_norm, v, mask=mask, eps=self.eps,
+            # 4 (a q.k + b q.p) = q . (4 a k + 4 b p): one numerator, one q/k denominator (two passes over k).
+            return udps_attention(q, torch.addcmul((4.0 * a) * k, 4.0 * b, p), k_norm, v, mask=mask, eps=self.eps,
                                   dropout_p=self.dropout_rate, training=self.training)
         pos_term = udps_scores(q, (4.0 * b) * p, torch.linalg.vector_norm(upcast(p), dim=-1), self.eps)
         return udps_attention(q, (4.0 * a) * k, k_norm, v, mask=mask, bias=pos_term, eps=self.eps,
@@ -253,14 +258,49 @@ class MultiHeadedCrossAttention(MultiHeadedAttention):
     kind = "cross"
     counterpart = "udps_crossattn"
 
+    def memory_cache(self, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        """The cache ``forward`` reuses for this memory: key/value (B, T2, D) -> (B, H, T2, 2 d_k)."""
+        return torch.cat((self._heads(self.linear_k, key), self._heads(self.linear_v, value)), dim=-1)
+
 
 @register_attention
 class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
-    """UDPS source (cross) attention of the decoder; the cache holds the memory's k/v."""
+    """UDPS source (cross) attention of the decoder.
+
+    Its cache holds what a decoding step needs of the memory, (B, H, T2, 2 d_k + 1): the numerator keys 4 alpha k,
+    the values and the key norms, so a step recomputes none of them (the memory is the same at every step).
+    """
 
     name = "udps_crossattn"
     kind = "cross"
     counterpart = "crossattn"
+
+    def _memory_terms(self, key: torch.Tensor, value: torch.Tensor
+                      ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """key/value (B, T2, D) -> k_num, k_norm, v (as ``udps_attention`` takes them) and the packed cache."""
+        k_num, k_norm = self.key_terms(self._heads(self.linear_k, key))
+        v = self._heads(self.linear_v, value)
+        dtype = torch.promote_types(k_num.dtype, v.dtype)
+        cache = torch.cat((k_num.to(dtype), v.to(dtype), k_norm.unsqueeze(-1).to(dtype)), dim=-1)
+        return k_num, k_norm, v, cache
+
+    def memory_cache(self, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        """The cache ``forward`` reuses for this memory: key/value (B, T2, D) -> (B, H, T2, 2 d_k + 1)."""
+        return self._memory_terms(key, value)[3]
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
+                cache: torch.Tensor = _EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
+        """query (B, T1, D), key/value (B, T2, D) (ignored when ``cache`` is given) -> (B, T1, D), cache."""
+        if cache.size(0) > 0:
+            k_num, v, k_norm = torch.split(cache, [self.d_k, self.d_k, 1], dim=-1)
+            k_norm = k_norm.squeeze(-1)
+        else:
+            k_num, k_norm, v, cache = self._memory_terms(key, value)
+        out = udps_attention(self._heads(self.linear_q, query), k_num, k_norm, v, mask=mask, eps=self.eps,
+                             dropout_p=self.dropout_rate, training=self.training)
+        out = out.transpose(1, 2).reshape(query.size(0), -1, self.h * self.d_k)
+        return self.linear_out(out), cache
 
 
 def attention_classes(kind: str) -> Dict[str, Type[MultiHeadedAttention]]:

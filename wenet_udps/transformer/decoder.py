@@ -110,8 +110,14 @@ class TransformerDecoder(nn.Module):
         olens = tgt_mask.sum(1)
         return x, torch.tensor(0.0), olens
 
+    def memory_caches(self, memory: torch.Tensor) -> List[torch.Tensor]:
+        """Each block's source-attention cache of ``memory`` (B, T, D), for ``forward_one_step``'s
+        ``memory_caches``: a search makes them once instead of projecting the memory again at every step."""
+        return [layer.src_attn.memory_cache(memory, memory) for layer in self.decoders]
+
     def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
-                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None
+                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
+                         memory_caches: Optional[List[torch.Tensor]] = None
                          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """Score the next token of each prefix, reusing the per-block outputs of the previous step.
 
@@ -120,6 +126,7 @@ class TransformerDecoder(nn.Module):
             tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask.
             cache: None at the first step, else the returned cache of the previous step
                 (``num_blocks`` tensors of shape (B, L-1, D)).
+            memory_caches: ``memory_caches(memory)`` (None: projected from ``memory`` at this step).
         Returns:
             log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, L, D)).
         """
@@ -127,7 +134,8 @@ class TransformerDecoder(nn.Module):
         new_cache = []
         for i, layer in enumerate(self.decoders):
             x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask,
-                                                     cache=None if cache is None else cache[i])
+                                                     cache=None if cache is None else cache[i],
+                                                     memory_cache=None if memory_caches is None else memory_caches[i])
             new_cache.append(x)
         y = x[:, -1]
         if self.normalize_before:
@@ -179,11 +187,16 @@ class BiTransformerDecoder(nn.Module):
             r_x, _, olens = self.right_decoder(memory, memory_mask, r_ys_in_pad, ys_in_lens)
         return l_x, r_x, olens
 
+    def memory_caches(self, memory: torch.Tensor) -> List[torch.Tensor]:
+        """The left-to-right decoder's; see ``TransformerDecoder.memory_caches``."""
+        return self.left_decoder.memory_caches(memory)
+
     def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
-                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None
+                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
+                         memory_caches: Optional[List[torch.Tensor]] = None
                          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """Incremental left-to-right step; see ``TransformerDecoder.forward_one_step``."""
-        return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache)
+        return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache, memory_caches)
 
 
 DECODER_CLASSES = {

@@ -32,7 +32,7 @@ class DecoderLayer(nn.Module):
         self.normalize_before = normalize_before
 
     def forward(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-                cache: Optional[torch.Tensor] = None
+                cache: Optional[torch.Tensor] = None, memory_cache: Optional[torch.Tensor] = None
                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Run the block.
 
@@ -43,6 +43,8 @@ class DecoderLayer(nn.Module):
             memory_mask: (B, 1, T) or (B, L, T) bool.
             cache: (B, L-1, D) this block's output for the first L-1 positions (incremental decoding);
                 only the last position is then computed.
+            memory_cache: ``src_attn.memory_cache(memory, memory)``, made once per decoding so a step does not
+                project the memory again; None computes it from ``memory``.
         Returns:
             output (B, L, D), tgt_mask, memory, memory_mask.
         """
@@ -65,7 +67,7 @@ class DecoderLayer(nn.Module):
         residual = x
         if self.normalize_before:
             x = self.norm2(x)
-        x = residual + self.dropout(self.src_attn(x, memory, memory, memory_mask)[0])
+        x = residual + self.dropout(self._src_attend(x, memory, memory_mask, memory_cache))
         if not self.normalize_before:
             x = self.norm2(x)
 
@@ -79,3 +81,9 @@ class DecoderLayer(nn.Module):
         if cache is not None:
             x = torch.cat([cache, x], dim=1)
         return x, tgt_mask, memory, memory_mask
+
+    def _src_attend(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+                    memory_cache: Optional[torch.Tensor]) -> torch.Tensor:
+        if memory_cache is None:
+            return self.src_attn(x, memory, memory, memory_mask)[0]
+        return self.src_attn(x, memory, memory, memory_mask, cache=memory_cache)[0]

@@ -118,7 +118,8 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     ``length_penalty == 0``) when each utterance's best ended hypothesis can no longer be overtaken.
 
     Args:
-        decoder: has ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache)``.
+        decoder: has ``memory_caches(memory)`` and
+            ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache, memory_caches)``.
         encoder_out: (B, T', D); encoder_mask: (B, 1, T').
         length_penalty: WeNet's: the final beam is ranked by ``score / length ** length_penalty`` (length = tokens
             without eos), so > 0 favours longer hypotheses; it does not change which hypotheses the beam keeps.
@@ -136,6 +137,9 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     scores = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device).repeat(batch).unsqueeze(1)
     end_flag = torch.zeros((running, 1), dtype=torch.bool, device=device)
     cache: Optional[List[torch.Tensor]] = None
+    # The memory is the same at every step and for every beam of an utterance (so survivors need no reordering of
+    # it): its source-attention projections are made once, not at every step as WeNet does.
+    memory_caches = decoder.memory_caches(memory)
     base = torch.arange(batch, device=device).unsqueeze(1) * beam_size  # (B, 1) first row of each utterance
     for step in range(1, maxlen + 1):
         # A hypothesis whose utterance has used its steps is frozen like an ended one (extended by eos at 0).
@@ -143,7 +147,7 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
         if bool(done.all()) or (length_penalty == 0.0 and _best_has_ended(scores, done, batch)):
             break
         hyps_mask = subsequent_mask(step, device=device).unsqueeze(0).repeat(running, 1, 1)
-        logp, cache = decoder.forward_one_step(memory, memory_mask, hyps, hyps_mask, cache)
+        logp, cache = decoder.forward_one_step(memory, memory_mask, hyps, hyps_mask, cache, memory_caches)
         top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
         top_logp = mask_finished_scores(top_logp, done)
         top_idx = mask_finished_preds(top_idx, done, eos)
