@@ -417,8 +417,9 @@ fi
 if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
-  python3 tools/collect_results.py --exp_dir "${results_root}" --out "${results_root}/RESULTS.md" \
-    --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" \
+  # The thread count that RESULTS.md records (provenance) is the trainings' on the CPU.
+  OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
+    --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" \
     --data_dir "${data}" --wer_char "${wer_char}" --seeds "${seeds}"
   # Look inside: per layer, the attention weights of one utterance of ${parity_set}, and the mean attention entropy
   # per head, of each variant's first-seed model (their averaged checkpoints must have the same name).
