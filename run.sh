@@ -41,7 +41,7 @@ HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint
 gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
 num_workers=2           # DataLoader workers per training process
 cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
-                        # threads and its log in <exp>/train.log (1: one at a time, with every core, log to the terminal)
+                        # threads and its log in <exp>/train.log (1: one at a time, all cores, log to the terminal)
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
@@ -419,8 +419,9 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   log "stage 7: results table and plots for ${results_root}"
   # The thread count that RESULTS.md records (provenance) is the trainings' on the CPU.
   OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
-    --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" \
-    --data_dir "${data}" --wer_char "${wer_char}" --seeds "${seeds}"
+    --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \
+    --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" --data_dir "${data}" --wer_char "${wer_char}" \
+    --seeds "${seeds}"
   # Look inside: per layer, the attention weights of one utterance of ${parity_set}, and the mean attention entropy
   # per head, of each variant's first-seed model (their averaged checkpoints must have the same name).
   look=()
