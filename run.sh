@@ -163,7 +163,8 @@ train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or 
   fi
   [[ ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
   log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log"
-  OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" > "${exp}/train.log" 2>&1 &
+  # Appended: a resumed run's log follows the interrupted one's.
+  OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" >> "${exp}/train.log" 2>&1 &
   training_pids+=($!) training_exps+=("${exp}")
 }
 wait_trainings() {  # wait for the background trainings; stop naming each one that failed, after all have ended

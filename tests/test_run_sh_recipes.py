@@ -53,7 +53,8 @@ def test_aishell_recipe(tmp_path):
     assert re.search(r"^\| conformer \| udps \(enc-self\) \| test \|", results, re.M)
     # Shorter than log_interval: no per-step scalars, yet loss and alpha/beta plots from the per-epoch ones.
     plots = {p.name for p in (tmp_path / "exp" / "plots").iterdir()}
-    assert plots == {"loss.png", "cer.png", "udps_ai_udps_enc_self_epochs.png"}
+    assert plots == {"loss.png", "cer.png", "udps_ai_udps_enc_self_epochs.png", "attention_ai_udps_enc_self.png",
+                     "attention_entropy.png"}
 
     # Same command again: every stage's stamp matches, nothing is redone.
     again = ok(run_sh(*common, "--stage", 0, "--stop_stage", 6, "--train_override", overrides))
@@ -65,7 +66,8 @@ def test_aishell_recipe(tmp_path):
     for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml", "step_4.pt", "step_4.yaml"):
         (exp / name).unlink()
     resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides))
-    assert f"resuming from {exp}/step_3.pt" in resumed and (exp / "final.pt").is_file()
+    assert f"resuming from {exp}/step_3.pt" in (exp / "train.log").read_text() and (exp / "final.pt").is_file()
+    assert f"log: {exp}/train.log" in resumed
 
     # Changed settings never reuse or overwrite a finished run silently ...
     more = overrides.replace("max_epoch=1", "max_epoch=2")
@@ -108,7 +110,10 @@ def test_lock_and_resume_through_run_sh(tmp_path):
         holder.wait()
 
     resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4))
-    assert "step_4.pt" in resumed and f"resuming from {exp}/step_3.pt" in resumed
+    # On the CPU the training's own lines go to its train.log (--cpu_jobs), after the interrupted run's.
+    log = (exp / "train.log").read_text()
+    assert f"log: {exp}/train.log" in resumed and log.count("model: conformer encoder") == 2
+    assert "step_4.pt" in log and f"resuming from {exp}/step_3.pt" in log
     assert (exp / "final.pt").is_file() and (exp / "epoch_0.pt").is_file()
 
 
