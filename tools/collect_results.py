@@ -13,7 +13,6 @@ learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import argparse
 import re
-import statistics
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import yaml
 
 from wenet_udps.results import plots as results_plots
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
@@ -182,11 +182,10 @@ def bar_rows(experiments: Sequence[Experiment]) -> List[Tuple[str, Dict[Tuple[st
     rows = [(f"{e.name} ({e.attention})", e.wer, {}) for e in experiments if e.name not in grouped]
     for base, members in sorted(groups.items()):
         runs = [by_name[name] for _, name in sorted(members.items())]
-        means, stds = {}, {}
-        for key in set().union(*(r.wer for r in runs)):
-            vals = [r.wer[key] for r in runs if key in r.wer]
-            means[key] = statistics.fmean(vals)
-            stds[key] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        keys = set().union(*(r.wer for r in runs))
+        stats = {key: mean_std([r.wer[key] for r in runs if key in r.wer]) for key in keys}
+        means = {key: m for key, (m, _) in stats.items()}
+        stds = {key: sd for key, (_, sd) in stats.items()}
         rows.append((f"{base} ({runs[0].attention}, {len(runs)} seeds)", means, stds))
     return rows
 

@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
-from wenet_udps.kernels.reference import DEFAULT_EPS, udps_attention_reference
+from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
 __all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
@@ -32,13 +32,6 @@ TILED_MIN_LEN = 64
 # process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
 TILED_MIN_SCORES = 1 << 20
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def _exporting() -> bool:
-    """TorchScript scripting/tracing, ONNX export or an enclosing torch.compile: the plain formula, which they can
-    record and fuse (the fast kernels are autograd Functions with Python-level plans and launches of their own)."""
-    return (torch.jit.is_scripting() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
-            or torch.compiler.is_compiling())
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,8 +47,8 @@ def triton_available() -> bool:
 def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
                        training: bool) -> str:
     """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_tiled"`` or ``"triton"``."""
-    # _exporting() first: under tracing the size comparisons would be recorded as constants.
-    if _exporting() or bias is not None or (dropout_p > 0.0 and training):
+    # exporting() first: under tracing the size comparisons would be recorded as constants.
+    if exporting() or bias is not None or (dropout_p > 0.0 and training):
         return "reference"
     if q.device.type == "cuda":
         same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES

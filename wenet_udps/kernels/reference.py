@@ -63,11 +63,17 @@ def udps_scores(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, eps:
         return num / denom.square().clamp_min(eps)
 
 
+def exporting() -> bool:
+    """TorchScript scripting/tracing, ONNX export or an enclosing torch.compile: the plain formula, which they can
+    record and fuse (the fast kernels are autograd Functions with Python-level plans and launches of their own)."""
+    return (torch.jit.is_scripting() or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()
+            or torch.compiler.is_compiling())
+
+
 def _in_place_ok(*tensors: torch.Tensor) -> bool:
     """Whether ops may overwrite these fresh intermediates: autograd does not record them (no_grad or no input
-    requires grad) and no graph is being traced or exported (which record out-of-place ops)."""
-    return not any(t.requires_grad for t in tensors) and not (torch.jit.is_scripting() or torch.jit.is_tracing()
-                                                              or torch.onnx.is_in_onnx_export())
+    requires grad) and no graph is being recorded (see :func:`exporting`)."""
+    return not any(t.requires_grad for t in tensors) and not exporting()
 
 
 def _keep_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:

@@ -60,15 +60,21 @@ class Comparison:
                 f"{self.ci_high:+.2f}] over {self.num_utts} utterances x {self.num_seeds} seeds")
 
 
+def mean_std(values: Sequence[float]) -> Tuple[float, float]:
+    """Mean and std (ddof=1; 0 for one value) of the per-seed error rates."""
+    if not values:
+        raise ValueError("no seeds to summarise")
+    arr = np.asarray(values, dtype=float)
+    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+
+
 def over_seeds(rates: Mapping[int, float]) -> str:
     """``{seed: error rate}`` as ``mean ± std (seed s: rate, ...)``, std with ddof=1; one seed says so."""
-    if not rates:
-        raise ValueError("no seeds to summarise")
-    values = np.array([rates[s] for s in sorted(rates)], dtype=float)
+    mean, std = mean_std([rates[s] for s in sorted(rates)])
     per_seed = ", ".join(f"{s}: {rates[s]:.2f}" for s in sorted(rates))
-    if len(values) == 1:
-        return f"{values[0]:.2f} (one seed: {per_seed})"
-    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f} (seeds {per_seed})"
+    if len(rates) == 1:
+        return f"{mean:.2f} (one seed: {per_seed})"
+    return f"{mean:.2f} ± {std:.2f} (seeds {per_seed})"
 
 
 def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:

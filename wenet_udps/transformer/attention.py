@@ -112,9 +112,11 @@ class MultiHeadedAttention(nn.Module):
                 cache: torch.Tensor = _EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
         """query (B, T1, D), key/value (B, T2, D) -> output (B, T1, D), new_cache (B, H, T_cache + T2, 2 d_k)."""
         q, k, v, new_cache = self.forward_qkv(query, key, value, cache)
-        out = self.attend(q, k, v, mask, pos_emb)
-        out = out.transpose(1, 2).reshape(query.size(0), -1, self.h * self.d_k)
-        return self.linear_out(out), new_cache
+        return self._output(self.attend(q, k, v, mask, pos_emb)), new_cache
+
+    def _output(self, heads: torch.Tensor) -> torch.Tensor:
+        """Merge heads and project: (B, H, T1, d_k) -> (B, T1, D)."""
+        return self.linear_out(heads.transpose(1, 2).reshape(heads.size(0), -1, self.h * self.d_k))
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         """The learned score scales as used in the forward pass (none for scaled-dot)."""
@@ -299,8 +301,7 @@ class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
             k_num, k_norm, v, cache = self._memory_terms(key, value)
         out = udps_attention(self._heads(self.linear_q, query), k_num, k_norm, v, mask=mask, eps=self.eps,
                              dropout_p=self.dropout_rate, training=self.training)
-        out = out.transpose(1, 2).reshape(query.size(0), -1, self.h * self.d_k)
-        return self.linear_out(out), cache
+        return self._output(out), cache
 
 
 def attention_classes(kind: str) -> Dict[str, Type[MultiHeadedAttention]]:
