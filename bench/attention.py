@@ -23,7 +23,9 @@ from typing import Callable, Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
 
-import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
+from wenet_udps.utils.omp import short_spin  # noqa: E402
+
+short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
 from wenet_udps.kernels import cpu_tiled  # noqa: E402

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Callable, Dict
 
 
-import wenet_udps  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads)
+from wenet_udps.utils.omp import short_spin  # noqa: E402
+
+short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled  # noqa: E402

@@ -1,7 +1,7 @@
 """How OpenMP's wait policy affects small torch ops, idle and beside a busy torch process.
 
 Times a 160x128 linear and an SDPA call (B=8, H=4, T=150, d_k=64) in fresh processes under libgomp's default spin,
-OMP_WAIT_POLICY=PASSIVE and GOMP_SPINCOUNT=1000 (what ``import wenet_udps`` sets), first on an idle machine, then
+OMP_WAIT_POLICY=PASSIVE and GOMP_SPINCOUNT=1000 (what training processes set), first on an idle machine, then
 while another process runs small torch matmuls (as a DataLoader worker computing features would).
 
     python bench/omp_wait.py

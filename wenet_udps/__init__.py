@@ -1,14 +1,4 @@
 """wenet_udps: WeNet-style ASR toolkit whose every attention can be switched to UDPS from one YAML key."""
-import os
-
-# OpenMP threads that spin long while waiting collapse (an SDPA call: 1.6 ms -> 8 ms on 2 cores) as soon as another
-# process, e.g. a DataLoader worker running torch ops, needs a core; threads that sleep at once
-# (OMP_WAIT_POLICY=PASSIVE) make every small op pay a wake-up on free cores (a 160x128 linear: 0.036 -> 0.1 ms).
-# A short spin avoids both (bench/omp_wait.py, docs/benchmarks.md). Must be set before torch loads OpenMP; a user's
-# own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-
 __all__ = ["udps_similarity", "build_model"]
 
 

@@ -99,8 +99,11 @@ def test_forward_and_gradients_match_formula(name, kw, mask_kind):
     out, cache = m(x, key, key, mask, pos)
     ref = reference_forward(name, m, x, key, key, mask, pos)
     assert out.shape == (b, t, N_FEAT)
-    # udps_crossattn also caches the key norms: one more channel.
-    assert cache.shape == (b, N_HEAD, t, 2 * D_K + (name == "udps_crossattn"))
+    # udps_crossattn also caches the key norms (one more channel), feature-major.
+    if name == "udps_crossattn":
+        assert cache.shape == (b, N_HEAD, 2 * D_K + 1, t)
+    else:
+        assert cache.shape == (b, N_HEAD, t, 2 * D_K)
     torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-10)
     w = torch.randn_like(out)
     grads = torch.autograd.grad((out * w).sum(), [x, mem] + list(m.parameters()), allow_unused=True)

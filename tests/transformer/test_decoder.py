@@ -85,6 +85,25 @@ def test_forward_one_step_matches_full_forward(name, self_type, src_type):
         cache = new_cache
 
 
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
+def test_full_forward_with_memory_caches_matches_projecting_the_memory(name, self_type, src_type):
+    """Rescoring makes each utterance's caches once and repeats them for its hypotheses: same numbers, both
+    directions (a bitransformer's caches are the left blocks' then the right blocks')."""
+    dec = make(name, self_type, src_type).eval()
+    memory, memory_mask, ys, lens = batch()
+    caches = dec.memory_caches(memory)
+    assert len(caches) == len(dec.left_decoder.decoders) + len(dec.right_decoder.decoders) if name == "bitransformer" \
+        else len(caches) == len(dec.decoders)
+    rows = torch.tensor([0, 0, 1, 0, 1])  # hypotheses of utterance 0 and 1
+    args = (ys[rows % 2], lens[rows % 2], ys.flip(1)[rows % 2], 0.5)
+    expected = dec(memory[rows], memory_mask[rows], *args)
+    got = dec(memory[rows], memory_mask[rows], *args, memory_caches=[c[rows] for c in caches])
+    torch.testing.assert_close(got[0], expected[0], rtol=1e-6, atol=1e-6)
+    if name == "bitransformer":
+        torch.testing.assert_close(got[1], expected[1], rtol=1e-6, atol=1e-6)
+
+
 def test_bitransformer_right_branch_only_with_reverse_weight():
     dec = make("bitransformer").eval()
     memory, memory_mask, ys, lens = batch()

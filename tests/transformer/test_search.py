@@ -132,7 +132,9 @@ def test_attention_beam_early_stop_returns_what_the_full_search_returns(monkeypa
     early = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
     early_steps = steps["n"]
     steps["n"] = 0
-    monkeypatch.setattr(search, "_best_has_ended", lambda *a: False)
+    # With a length penalty only "every hypothesis ended or used its steps" ends a search.
+    finished = search._finished
+    monkeypatch.setattr(search, "_finished", lambda scores, done, beam, penalty: finished(scores, done, beam, 1.0))
     full = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
     for e, f in zip(early, full):
         assert e.tokens == f.tokens
@@ -194,3 +196,33 @@ def test_attention_beam_stops_each_utterance_at_its_own_length():
     assert [len(r.tokens) for r in res] == [29, 6, 11]
     alone = attention_beam_search(Looping(), memory[1:2, :6], mask[1:2, :, :6], beam_size=2, sos=3, eos=3)
     assert alone[0].tokens == res[1].tokens and alone[0].score == pytest.approx(res[1].score)
+
+
+def test_attention_beam_drops_finished_utterances_from_the_batch(monkeypatch):
+    """Each utterance costs the decoder the rows it costs decoded alone: finished ones leave the batch, so a batch
+    runs no step for them while a slower one searches on (and results stay those of decoding alone)."""
+    dec = tiny_decoder()
+    torch.manual_seed(3)
+    memory = torch.randn(4, 30, 8) * 3
+    mask = torch.ones(4, 1, 30, dtype=torch.bool)
+    mask[1, :, 5:] = False
+    mask[2, :, 17:] = False
+    rows = {"n": 0}
+    step_fn = dec.forward_one_step
+
+    def counting(memory, memory_mask, tgt, *args):
+        rows["n"] += tgt.size(0)
+        assert memory.size(0) == memory_mask.size(0) == tgt.size(0)
+        return step_fn(memory, memory_mask, tgt, *args)
+
+    monkeypatch.setattr(dec, "forward_one_step", counting)
+    batched = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
+    batched_rows, alone_rows = rows["n"], 0
+    for b in range(4):
+        n = int(mask[b].sum())
+        rows["n"] = 0
+        alone = attention_beam_search(dec, memory[b:b + 1, :n], mask[b:b + 1, :, :n], beam_size=3, sos=6, eos=6)
+        alone_rows += rows["n"]
+        assert alone[0].tokens == batched[b].tokens
+        assert alone[0].score == pytest.approx(batched[b].score, abs=1e-5)
+    assert batched_rows == alone_rows

@@ -30,7 +30,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-import torch
+from wenet_udps.utils.omp import short_spin
+
+short_spin()  # before torch loads OpenMP (python -m wenet_udps.bin.train imports nothing that loads it earlier)
+import torch  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 

@@ -183,10 +183,18 @@ class OrtRescorer:
     def __init__(self, decoder: OrtPart, sos: int, eos: int):
         self.decoder, self.sos, self.eos = decoder, sos, eos
 
-    def forward_attention_decoder(self, hyps, hyps_lens, encoder_out, reverse_weight=0.0):
-        l2r, r2l = self.decoder(hyps=hyps.to(torch.int64), hyps_lens=hyps_lens.to(torch.int64),
-                                encoder_out=encoder_out[:1])
-        return l2r, r2l
+    def forward_attention_decoder(self, hyps, hyps_lens, encoder_out, reverse_weight=0.0, encoder_lens=None,
+                                  utt=None):
+        # The exported decoder takes the hypotheses of one utterance whose frames are all valid (WeNet's runtime
+        # layout), while rescoring passes a batch's hypotheses at once: one call per utterance, on its own frames.
+        if utt is None:
+            utt, encoder_lens = torch.zeros(hyps.size(0), dtype=torch.long), torch.tensor([encoder_out.size(1)])
+        rows = [(utt == b).nonzero().squeeze(1) for b in range(encoder_lens.size(0))]
+        outs = [self.decoder(hyps=hyps[r].to(torch.int64), hyps_lens=hyps_lens[r].to(torch.int64),
+                             encoder_out=encoder_out[b:b + 1, :int(encoder_lens[b])])
+                for b, r in enumerate(rows) if r.numel() > 0]
+        order = torch.cat(rows).argsort()  # back to the order of hyps
+        return torch.cat([o[0] for o in outs])[order], torch.cat([o[1] for o in outs])[order]
 
 
 def ort_decode(output_dir: str, model: nn.Module, feats: torch.Tensor, lens: torch.Tensor, beam_size: int,

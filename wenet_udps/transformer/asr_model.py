@@ -9,6 +9,7 @@ from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
 from wenet_udps.transformer.search import DECODING_METHODS, DecodeResult, attention_beam_search, \
     attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, reverse_pad_list, th_accuracy
+from wenet_udps.utils.mask import make_pad_mask
 
 
 class ASRModel(nn.Module):
@@ -182,21 +183,31 @@ class ASRModel(nn.Module):
         return self.ctc.log_softmax(encoder_out)
 
     def forward_attention_decoder(self, hyps: torch.Tensor, hyps_lens: torch.Tensor, encoder_out: torch.Tensor,
-                                  reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Export/rescoring helper: decoder log-probabilities of N hypotheses over one utterance.
+                                  reverse_weight: float = 0.0, encoder_lens: Optional[torch.Tensor] = None,
+                                  utt: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Export/rescoring helper: decoder log-probabilities of N hypotheses.
 
         Args:
             hyps: (N, L) hypotheses with sos prepended (WeNet's runtime layout), padded with any id.
             hyps_lens: (N,) lengths including sos.
-            encoder_out: (1 or N, T', D) encoder output of the utterance (all frames valid).
+            encoder_out: without ``utt`` (WeNet's export signature): (1 or N, T', D), one utterance, all frames
+                valid. With ``utt``: (B, T', D), a batch of utterances whose valid frames ``encoder_lens`` (B,) says.
             reverse_weight: > 0 also runs the right-to-left decoder.
+            utt: (N,) the utterance of each hypothesis; each utterance's source-attention projections are then made
+                once and shared by its hypotheses.
         Returns:
             left-to-right (N, L, V) and right-to-left (N, L, V) log-probabilities (the latter
             ``torch.tensor(0.0)`` without a right-to-left branch).
         """
         num = hyps.size(0)
-        encoder_out = encoder_out.expand(num, -1, -1)
-        encoder_mask = torch.ones(num, 1, encoder_out.size(1), dtype=torch.bool, device=encoder_out.device)
+        memory_caches = None
+        if utt is None:
+            encoder_out = encoder_out.expand(num, -1, -1)
+            encoder_mask = torch.ones(num, 1, encoder_out.size(1), dtype=torch.bool, device=encoder_out.device)
+        else:
+            encoder_mask = ~make_pad_mask(encoder_lens, encoder_out.size(1)).unsqueeze(1).index_select(0, utt)
+            memory_caches = [c.index_select(0, utt) for c in self.decoder.memory_caches(encoder_out)]
+            encoder_out = encoder_out.index_select(0, utt)
         # Right-to-left inputs: sos, then the tokens after sos reversed.
         tokens = hyps[:, 1:]
         r_tokens = reverse_pad_list(tokens, hyps_lens - 1, float(self.ignore_id))
@@ -205,7 +216,7 @@ class ASRModel(nn.Module):
             pad = r_hyps.new_full((num, hyps.size(1) - r_hyps.size(1)), self.eos)
             r_hyps = torch.cat([r_hyps, pad], dim=1)
         decoder_out, r_decoder_out, _ = self.decoder(encoder_out, encoder_mask, hyps, hyps_lens, r_hyps,
-                                                     reverse_weight)
+                                                     reverse_weight, memory_caches)
         decoder_out = torch.log_softmax(decoder_out, dim=-1)
         if reverse_weight > 0.0:
             r_decoder_out = torch.log_softmax(r_decoder_out, dim=-1)

@@ -88,13 +88,16 @@ class TransformerDecoder(nn.Module):
 
     def forward(self, memory: torch.Tensor, memory_mask: torch.Tensor, ys_in_pad: torch.Tensor,
                 ys_in_lens: torch.Tensor, r_ys_in_pad: torch.Tensor = torch.empty(0),
-                reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                reverse_weight: float = 0.0, memory_caches: Optional[List[torch.Tensor]] = None
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Teacher-forced decoding of whole target sequences.
 
         Args:
             memory: (B, T, D) encoder output; memory_mask: (B, 1, T) bool.
             ys_in_pad: (B, L) input tokens ([sos, y...], padded); ys_in_lens: (B,).
             r_ys_in_pad, reverse_weight: unused here (kept for the bidirectional decoder's signature).
+            memory_caches: ``memory_caches(memory)`` (None: projected from ``memory``), e.g. made once per
+                utterance and repeated for its hypotheses when rescoring.
         Returns:
             logits (B, L, V), torch.tensor(0.0) (no right-to-left branch), olens (B, L) valid keys per row.
         """
@@ -102,8 +105,9 @@ class TransformerDecoder(nn.Module):
         tgt_mask = ~make_pad_mask(ys_in_lens, maxlen).unsqueeze(1)
         tgt_mask = tgt_mask & subsequent_mask(maxlen, device=tgt_mask.device).unsqueeze(0)
         x, _ = self.embed(ys_in_pad)
-        for layer in self.decoders:
-            x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask)
+        for i, layer in enumerate(self.decoders):
+            x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask,
+                                                     memory_cache=None if memory_caches is None else memory_caches[i])
         if self.normalize_before:
             x = self.after_norm(x)
         x = self.output_layer(x)
@@ -172,31 +176,43 @@ class BiTransformerDecoder(nn.Module):
 
     def forward(self, memory: torch.Tensor, memory_mask: torch.Tensor, ys_in_pad: torch.Tensor,
                 ys_in_lens: torch.Tensor, r_ys_in_pad: torch.Tensor = torch.empty(0),
-                reverse_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                reverse_weight: float = 0.0, memory_caches: Optional[List[torch.Tensor]] = None
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Both directions; the right-to-left one runs only when ``reverse_weight > 0``.
 
         Args:
             memory (B, T, D), memory_mask (B, 1, T), ys_in_pad (B, L), ys_in_lens (B,),
-            r_ys_in_pad (B, L) reversed targets with sos prepended.
+            r_ys_in_pad (B, L) reversed targets with sos prepended,
+            memory_caches: ``memory_caches(memory)`` (left blocks, then right blocks) or None.
         Returns:
             l2r logits (B, L, V), r2l logits (B, L, V) or torch.tensor(0.0), olens.
         """
-        l_x, _, olens = self.left_decoder(memory, memory_mask, ys_in_pad, ys_in_lens)
+        left, right = self._split(memory_caches)
+        l_x, _, olens = self.left_decoder(memory, memory_mask, ys_in_pad, ys_in_lens, memory_caches=left)
         r_x = torch.tensor(0.0)
         if reverse_weight > 0.0:
-            r_x, _, olens = self.right_decoder(memory, memory_mask, r_ys_in_pad, ys_in_lens)
+            r_x, _, olens = self.right_decoder(memory, memory_mask, r_ys_in_pad, ys_in_lens, memory_caches=right)
         return l_x, r_x, olens
 
     def memory_caches(self, memory: torch.Tensor) -> List[torch.Tensor]:
-        """The left-to-right decoder's; see ``TransformerDecoder.memory_caches``."""
-        return self.left_decoder.memory_caches(memory)
+        """The left-to-right decoder's blocks' caches, then the right-to-left one's; see
+        ``TransformerDecoder.memory_caches``."""
+        return self.left_decoder.memory_caches(memory) + self.right_decoder.memory_caches(memory)
+
+    def _split(self, memory_caches: Optional[List[torch.Tensor]]
+               ) -> Tuple[Optional[List[torch.Tensor]], Optional[List[torch.Tensor]]]:
+        if memory_caches is None:
+            return None, None
+        n = len(self.left_decoder.decoders)
+        return memory_caches[:n], memory_caches[n:]
 
     def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
                          tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
                          memory_caches: Optional[List[torch.Tensor]] = None
                          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """Incremental left-to-right step; see ``TransformerDecoder.forward_one_step``."""
-        return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache, memory_caches)
+        return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache,
+                                                  self._split(memory_caches)[0])
 
 
 DECODER_CLASSES = {

@@ -94,16 +94,60 @@ def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam
     return results
 
 
-def _best_has_ended(scores: torch.Tensor, end_flag: torch.Tensor, batch: int) -> bool:
-    """Whether every utterance's best ended hypothesis scores at least its best running one.
+def _finished(scores: torch.Tensor, done: torch.Tensor, beam_size: int, length_penalty: float) -> torch.Tensor:
+    """Which utterances' searches are over: (B,) bool from scores, done (B * beam, 1).
 
-    Extending a hypothesis only adds log-probabilities <= 0, so (when the final choice is by log-probability alone)
-    no running hypothesis can overtake it any more and stopping now returns what running to the end would.
-    scores, end_flag: (B * beam, 1).
+    Over when every hypothesis has ended (or used its steps), or, when the final choice is by log-probability alone
+    (``length_penalty == 0``), when the best ended hypothesis scores at least the best running one: extending a
+    hypothesis only adds log-probabilities <= 0, so no running one can overtake it any more.
     """
-    ended = scores.masked_fill(~end_flag, -math.inf).view(batch, -1).max(dim=-1).values
-    running = scores.masked_fill(end_flag, -math.inf).view(batch, -1).max(dim=-1).values
-    return bool((ended >= running).all() and torch.isfinite(ended).all())
+    done = done.view(-1, beam_size)
+    over = done.all(dim=-1)
+    if length_penalty == 0.0:
+        scores = scores.view(-1, beam_size)
+        ended = scores.masked_fill(~done, -math.inf).max(dim=-1).values
+        running = scores.masked_fill(done, -math.inf).max(dim=-1).values
+        over |= (ended >= running) & torch.isfinite(ended)
+    return over
+
+
+def _best_of_beam(hyps: torch.Tensor, scores: torch.Tensor, eos: int, length_penalty: float) -> DecodeResult:
+    """One utterance's result from its beam: hyps (beam, L) starting with sos, scores (beam, 1)."""
+    lengths = (hyps[:, 1:] != eos).sum(-1).to(scores.dtype)
+    final = scores.view(-1) / lengths.pow(length_penalty)
+    best = int(final.argmax())
+    row = hyps[best, 1:].tolist()
+    return DecodeResult(tokens=row[:row.index(eos)] if eos in row else row, score=float(final[best]))
+
+
+@dataclass
+class _Beams:
+    """The running part of a batched beam search: ``beam_size`` rows per live utterance in every tensor.
+
+    ``utts`` maps live position -> index in the input batch. :meth:`drop` removes finished utterances from every
+    tensor, so a step costs what the utterances still searching need, not what the batch's slowest one does.
+    """
+    beam_size: int
+    utts: List[int]
+    memory: torch.Tensor                # (N, T', D), N = live utterances * beam_size
+    memory_mask: torch.Tensor           # (N, 1, T')
+    memory_caches: List[torch.Tensor]   # per block, the source attention's cache of the memory
+    steps: torch.Tensor                 # (N, 1) the utterance's step limit, its encoder length
+    hyps: torch.Tensor                  # (N, L) prefixes starting with sos
+    scores: torch.Tensor                # (N, 1) log-probabilities
+    end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
+    cache: Optional[List[torch.Tensor]] = None  # the decoder's per-block outputs of the previous step
+
+    def drop(self, finished: torch.Tensor) -> None:
+        """Keep the utterances whose entry in ``finished`` (live utterances,) is False."""
+        keep = (~finished).nonzero().squeeze(1)
+        index = (keep.unsqueeze(1) * self.beam_size + torch.arange(self.beam_size, device=keep.device)).view(-1)
+        for name in ("memory", "memory_mask", "steps", "hyps", "scores", "end_flag"):
+            setattr(self, name, getattr(self, name).index_select(0, index))
+        self.memory_caches = [c.index_select(0, index) for c in self.memory_caches]
+        if self.cache is not None:
+            self.cache = [c.index_select(0, index) for c in self.cache]
+        self.utts = [self.utts[i] for i in keep.tolist()]
 
 
 @torch.no_grad()
@@ -111,11 +155,12 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
                           beam_size: int, sos: int, eos: int, length_penalty: float = 0.0) -> List[DecodeResult]:
     """Batched left-to-right beam search with the decoder's incremental cache.
 
-    All B * beam hypotheses advance together; a hypothesis that emitted eos keeps its score (it can only be
-    extended by eos at log-probability 0). Utterance b emits at most T'_b tokens, its own encoder length: WeNet
-    stops every utterance at the batch's longest, so a looping hypothesis of a short utterance runs on and the
-    result depends on the batch. The search stops when all hypotheses have ended or used their steps, or (with
-    ``length_penalty == 0``) when each utterance's best ended hypothesis can no longer be overtaken.
+    All hypotheses of the utterances still searching advance together; a hypothesis that emitted eos keeps its score
+    (it can only be extended by eos at log-probability 0). Utterance b emits at most T'_b tokens, its own encoder
+    length: WeNet stops every utterance at the batch's longest, so a looping hypothesis of a short utterance runs on
+    and the result depends on the batch. An utterance's search ends when its hypotheses have all ended or used
+    their steps, or (with ``length_penalty == 0``) when its best ended hypothesis can no longer be overtaken; it
+    then leaves the batch, so the rest run without it.
 
     Args:
         decoder: has ``memory_caches(memory)`` and
@@ -128,46 +173,52 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     """
     device = encoder_out.device
     batch, maxlen, dim = encoder_out.shape
-    running = batch * beam_size
-    memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(running, maxlen, dim)
-    memory_mask = encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(running, 1, maxlen)
-    steps = encoder_mask.squeeze(1).sum(-1).repeat_interleave(beam_size).unsqueeze(1)  # (running, 1)
-    hyps = torch.full((running, 1), sos, dtype=torch.long, device=device)
+    memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(batch * beam_size, maxlen, dim)
     # Only the first beam of each utterance is live at the start, so the first step does not pick duplicates.
-    scores = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device).repeat(batch).unsqueeze(1)
-    end_flag = torch.zeros((running, 1), dtype=torch.bool, device=device)
-    cache: Optional[List[torch.Tensor]] = None
+    first = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device)
     # The memory is the same at every step and for every beam of an utterance (so survivors need no reordering of
     # it): its source-attention projections are made once, not at every step as WeNet does.
-    memory_caches = decoder.memory_caches(memory)
-    base = torch.arange(batch, device=device).unsqueeze(1) * beam_size  # (B, 1) first row of each utterance
-    for step in range(1, maxlen + 1):
+    live = _Beams(beam_size, list(range(batch)), memory=memory,
+                  memory_mask=encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(-1, 1, maxlen),
+                  memory_caches=decoder.memory_caches(memory),
+                  steps=encoder_mask.squeeze(1).sum(-1).repeat_interleave(beam_size).unsqueeze(1),
+                  hyps=torch.full((batch * beam_size, 1), sos, dtype=torch.long, device=device),
+                  scores=first.repeat(batch).unsqueeze(1),
+                  end_flag=torch.zeros((batch * beam_size, 1), dtype=torch.bool, device=device))
+    results: List[Optional[DecodeResult]] = [None] * batch
+    for step in range(1, maxlen + 2):
         # A hypothesis whose utterance has used its steps is frozen like an ended one (extended by eos at 0).
-        done = end_flag | (steps < step)
-        if bool(done.all()) or (length_penalty == 0.0 and _best_has_ended(scores, done, batch)):
+        done = live.end_flag | (live.steps < step)
+        finished = _finished(live.scores, done, beam_size, length_penalty)  # all True after step maxlen
+        for i in finished.nonzero().squeeze(1).tolist():
+            rows = slice(i * beam_size, (i + 1) * beam_size)
+            results[live.utts[i]] = _best_of_beam(live.hyps[rows], live.scores[rows], eos, length_penalty)
+        if bool(finished.all()):
             break
-        hyps_mask = subsequent_mask(step, device=device).unsqueeze(0).repeat(running, 1, 1)
-        logp, cache = decoder.forward_one_step(memory, memory_mask, hyps, hyps_mask, cache, memory_caches)
-        top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
-        top_logp = mask_finished_scores(top_logp, done)
-        top_idx = mask_finished_preds(top_idx, done, eos)
-        cand = (scores + top_logp).view(batch, beam_size * beam_size)
-        scores, flat = cand.topk(beam_size, dim=-1)  # (B, beam)
-        src = (base + flat // beam_size).view(-1)  # which running hypothesis each survivor extends
-        token = top_idx.view(batch, beam_size * beam_size).gather(1, flat).view(-1, 1)
-        cache = [c[src] for c in cache]
-        hyps = torch.cat([hyps[src], token], dim=1)
-        scores = scores.view(-1, 1)
-        end_flag = hyps[:, -1:] == eos
-    lengths = (hyps[:, 1:] != eos).sum(-1).view(batch, beam_size).to(scores.dtype)
-    final = scores.view(batch, beam_size) / lengths.pow(length_penalty)
-    best_score, best = final.max(dim=-1)
-    results = []
-    for b in range(batch):
-        row = hyps[b * beam_size + int(best[b]), 1:].tolist()
-        tokens = row[:row.index(eos)] if eos in row else row
-        results.append(DecodeResult(tokens=tokens, score=float(best_score[b])))
+        if bool(finished.any()):
+            live.drop(finished)
+            done = live.end_flag | (live.steps < step)
+        _advance(decoder, live, done, step, eos)
     return results
+
+
+def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: int, eos: int) -> None:
+    """One step of the search: every live hypothesis extended by one token, the best ``beam`` kept per utterance."""
+    beam_size, running = live.beam_size, live.hyps.size(0)
+    hyps_mask = subsequent_mask(step, device=live.hyps.device).unsqueeze(0).repeat(running, 1, 1)
+    logp, cache = decoder.forward_one_step(live.memory, live.memory_mask, live.hyps, hyps_mask, live.cache,
+                                           live.memory_caches)
+    top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
+    top_logp = mask_finished_scores(top_logp, done)
+    top_idx = mask_finished_preds(top_idx, done, eos)
+    utts = running // beam_size
+    scores, flat = (live.scores + top_logp).view(utts, beam_size * beam_size).topk(beam_size, dim=-1)
+    base = torch.arange(utts, device=flat.device).unsqueeze(1) * beam_size  # first row of each utterance
+    src = (base + flat // beam_size).view(-1)  # which running hypothesis each survivor extends
+    token = top_idx.view(utts, beam_size * beam_size).gather(1, flat).view(-1, 1)
+    hyps = torch.cat([live.hyps[src], token], dim=1)
+    live.cache, live.hyps, live.scores = [c[src] for c in cache], hyps, scores.view(-1, 1)
+    live.end_flag = hyps[:, -1:] == eos
 
 
 def score_hypotheses(decoder_out: torch.Tensor, hyps: List[List[int]], eos: int) -> List[float]:
@@ -175,11 +226,12 @@ def score_hypotheses(decoder_out: torch.Tensor, hyps: List[List[int]], eos: int)
 
     decoder_out (N, L+1, V) log-probabilities for inputs [sos, hyp...]; hyps: N token lists.
     """
-    scores = []
-    for i, hyp in enumerate(hyps):
-        idx = torch.tensor(hyp + [eos], dtype=torch.long, device=decoder_out.device)
-        scores.append(float(decoder_out[i, torch.arange(len(idx), device=decoder_out.device), idx].sum()))
-    return scores
+    device = decoder_out.device
+    targets = pad_list([torch.tensor(h + [eos], dtype=torch.long, device=device) for h in hyps], eos)
+    logp = decoder_out[:, :targets.size(1)].gather(2, targets.unsqueeze(2)).squeeze(2)  # (N, max len + 1)
+    lens = torch.tensor([len(h) + 1 for h in hyps], device=device)
+    keep = torch.arange(targets.size(1), device=device).unsqueeze(0) < lens.unsqueeze(1)
+    return logp.masked_fill(~keep, 0.0).sum(1).tolist()
 
 
 @torch.no_grad()
@@ -189,6 +241,7 @@ def attention_rescoring(model, ctc_results: List[DecodeResult], encoder_out: tor
     """Rescore each utterance's CTC n-best with the attention decoder (both directions for ``bitransformer``).
 
     score = (1 - reverse_weight) * left-to-right + reverse_weight * right-to-left + ctc_weight * CTC prefix score.
+    The n-best lists of the whole batch go through the decoder in one pass (WeNet makes one pass per utterance).
 
     Args:
         model: the ASRModel (provides ``forward_attention_decoder``, ``sos``, ``eos``).
@@ -197,22 +250,26 @@ def attention_rescoring(model, ctc_results: List[DecodeResult], encoder_out: tor
     Returns:
         B results whose nbest is the CTC n-best reordered by the combined score.
     """
-    results = []
-    for b, ctc_res in enumerate(ctc_results):
-        hyps = ctc_res.nbest
-        n = len(hyps)
-        hyps_pad = pad_list([torch.tensor(h, dtype=torch.long, device=encoder_out.device) for h in hyps], IGNORE_ID)
-        hyps_lens = torch.tensor([len(h) for h in hyps], dtype=torch.long, device=encoder_out.device)
-        ys_in, _ = add_sos_eos(hyps_pad, model.sos, model.eos, IGNORE_ID)
-        memory = encoder_out[b:b + 1, :int(encoder_lens[b])].expand(n, -1, -1)
-        decoder_out, r_decoder_out = model.forward_attention_decoder(ys_in, hyps_lens + 1, memory, reverse_weight)
-        scores = score_hypotheses(decoder_out, hyps, model.eos)
-        if reverse_weight > 0.0:
-            r_scores = score_hypotheses(r_decoder_out, [list(reversed(h)) for h in hyps], model.eos)
-            scores = [(1.0 - reverse_weight) * s + reverse_weight * r for s, r in zip(scores, r_scores)]
-        scores = [s + ctc_weight * c for s, c in zip(scores, ctc_res.nbest_scores)]
-        order = sorted(range(n), key=lambda i: scores[i], reverse=True)
-        results.append(DecodeResult(tokens=list(hyps[order[0]]), score=scores[order[0]],
-                                    nbest=[list(hyps[i]) for i in order], nbest_scores=[scores[i] for i in order]))
+    device = encoder_out.device
+    hyps = [h for res in ctc_results for h in res.nbest]
+    utt = torch.tensor([b for b, res in enumerate(ctc_results) for _ in res.nbest], dtype=torch.long,
+                         device=device)  # the utterance of each hypothesis
+    hyps_pad = pad_list([torch.tensor(h, dtype=torch.long, device=device) for h in hyps], IGNORE_ID)
+    hyps_lens = torch.tensor([len(h) for h in hyps], dtype=torch.long, device=device)
+    ys_in, _ = add_sos_eos(hyps_pad, model.sos, model.eos, IGNORE_ID)
+    decoder_out, r_decoder_out = model.forward_attention_decoder(ys_in, hyps_lens + 1, encoder_out, reverse_weight,
+                                                                 encoder_lens, utt)
+    scores = score_hypotheses(decoder_out, hyps, model.eos)
+    if reverse_weight > 0.0:
+        r_scores = score_hypotheses(r_decoder_out, [list(reversed(h)) for h in hyps], model.eos)
+        scores = [(1.0 - reverse_weight) * s + reverse_weight * r for s, r in zip(scores, r_scores)]
+    results, start = [], 0
+    for res in ctc_results:
+        n = len(res.nbest)
+        combined = [s + ctc_weight * c for s, c in zip(scores[start:start + n], res.nbest_scores)]
+        start += n
+        order = sorted(range(n), key=lambda i: combined[i], reverse=True)
+        results.append(DecodeResult(tokens=list(res.nbest[order[0]]), score=combined[order[0]],
+                                    nbest=[list(res.nbest[i]) for i in order],
+                                    nbest_scores=[combined[i] for i in order]))
     return results
-
