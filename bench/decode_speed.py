@@ -1,10 +1,12 @@
-"""Decoding time per model, steady state: each model decodes a data list in one mode, after one warm-up batch.
+"""Decoding time per model and mode, steady state: each model decodes a data list once per mode, after a warm-up.
 
     python bench/decode_speed.py --exp_dirs exp/tiny_zh/train_conformer_scaled_dot exp/tiny_zh/train_conformer_udps \
-        --test_data data/tiny_zh/test/data.list --mode attention --repeats 3 --threads 1
+        --test_data data/tiny_zh/test/data.list --modes ctc_greedy_search attention --repeats 3 --threads 1
 
-Prints one line per model: seconds for ``--repeats`` passes over the list (docs/benchmarks.md). The models are
-decoded one after the other in this process, with the checkpoint ``--checkpoint`` of each experiment dir.
+Prints one line per model and mode: seconds for ``--repeats`` passes over the list, each pass decoding in that mode
+alone (the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and the
+UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate between
+the models, so a machine that slows down slows both.
 """
 import argparse
 import time
@@ -21,33 +23,46 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import DECODING_METHODS
 
 
+def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
+    """(model, batches) of one experiment dir."""
+    config = load_config(str(Path(exp) / "train.yaml"))
+    model = load_model(config, str(Path(exp) / checkpoint))
+    dataset = init_dataset("raw", test_data, init_tokenizer(config),
+                           eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False)
+    return model, list(DataLoader(dataset, batch_size=None, num_workers=0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
-    parser.add_argument("--mode", default="attention", choices=DECODING_METHODS)
+    parser.add_argument("--modes", nargs="+", default=["attention"], choices=DECODING_METHODS)
     parser.add_argument("--beam_size", type=int, default=10)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    for exp in args.exp_dirs:
-        config = load_config(str(Path(exp) / "train.yaml"))
-        model = load_model(config, str(Path(exp) / args.checkpoint))
-        dataset = init_dataset("raw", args.test_data, init_tokenizer(config),
-                               eval_dataset_conf(dict(config.get("dataset_conf") or {}), args.batch_size),
-                               partition=False)
-        batches = list(DataLoader(dataset, batch_size=None, num_workers=0))
-        with torch.no_grad():
-            model.decode([args.mode], batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size)
-            start = time.perf_counter()
-            for _ in range(args.repeats):
-                for b in batches:
-                    model.decode([args.mode], b["feats"], b["feats_lengths"], args.beam_size)
-        print(f"{exp}: {time.perf_counter() - start:.2f} s for {args.repeats} passes of {args.mode} "
-              f"({len(batches)} batches, {args.threads} thread(s))")
+    runs = {exp: load(exp, args.checkpoint, args.test_data, args.batch_size) for exp in args.exp_dirs}
+    seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
+    with torch.no_grad():
+        for model, batches in runs.values():
+            model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size)
+        for _ in range(args.repeats):
+            for mode in args.modes:
+                for exp, (model, batches) in runs.items():
+                    start = time.perf_counter()
+                    for b in batches:
+                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size)
+                    seconds[exp, mode] += time.perf_counter() - start
+    for mode in args.modes:
+        for exp in runs:
+            print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode} "
+                  f"({len(runs[exp][1])} batches, {args.threads} thread(s))")
+        if len(runs) == 2:
+            first, second = runs
+            print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
 
 
 if __name__ == "__main__":
