@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from wenet_udps.model_builder import resolve_model_config
-from wenet_udps.transformer.decoder import DECODER_CLASSES, BiTransformerDecoder, TransformerDecoder
+from wenet_udps.transformer.decoder import DECODER_CLASSES, EMBED_INITS, BiTransformerDecoder, TransformerDecoder
 from wenet_udps.utils.mask import subsequent_mask
 
 V, D = 11, 16
@@ -143,6 +143,38 @@ def test_bad_names_and_keys_rejected():
             "selfattention_layer_type": "udps_selfattn", "attention_conf": {"beta_init": 1.0}}})
     with pytest.raises(ValueError, match="relative position"):
         make(self_type="rel_selfattn")
+
+
+def _embeddings(decoder):
+    return [m.embed[0].weight.detach() for m in (decoder.left_decoder, decoder.right_decoder)] \
+        if isinstance(decoder, BiTransformerDecoder) else [decoder.embed[0].weight.detach()]
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+def test_torch_embed_init_is_the_default_and_draws_nothing(name):
+    """``torch`` must leave every parameter (not only the embedding) as before the key existed, or old
+    seeds would stop reproducing old tables."""
+    torch.manual_seed(3)
+    implicit = make(name).state_dict()
+    torch.manual_seed(3)
+    explicit = make(name, embed_init="torch").state_dict()
+    assert all(torch.equal(implicit[k], explicit[k]) for k in implicit)
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("embed_init,std", [("torch", 1.0), ("scaled", 256 ** -0.5)])
+def test_embed_init_sets_the_embedding_scale(name, embed_init, std):
+    assert set(EMBED_INITS) == {"torch", "scaled"}
+    torch.manual_seed(0)
+    decoder = make(name, vocab_size=4000, encoder_output_size=256, attention_heads=4, embed_init=embed_init)
+    for weight in _embeddings(decoder):
+        assert abs(float(weight.std()) / std - 1.0) < 0.01
+        assert abs(float(weight.mean())) < 0.01 * std
+
+
+def test_unknown_embed_init_lists_the_choices():
+    with pytest.raises(ValueError, match=r"decoder_conf.embed_init 'xavier'; valid choices: scaled, torch"):
+        make(embed_init="xavier")
 
 
 def test_constructors_are_keyword_only():

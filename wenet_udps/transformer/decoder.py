@@ -20,6 +20,24 @@ from wenet_udps.utils.schema import route
 # Token input layers of the decoder (WeNet's ``input_layer``); only the embedding + absolute positions exists.
 DECODER_INPUT_LAYERS = ("embed",)
 
+
+
+def _keep_torch_init(weight: torch.Tensor) -> None:
+    """Leave ``nn.Embedding``'s N(0, 1) (PyTorch's default, and WeNet's). Draws nothing from the RNG, so a
+    model built with this choice is bitwise the one built before the key existed."""
+
+
+def _scaled_normal_init(weight: torch.Tensor) -> None:
+    """N(0, 1/D): after the sqrt(D) scale each dimension has unit variance, the scale of the sinusoidal
+    positions (tensor2tensor's and fairseq's initialisation). With N(0, 1) the positions are ~6 % of the
+    decoder input's norm at D=128, and a small model trained for minutes cannot tell 妈 from 妈妈
+    (docs/small_confs.md)."""
+    nn.init.normal_(weight, mean=0.0, std=weight.size(1) ** -0.5)
+
+
+# Initialisations of the decoder's token embedding (``decoder_conf.embed_init``).
+EMBED_INITS = {"torch": _keep_torch_init, "scaled": _scaled_normal_init}
+
 # Arguments every attention class receives from the decoder itself, never from ``attention_conf``.
 _ATTENTION_CORE_ARGS = ("n_head", "n_feat", "dropout_rate")
 
@@ -34,6 +52,7 @@ class TransformerDecoder(nn.Module):
         dropout_rate: residual/feed-forward dropout; positional_dropout_rate: after the embedding.
         self_attention_dropout_rate, src_attention_dropout_rate: attention-weight dropout.
         input_layer: ``embed`` (token embedding + absolute positional encoding).
+        embed_init: ``EMBED_INITS`` name: ``torch`` (N(0, 1), WeNet's) or ``scaled`` (N(0, 1/D)).
         use_output_layer: project to V (False leaves D-dim outputs).
         normalize_before: pre-norm blocks plus a final ``after_norm``.
         activation_type: feed-forward activation (``relu`` like WeNet's decoder).
@@ -45,7 +64,7 @@ class TransformerDecoder(nn.Module):
     def __init__(self, *, vocab_size: int, encoder_output_size: int, attention_heads: int = 4,
                  linear_units: int = 2048, num_blocks: int = 6, dropout_rate: float = 0.1,
                  positional_dropout_rate: float = 0.1, self_attention_dropout_rate: float = 0.0,
-                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed",
+                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed", embed_init: str = "torch",
                  use_output_layer: bool = True, normalize_before: bool = True, activation_type: str = "relu",
                  selfattention_layer_type: str = "selfattn", src_attention_layer_type: str = "crossattn",
                  attention_conf: Optional[Dict] = None):
@@ -67,6 +86,7 @@ class TransformerDecoder(nn.Module):
         self.src_attention_layer_type = src_attention_layer_type
         self.embed = nn.Sequential(nn.Embedding(vocab_size, d),
                                    PositionalEncoding(d_model=d, dropout_rate=positional_dropout_rate))
+        lookup(EMBED_INITS, embed_init, "decoder_conf.embed_init")(self.embed[0].weight)
         self.normalize_before = normalize_before
         self.after_norm = nn.LayerNorm(d, eps=1e-5)
         self.use_output_layer = use_output_layer
@@ -158,7 +178,7 @@ class BiTransformerDecoder(nn.Module):
     def __init__(self, *, vocab_size: int, encoder_output_size: int, attention_heads: int = 4,
                  linear_units: int = 2048, num_blocks: int = 6, r_num_blocks: int = 0, dropout_rate: float = 0.1,
                  positional_dropout_rate: float = 0.1, self_attention_dropout_rate: float = 0.0,
-                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed",
+                 src_attention_dropout_rate: float = 0.0, input_layer: str = "embed", embed_init: str = "torch",
                  use_output_layer: bool = True, normalize_before: bool = True, activation_type: str = "relu",
                  selfattention_layer_type: str = "selfattn", src_attention_layer_type: str = "crossattn",
                  attention_conf: Optional[Dict] = None):
@@ -168,7 +188,7 @@ class BiTransformerDecoder(nn.Module):
                       positional_dropout_rate=positional_dropout_rate,
                       self_attention_dropout_rate=self_attention_dropout_rate,
                       src_attention_dropout_rate=src_attention_dropout_rate, input_layer=input_layer,
-                      use_output_layer=use_output_layer, normalize_before=normalize_before,
+                      embed_init=embed_init, use_output_layer=use_output_layer, normalize_before=normalize_before,
                       activation_type=activation_type, selfattention_layer_type=selfattention_layer_type,
                       src_attention_layer_type=src_attention_layer_type, attention_conf=attention_conf)
         self.left_decoder = TransformerDecoder(num_blocks=num_blocks, **shared)
