@@ -10,25 +10,19 @@ the models, so a machine that slows down slows both.
 """
 import argparse
 import time
-from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
-from wenet_udps.bin.recognize import load_model
-from wenet_udps.config import load_config
-from wenet_udps.dataset import init_dataset
-from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import DECODING_METHODS
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
     """(model, batches) of one experiment dir."""
-    config = load_config(str(Path(exp) / "train.yaml"))
-    model = load_model(config, str(Path(exp) / checkpoint))
-    dataset = init_dataset("raw", test_data, init_tokenizer(config),
-                           eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False)
+    config, model = load_experiment(exp, checkpoint)
+    dataset = eval_dataset(config, init_tokenizer(config), test_data, batch_size)
     return model, list(DataLoader(dataset, batch_size=None, num_workers=0))
 
 

@@ -11,16 +11,12 @@ drops the second token (docs/small_confs.md).
 """
 import argparse
 from collections import defaultdict
-from pathlib import Path
 from typing import Dict, List
 
 import torch
 from torch.utils.data import DataLoader
 
-from wenet_udps.bin.recognize import load_model
-from wenet_udps.config import load_config
-from wenet_udps.dataset import init_dataset
-from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.text import init_tokenizer
 
 KINDS = ("repeat", "other", "eos")
@@ -35,10 +31,8 @@ def position_kinds(tokens: List[int]) -> List[str]:
 @torch.no_grad()
 def probe(exp: str, checkpoint: str, test_data: str) -> Dict[str, List[float]]:
     """kind -> [positions, correct, sum of reference-token probabilities] over ``test_data``."""
-    config = load_config(str(Path(exp) / "train.yaml"))
-    model = load_model(config, str(Path(exp) / checkpoint))
-    dataset = init_dataset("raw", test_data, init_tokenizer(config),
-                           eval_dataset_conf(dict(config.get("dataset_conf") or {}), 16), partition=False)
+    config, model = load_experiment(exp, checkpoint)
+    dataset = eval_dataset(config, init_tokenizer(config), test_data, 16)
     totals: Dict[str, List[float]] = defaultdict(lambda: [0, 0, 0.0])
     for batch in DataLoader(dataset, batch_size=None, num_workers=0):
         memory, memory_mask = model.encoder(batch["feats"], batch["feats_lengths"])

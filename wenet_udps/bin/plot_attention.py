@@ -24,10 +24,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from wenet_udps.bin.recognize import load_model
-from wenet_udps.config import load_config
-from wenet_udps.dataset import init_dataset
-from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module
@@ -79,11 +76,9 @@ def row_entropy(weights: torch.Tensor) -> torch.Tensor:
 
 def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], data_type: str = "raw"):
     """(per-site head-mean weights of the chosen utterance (T1, T2), per-site mean entropy per head (H,))."""
-    config = load_config(os.path.join(exp_dir, "train.yaml"))
-    model = load_model(config, os.path.join(exp_dir, checkpoint))
+    config, model = load_experiment(exp_dir, checkpoint)
     tokenizer = init_tokenizer(config)
-    dataset = init_dataset(data_type, test_data, tokenizer,
-                           eval_dataset_conf(dict(config.get("dataset_conf") or {}), 1), partition=False)
+    dataset = eval_dataset(config, tokenizer, test_data, 1, data_type)
     key: Optional[str] = None
     maps: Dict[str, torch.Tensor] = {}
     sums: Dict[str, torch.Tensor] = {}

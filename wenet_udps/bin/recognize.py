@@ -41,6 +41,19 @@ def load_model(config: Mapping[str, Any], checkpoint: str, device: str = "cpu") 
     return model.to(device).eval()
 
 
+def load_experiment(exp_dir: str, checkpoint: str) -> Tuple[Dict[str, Any], torch.nn.Module]:
+    """(config, model in eval mode on the CPU) of an experiment dir: its train.yaml and its file ``checkpoint``."""
+    config = load_config(os.path.join(exp_dir, "train.yaml"))
+    return config, load_model(config, os.path.join(exp_dir, checkpoint))
+
+
+def eval_dataset(config: Mapping[str, Any], tokenizer: Any, data_list: str, batch_size: int,
+                 data_type: str = "raw") -> Any:
+    """``data_list`` with ``config``'s features for evaluation: list order, no augmentation, every utterance."""
+    return init_dataset(data_type, data_list, tokenizer,
+                        eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False)
+
+
 def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, Any], data_list: str, *,
                    modes: List[str], data_type: str = "raw", batch_size: int = 16, beam_size: int = 10,
                    device: str = "cpu", decode_kwargs: Optional[Dict[str, Any]] = None, num_workers: int = 0,
@@ -50,11 +63,9 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf"}``.
     """
-    dataset_conf = dict(config.get("dataset_conf") or {})
-    dataset = init_dataset(data_type, data_list, tokenizer, eval_dataset_conf(dataset_conf, batch_size),
-                           partition=False)
+    dataset = eval_dataset(config, tokenizer, data_list, batch_size, data_type)
     loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
-    shift = frame_shift_ms(dataset_conf) / 1000.0
+    shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
     results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
     decode_seconds = audio_seconds = 0.0
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
