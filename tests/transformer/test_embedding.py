@@ -3,7 +3,8 @@ import math
 import pytest
 import torch
 
-from wenet_udps.transformer.embedding import POS_ENC_CLASSES, PositionalEncoding, RelPositionalEncoding
+from wenet_udps.transformer.embedding import (POS_ENC_CLASSES, PositionalEncoding, RelPositionalEncoding,
+                                              WhisperPositionalEncoding)
 
 D = 8
 
@@ -24,11 +25,32 @@ def test_odd_d_model_is_supported():
     assert pe[0, 3, 4].item() == pytest.approx(math.sin(3 / 10000 ** (4 / 5)), abs=1e-6)
 
 
-@pytest.mark.parametrize("name", ["abs_pos", "rel_pos"])
-def test_pe_buffer_is_saved_in_state_dict(name):
+@pytest.mark.parametrize("name, max_len", [("abs_pos", 5000), ("rel_pos", 5000), ("abs_pos_whisper", 1500)])
+def test_pe_buffer_is_saved_in_state_dict(name, max_len):
+    """WeNet's buffer shapes: 5000 positions, Whisper's 1500."""
     module = POS_ENC_CLASSES[name](d_model=D, dropout_rate=0.1)
     state = module.state_dict()
-    assert list(state) == ["pe"] and state["pe"].shape == (1, 5000, D)
+    assert list(state) == ["pe"] and state["pe"].shape == (1, max_len, D)
+
+
+def test_whisper_table_follows_its_formula():
+    """Sines in the first half, cosines in the second, timescales 1 .. 10000 over d/2 - 1 steps."""
+    pe = WhisperPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=50).pe
+    for t in (0, 1, 17, 49):
+        for i in range(D // 2):
+            angle = t / (10000 ** (i / (D // 2 - 1)))
+            assert pe[0, t, i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert pe[0, t, D // 2 + i].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+def test_abs_pos_whisper_adds_the_unscaled_input_and_table():
+    module = WhisperPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=100).eval()
+    x = torch.randn(2, 6, D)
+    out, pos_emb = module(x, offset=3)
+    assert torch.equal(out, x + module.pe[:, 3:9])
+    assert torch.equal(pos_emb, module.pe[:, 3:9])
+    short = WhisperPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=10)
+    assert torch.equal(short.position_encoding(4, 30), module.position_encoding(4, 30))
 
 
 def test_no_pos_has_no_saved_state():

@@ -1,4 +1,4 @@
-"""Positional encodings (registry ``POS_ENC_CLASSES``: ``abs_pos``, ``rel_pos``, ``no_pos``).
+"""Positional encodings (registry ``POS_ENC_CLASSES``: ``abs_pos``, ``abs_pos_whisper``, ``rel_pos``, ``no_pos``).
 
 Every class has ``forward(x (B, T, D), offset) -> (x (B, T, D), pos_emb (1, T, D))`` and
 ``position_encoding(offset, size) -> (1 or B, size, D)``; ``offset`` is the absolute index of the first frame, so
@@ -21,6 +21,15 @@ def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
     return pe
 
 
+def whisper_sinusoid_table(length: int, d_model: int) -> torch.Tensor:
+    """(length, d_model): Whisper's encoder sinusoids, ``[t, i] = sin(t * r^i)`` and ``[t, d/2 + i] = cos(t * r^i)``
+    for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``."""
+    rate = math.log(10000.0) / (d_model // 2 - 1)
+    angle = torch.arange(length, dtype=torch.float32).unsqueeze(1) * torch.exp(
+        -rate * torch.arange(d_model // 2, dtype=torch.float32))
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
 class PositionalEncoding(nn.Module):
     """Sinusoidal absolute encoding: ``x * sqrt(d_model) + pe[offset:offset+T]`` (then dropout).
 
@@ -29,13 +38,15 @@ class PositionalEncoding(nn.Module):
     computed from the same formula on the fly, so any length encodes; the saved buffer keeps WeNet's shape.
     """
 
+    table = staticmethod(sinusoid_table)  # (length, d_model) -> encodings; a subclass may swap the formula
+
     def __init__(self, *, d_model: int, dropout_rate: float, max_len: int = 5000):
         super().__init__()
         self.d_model = d_model
         self.xscale = math.sqrt(d_model)
         self.max_len = max_len
         self.dropout = nn.Dropout(p=dropout_rate)
-        self.register_buffer("pe", sinusoid_table(max_len, d_model).unsqueeze(0), persistent=True)
+        self.register_buffer("pe", self.table(max_len, d_model).unsqueeze(0), persistent=True)
 
     def forward(self, x: torch.Tensor, offset: Union[int, torch.Tensor] = 0):
         """x (B, T, D) -> (encoded x (B, T, D), pos_emb (1 or B, T, D))."""
@@ -68,7 +79,23 @@ class PositionalEncoding(nn.Module):
         """(1, >= length, D): the saved buffer, or the formula's longer table when ``length > max_len``."""
         if length <= self.max_len:
             return self.pe
-        return sinusoid_table(length, self.d_model).to(self.pe).unsqueeze(0)
+        return self.table(length, self.d_model).to(self.pe).unsqueeze(0)
+
+
+class WhisperPositionalEncoding(PositionalEncoding):
+    """WeNet's ``abs_pos_whisper``: ``x + pe`` with Whisper's sinusoids (:func:`whisper_sinusoid_table`), unscaled.
+
+    ``abs_pos`` multiplies x by sqrt(d_model) before adding encodings of norm sqrt(D/2): in the small tiny_zh
+    Conformer (D = 128) the scaled input's norm was about 80 against the positions' 8; unscaled it was 26-31 (the
+    trained models of docs/small_confs.md, rows x17 and x18). The larger share of position is what the small confs use
+    it for: the decoder's source attention then tells repeated words apart by where they are.
+    """
+
+    table = staticmethod(whisper_sinusoid_table)
+
+    def __init__(self, *, d_model: int, dropout_rate: float, max_len: int = 1500):
+        super().__init__(d_model=d_model, dropout_rate=dropout_rate, max_len=max_len)
+        self.xscale = 1.0
 
 
 class RelPositionalEncoding(PositionalEncoding):
@@ -106,6 +133,7 @@ class NoPositionalEncoding(nn.Module):
 
 POS_ENC_CLASSES = {
     "abs_pos": PositionalEncoding,
+    "abs_pos_whisper": WhisperPositionalEncoding,
     "rel_pos": RelPositionalEncoding,
     "no_pos": NoPositionalEncoding,
 }
