@@ -86,9 +86,9 @@ class WhisperPositionalEncoding(PositionalEncoding):
     """WeNet's ``abs_pos_whisper``: ``x + pe`` with Whisper's sinusoids (:func:`whisper_sinusoid_table`), unscaled.
 
     ``abs_pos`` multiplies x by sqrt(d_model) before adding encodings of norm sqrt(D/2): in the small tiny_zh
-    Conformer (D = 128) the scaled input's norm was about 80 against the positions' 8; unscaled it was 26-31 (the
-    trained models of docs/small_confs.md, rows x17 and x18). The larger share of position is what the small confs use
-    it for: the decoder's source attention then tells repeated words apart by where they are.
+    Conformer (D = 128) the scaled input's norm was about 76 against the positions' 8; unscaled it was 25-35 (trained
+    models of docs/small_confs.md, ``bench/position_share.py``). The small confs use it for that larger share: their
+    decoder's source attention then drops fewer repeated words.
     """
 
     table = staticmethod(whisper_sinusoid_table)
