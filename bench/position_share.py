@@ -32,7 +32,8 @@ def position_share(exp: str, checkpoint: str, test_data: str) -> tuple:
     handle.remove()
     x = seen[0]
     positions = pos_enc.position_encoding(0, x.size(1), apply_dropout=False)
-    return type(pos_enc).__name__, float((x * pos_enc.xscale).norm(dim=-1).mean()), float(positions.norm(dim=-1).mean())
+    input_norm = float((x * pos_enc.xscale).norm(dim=-1).mean())
+    return type(pos_enc).__name__, input_norm, float(positions.norm(dim=-1).mean())
 
 
 def main() -> None:

@@ -43,6 +43,12 @@ def test_whisper_table_follows_its_formula():
             assert pe[0, t, D // 2 + i].item() == pytest.approx(math.cos(angle), abs=1e-5)
 
 
+@pytest.mark.parametrize("d_model", [2, 5])
+def test_whisper_table_refuses_an_odd_or_tiny_d_model(d_model):
+    with pytest.raises(ValueError, match="abs_pos_whisper needs an even output_size >= 4, got " + str(d_model)):
+        WhisperPositionalEncoding(d_model=d_model, dropout_rate=0.0, max_len=10)
+
+
 def test_abs_pos_whisper_adds_the_unscaled_input_and_table():
     module = WhisperPositionalEncoding(d_model=D, dropout_rate=0.0, max_len=100).eval()
     x = torch.randn(2, 6, D)

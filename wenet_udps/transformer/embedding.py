@@ -23,7 +23,10 @@ def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
 
 def whisper_sinusoid_table(length: int, d_model: int) -> torch.Tensor:
     """(length, d_model): Whisper's encoder sinusoids, ``[t, i] = sin(t * r^i)`` and ``[t, d/2 + i] = cos(t * r^i)``
-    for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``."""
+    for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``; d_model must be even and at least 4."""
+    if d_model % 2 or d_model < 4:
+        raise ValueError(f"encoder_conf.pos_enc_layer_type abs_pos_whisper needs an even output_size >= 4, "
+                         f"got {d_model}")
     rate = math.log(10000.0) / (d_model // 2 - 1)
     angle = torch.arange(length, dtype=torch.float32).unsqueeze(1) * torch.exp(
         -rate * torch.arange(d_model // 2, dtype=torch.float32))
