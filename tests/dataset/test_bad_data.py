@@ -118,3 +118,53 @@ def test_utterances_without_audio_or_text_are_counted(tmp_path, caplog):
     line = caplog.records[-1].message
     assert "1 utterances kept" in line and "1 without text (e.g. c)" in line
     assert "1 with an empty transcript (e.g. b)" in line and "1 without audio (e.g. x)" in line
+
+
+def _tar(path, members):
+    import io
+    import tarfile
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def _shard_tally(tokenizer, tmp_path, shards, **conf):
+    lst = tmp_path / "shards.list"
+    lst.write_text("".join(f"{s}\n" for s in shards))
+    ds = init_dataset("shard", str(lst), tokenizer, plain_conf(**conf))
+    tally = DataTally()
+    used = sum(len(b["keys"]) for b in tally.batches(ds))
+    return ds, tally, used
+
+
+def test_truncated_shard_counts_the_utterances_it_lost(kaldi_dir, tokenizer, tmp_path):
+    """A 10-utterance shard plus the first 15 % of another: about 8-9 utterances lost, not "1 skipped"."""
+    wav = open(next(iter(l.split()[1] for l in open(kaldi_dir / "wav.scp"))), "rb").read()
+    members = lambda p: [m for i in range(10) for m in ((f"{p}{i}.txt", b"one"), (f"{p}{i}.wav", wav))]
+    whole = _tar(tmp_path / "a.tar", members("a"))
+    full = open(_tar(tmp_path / "b_full.tar", members("b")), "rb").read()
+    (tmp_path / "b.tar").write_bytes(full[:int(len(full) * 0.15)])
+    ds, tally, used = _shard_tally(tokenizer, tmp_path, [whole, tmp_path / "b.tar"])
+    read_from_b = used - 10
+    assert tally.counts["shard_error"] == 1 and tally.skipped()["shard_error"] == 10 - read_from_b
+    assert read_from_b < 3
+    with pytest.raises(DataError, match=r"1 broken shard: about \d+ utterances lost.*max_bad_fraction"):
+        ds.check_tally(tally, "epoch 0 train")
+    # Only broken shards: the loss is unknowable, so the pass is refused by the share of shards.
+    ds, tally, used = _shard_tally(tokenizer, tmp_path, [tmp_path / "b.tar"], max_bad_fraction=0.9)
+    assert tally.shard_loss() is None
+    with pytest.raises(DataError, match="every shard of the pass is broken"):
+        ds.check_tally(tally, "epoch 0 train")
+
+
+def test_non_utf8_text_member_loses_only_its_utterance(kaldi_dir, tokenizer, tmp_path):
+    wav = open(next(iter(l.split()[1] for l in open(kaldi_dir / "wav.scp"))), "rb").read()
+    members = [("x.txt", b"\xff\xfeone"), ("x.wav", wav)]
+    members += [m for i in range(5) for m in ((f"u{i}.txt", b"one"), (f"u{i}.wav", wav))]
+    ds, tally, used = _shard_tally(tokenizer, tmp_path, [_tar(tmp_path / "s.tar", members)],
+                                   max_bad_fraction=0.5)
+    assert used == 5 and tally.skipped() == {"bad_text": 1}
+    assert ds.check_tally(tally, "cv").endswith("5 utterances used, 1 skipped (bad_text 1)")

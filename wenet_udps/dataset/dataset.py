@@ -25,10 +25,12 @@ from wenet_udps.utils.registry import lookup
 
 DATA_TYPES = ("raw", "shard")
 # Why an utterance of the list was not used: unusable data, then the filter_conf key that dropped it.
-BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "shard_error")
+BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "bad_text", "shard_error")
 FILTER_REASONS = ("min_length", "max_length", "token_min_length", "token_max_length", "min_output_input_ratio",
                   "max_output_input_ratio", "no_frames")
-COUNT_KEYS = ("used",) + BAD_REASONS + FILTER_REASONS
+# Bookkeeping for the utterances lost in broken shards (see ``iterate_shard``), not reasons.
+SHARD_KEYS = ("shard_ok", "shard_ok_utts", "shard_error_utts")
+COUNT_KEYS = ("used",) + BAD_REASONS + FILTER_REASONS + SHARD_KEYS
 # Filtered utterances logged by key per (rank, worker, epoch); the rest are only counted.
 _LOGGED_FILTERED = 10
 # Keep every utterance when decoding (WeNet relaxes the training filter the same way).
@@ -63,12 +65,34 @@ class DataTally:
     def set_list(self, values: Iterable[float]) -> None:
         self.counts = {k: int(v) for k, v in zip(COUNT_KEYS, values)}
 
+    def shard_loss(self) -> Optional[int]:
+        """Utterances lost in broken shards: the mean size of the complete shards times the broken ones, less the
+        utterances read from them before the error (at least one per broken shard). None when unknowable (no
+        complete shard in the pass)."""
+        broken = self.counts["shard_error"]
+        if not broken:
+            return 0
+        if not self.counts["shard_ok"]:
+            return None
+        expected = round(broken * self.counts["shard_ok_utts"] / self.counts["shard_ok"])
+        return max(broken, expected - self.counts["shard_error_utts"])
+
     def skipped(self) -> Dict[str, int]:
-        return {k: v for k, v in self.counts.items() if k != "used" and v}
+        """Skipped utterances per reason; ``shard_error`` as the utterances lost (one per shard when unknowable)."""
+        skipped = {k: v for k, v in self.counts.items() if k not in ("used",) + SHARD_KEYS and v}
+        if skipped.get("shard_error"):
+            skipped["shard_error"] = self.shard_loss() or skipped["shard_error"]
+        return skipped
 
     def summary(self) -> str:
         skipped = self.skipped()
         reasons = ", ".join(f"{k} {v}" for k, v in skipped.items()) or "none"
+        broken = self.counts["shard_error"]
+        if broken:
+            loss = self.shard_loss()
+            lost = "an unknown number of" if loss is None else f"about {loss}"
+            reasons += (f"; {broken} broken shard{'s' * (broken > 1)}: {lost} utterances lost, estimated from "
+                        f"{self.counts['shard_ok']} complete shards")
         return f"{self.counts['used']} utterances used, {sum(skipped.values())} skipped ({reasons})"
 
 
@@ -189,13 +213,17 @@ class AsrDataset(IterableDataset):
         """The one-line summary of a pass (``what``: e.g. "epoch 3 train"); DataError when no utterance was
         usable or the unusable share exceeds ``dataset_conf.max_bad_fraction``, naming the list and reasons."""
         line = f"{what} data {self.data_list_file}: {tally.summary()}"
-        total = sum(tally.counts.values())
-        bad = sum(tally.counts[k] for k in BAD_REASONS)
+        skipped = tally.skipped()
+        total = tally.counts["used"] + sum(skipped.values())
+        bad = sum(skipped.get(k, 0) for k in BAD_REASONS)
         if tally.counts["used"] == 0:
             raise DataError(f"{line}: no usable utterance")
         if total and bad / total > self.max_bad_fraction:
             raise DataError(f"{line}: {bad / total:.1%} of the utterances are unusable, more than "
                             f"dataset_conf.max_bad_fraction {self.max_bad_fraction:g}")
+        if tally.shard_loss() is None and self.max_bad_fraction < 1:  # no complete shard to estimate from: refuse by the share of shards
+            raise DataError(f"{line}: every shard of the pass is broken, more than dataset_conf.max_bad_fraction "
+                            f"{self.max_bad_fraction:g}")
         return line
 
 

@@ -69,12 +69,22 @@ def _open_stream(url: str):
 def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
     """Stream one shard: yields ``{"key", "txt", "audio": bytes, "wav": "<shard>#<member>"}``.
 
-    An utterance lacking its audio or text is dropped with a warning and counted in ``stats["missing_member"]``;
-    an unreadable or truncated shard is logged and counted once in ``stats["shard_error"]``; its remaining
-    utterances are lost (the epoch goes on).
+    An utterance lacking its audio or text is dropped with a warning and counted in ``stats["missing_member"]``,
+    one whose text is not UTF-8 in ``stats["bad_text"]`` (the shard goes on). An unreadable or truncated shard is
+    logged and counted in ``stats["shard_error"]``; its remaining utterances are lost. How many is unknowable from
+    the broken shard itself, so ``stats`` also counts the complete shards and their utterances (``shard_ok``,
+    ``shard_ok_utts``) and the utterances read from broken ones before the error (``shard_error_utts``), from which
+    ``DataTally`` estimates the loss.
     """
+    seen = 0
+
     def finish(group: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
-        if "audio" in group and "txt" in group:
+        nonlocal seen
+        seen += 1
+        if group.get("bad_text"):
+            logging.warning("skipping utterance %s in shard %s: %s", group["key"], url, group["bad_text"])
+            stats["bad_text"] += 1
+        elif "audio" in group and "txt" in group:
             yield group
         else:
             missing = "audio" if "audio" not in group else "text"
@@ -94,16 +104,22 @@ def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
                 group["key"] = key
                 data = tar.extractfile(member).read()
                 if ext == "txt":
-                    group["txt"] = data.decode("utf-8").strip()
+                    try:
+                        group["txt"] = data.decode("utf-8").strip()
+                    except UnicodeDecodeError as e:
+                        group["bad_text"] = f"{member.name} is not UTF-8 ({e.reason} at byte {e.start})"
                 elif ext.lower() in AUDIO_EXTENSIONS:
                     group["audio"] = data
                     group["wav"] = f"{url}#{member.name}"
-    except (OSError, tarfile.TarError, UnicodeDecodeError) as e:
-        logging.warning("error reading shard %s (%s); its remaining utterances are skipped", url, e)
+    except (OSError, tarfile.TarError) as e:
+        logging.warning("error reading shard %s (%s); its remaining utterances are lost", url, e)
         stats["shard_error"] += 1
-        group = {}
+        stats["shard_error_utts"] += seen
+        return
     if group:
         yield from finish(group)
+    stats["shard_ok"] += 1
+    stats["shard_ok_utts"] += seen
 
 
 def partition(num_items: int, *, rank: int, world_size: int, worker_id: int, num_workers: int,
