@@ -98,3 +98,19 @@ def test_init_tokenizer_errors(tmp_path):
     with pytest.raises(ValueError, match="sentencepiece"):
         init_tokenizer({"tokenizer": "bpe", "tokenizer_conf": {"symbol_table_path": path,
                                                                "bpe_path": str(tmp_path / "none.model")}})
+
+
+@pytest.mark.parametrize("lines,msg", [
+    (["<blank> 0", "<unk> 1", "a 1", "<sos/eos> 2"], r"units.txt:3: id 1 already given on line 2"),
+    (["<unk> 0", "<blank> 1", "a 2", "<sos/eos> 3"], r"<blank> must have id 0"),
+    (["<blank> 0", "<unk> 1", "<sos/eos> 2", "a 3"], r"<sos/eos> must be the last id \(3\)"),
+    (["<blank> 0", "<unk> 1", "a 2"], r"<sos/eos> must be the last id"),
+    (["<blank> 0", "<unk> 1", "a 5", "<sos/eos> 6"], r"ids must be 0..3"),
+    (["<blank> 0", "<unk> 1", "a 2", "a 3"], r"units.txt:4: duplicate token 'a'"),
+])
+def test_malformed_units_file_is_a_user_error_naming_it(tmp_path, lines, msg):
+    from wenet_udps.text.base_tokenizer import UnitsError, read_symbol_table
+    path = tmp_path / "units.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UnitsError, match=msg):
+        read_symbol_table(str(path))

@@ -30,7 +30,7 @@ import yaml
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
-from wenet_udps.train.checkpoint import atomic_write_bytes
+from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
 from wenet_udps.train.executor import loss_sums
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils.cli import run_cli
@@ -61,7 +61,7 @@ class SoupEvaluator:
                 raise ValueError("--soup_metric wer with shard data needs --ref_text (Kaldi text of the dev set)")
 
     def __call__(self, paths: List[str]) -> float:
-        self.model.load_state_dict(average_state_dicts(paths))
+        self.model.load_state_dict(average_state_dicts(paths, self.s.get("verify", True)))
         s = self.s
         if s["metric"] == "wer":
             from wenet_udps.bin.recognize import decode_dataset
@@ -138,15 +138,17 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--ctc_weight", type=float, default=0.5)
     p.add_argument("--batch_size", type=int, default=16)
     p.add_argument("--wer_char", type=int, default=0, choices=[0, 1], help="score characters (CER)")
+    add_verify_flag(p)
     return p
 
 
-def save_state(state: Dict[str, torch.Tensor], path: str) -> None:
-    import io
-    buf = io.BytesIO()
-    torch.save(state, buf)
+def save_state(state: Dict[str, torch.Tensor], path: str, sources: List[str]) -> None:
+    """Write the averaged state dict and its YAML (SHA-256, the averaged files, their run id and units file)."""
+    first = read_info(sidecar(sources[0])) or {}
+    info = {"averaged": [os.path.abspath(s) for s in sources], "run_id": first.get("run_id"),
+            "units": first.get("units")}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    atomic_write_bytes(path, buf.getvalue())
+    write_checkpoint(path, state, info)
 
 
 def main(argv: Optional[List[str]] = None) -> List[str]:
@@ -156,7 +158,7 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
                                     max_epoch=args.max_epoch)
     if args.method == "average":
         logging.info("averaging %s", ", ".join(os.path.basename(c) for c in candidates))
-        save_state(average_state_dicts(candidates), args.dst_model)
+        save_state(average_state_dicts(candidates, args.verify_checkpoint), args.dst_model, candidates)
         logging.info("wrote %s", args.dst_model)
         return candidates
     if not args.dev_data:
@@ -164,13 +166,13 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
     settings = {"config": args.config or os.path.join(args.src_path, "train.yaml"), "dev_data": args.dev_data,
                 "data_type": args.data_type, "ref_text": args.ref_text, "metric": args.soup_metric,
                 "decode_mode": args.decode_mode, "beam_size": args.beam_size, "ctc_weight": args.ctc_weight,
-                "batch_size": args.batch_size, "wer_char": bool(args.wer_char)}
+                "batch_size": args.batch_size, "wer_char": bool(args.wer_char), "verify": args.verify_checkpoint}
     evaluator = ParallelEvaluator(settings, args.num_workers)
     try:
         soup, metric, history = greedy_soup(candidates, evaluator, num_look=args.num_look)
     finally:
         evaluator.close()
-    save_state(average_state_dicts(soup), args.dst_model)
+    save_state(average_state_dicts(soup, args.verify_checkpoint), args.dst_model, soup)
     info = {"metric": args.soup_metric, "value": metric, "ingredients": soup, "candidates": candidates,
             "history": history}
     atomic_write_bytes(args.dst_model + ".soup.yaml", yaml.safe_dump(info, sort_keys=False).encode("utf-8"))

@@ -21,6 +21,7 @@ from wenet_udps.export.exporter import check_parity, export_model, summarize
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataError
+from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.utils.cli import run_cli
 
 
@@ -38,6 +39,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam_size", type=int, default=4)
     p.add_argument("--ctc_weight", type=float, default=0.5)
     p.add_argument("--tolerance", type=float, default=1e-4, help="max abs diff allowed (float32)")
+    add_verify_flag(p)
     return p
 
 
@@ -63,7 +65,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     from wenet_udps.bin.recognize import load_model
     config = load_config(args.config)
-    model = load_model(config, args.checkpoint)
+    model = load_model(config, args.checkpoint, verify=args.verify_checkpoint)
     export_model(model, config["input_dim"], args.output_dir, chunk_size=args.chunk_size,
                  left_chunks=args.left_chunks, reverse_weight=args.reverse_weight)
     feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)

@@ -24,7 +24,7 @@ from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
-from wenet_udps.train.checkpoint import load_model_state
+from wenet_udps.train.checkpoint import add_verify_flag, load_model_state
 from wenet_udps.config import load_config
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils.cli import run_cli
@@ -34,10 +34,13 @@ def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
     return float((dataset_conf.get(name) or {}).get("frame_shift", 10))
 
 
-def load_model(config: Mapping[str, Any], checkpoint: str, device: str = "cpu") -> torch.nn.Module:
-    """build_model + the checkpoint's weights, in eval mode on ``device``."""
+def load_model(config: Mapping[str, Any], checkpoint: str, device: str = "cpu", *,
+               verify: bool = True) -> torch.nn.Module:
+    """build_model + the checkpoint's weights, in eval mode on ``device`` (the checkpoint verified, and refused when
+    ``config``'s units file is not the one it was trained with; see ``load_checkpoint``)."""
     model = build_model(config)
-    load_model_state(model, checkpoint)
+    load_model_state(model, checkpoint, verify=verify,
+                     units=(config.get("tokenizer_conf") or {}).get("symbol_table_path"))
     return model.to(device).eval()
 
 
@@ -129,6 +132,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change a train.yaml value (e.g. dataset_conf.fbank_conf.dither)")
+    add_verify_flag(p)
     return p
 
 
@@ -149,7 +153,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
                         "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,
                         args.config)
-    model = load_model(config, args.checkpoint, args.device)
+    model = load_model(config, args.checkpoint, args.device, verify=args.verify_checkpoint)
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
                                     data_type=args.data_type, batch_size=args.batch_size,

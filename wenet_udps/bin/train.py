@@ -42,8 +42,9 @@ from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
-from wenet_udps.train.checkpoint import gather_rng_states, link_final, load_checkpoint, load_newest_valid, \
-    save_checkpoint, seed_all, set_rank_rng_state
+from wenet_udps.text.base_tokenizer import units_fingerprint
+from wenet_udps.train.checkpoint import add_verify_flag, gather_rng_states, link_final, load_checkpoint, \
+    load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler
@@ -77,6 +78,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="fp32", choices=list(AMP_DTYPES), help="fp16: autocast + GradScaler")
     p.add_argument("--use_amp", action="store_true", help="same as --dtype fp16")
     p.add_argument("--tensorboard_dir", default=None, help="default: MODEL_DIR/tensorboard")
+    add_verify_flag(p)
     return p
 
 
@@ -112,12 +114,14 @@ def choose_checkpoint(run: Run) -> None:
     """Resolve ``--checkpoint`` (``auto``: newest valid, falling back past broken ones), claim the dir, set the
     run id (a resumed run keeps its own)."""
     args = run.args
+    units = run.config["tokenizer_conf"].get("symbol_table_path")
     if args.checkpoint == "auto":
-        run.ckpt_path, run.ckpt = load_newest_valid(args.model_dir)
+        run.ckpt_path, run.ckpt = load_newest_valid(args.model_dir, units=units)
         logging.info("--checkpoint auto: %s", f"resuming from {run.ckpt_path}" if run.ckpt_path
                      else f"no valid checkpoint in {args.model_dir}, starting afresh")
     elif args.checkpoint:
-        run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint)
+        run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint, verify=args.verify_checkpoint,
+                                                                   units=units)
     resumes = "optimizer" in run.ckpt
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
@@ -225,7 +229,8 @@ def save_state(run: Run, executor: Executor, tag: str, epoch: int, batch_in_epoc
     cv = cv or {}
     meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
             "lr": optimizer.param_groups[0]["lr"], "cv_loss": cv.get("loss"), "cv_loss_ctc": cv.get("loss_ctc"),
-            "cv_loss_att": cv.get("loss_att"), **(extra or {}), "config": run.config}
+            "cv_loss_att": cv.get("loss_att"), **(extra or {}),
+            "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config}
     path = save_checkpoint(run.args.model_dir, tag, state, meta)
     logging.info("saved %s", path)
     return path

@@ -4,10 +4,13 @@ Units file format (WeNet ``units.txt``): one ``<token> <id>`` per line, ``<blank
 ``<sos/eos>`` last.
 """
 import abc
+import hashlib
 import logging
 import os
 from collections import Counter
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from wenet_udps.utils.cli import UserError
 
 BLANK = "<blank>"
 UNK = "<unk>"
@@ -15,22 +18,60 @@ SOS_EOS = "<sos/eos>"
 SPACE = "\u2581"  # '▁', WeNet's word-boundary symbol (same as sentencepiece's)
 
 
+class UnitsError(UserError):
+    """A malformed units file, or one that is not the file a checkpoint was trained with."""
+
+
 def read_symbol_table(path: str) -> Dict[str, int]:
-    """Read a units file into ``{token: id}``; malformed lines raise ValueError naming file and line."""
+    """Read a units file into ``{token: id}``.
+
+    Raises:
+        UnitsError: naming the file (and line): a malformed line, a duplicate token or id, ids that are not
+            0..N-1, ``<blank>`` not 0, ``<sos/eos>`` missing or not last (CTC and the decoder rely on both).
+    """
     table: Dict[str, int] = {}
+    line_of: Dict[int, int] = {}
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             parts = line.split()
             if not parts:
                 continue
             if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-                raise ValueError(f"{path}:{lineno}: expected '<token> <id>', got {line.rstrip()!r}")
+                raise UnitsError(f"{path}:{lineno}: expected '<token> <id>', got {line.rstrip()!r}")
             if parts[0] in table:
-                raise ValueError(f"{path}:{lineno}: duplicate token {parts[0]!r}")
+                raise UnitsError(f"{path}:{lineno}: duplicate token {parts[0]!r}")
+            if int(parts[1]) in line_of:
+                raise UnitsError(f"{path}:{lineno}: id {parts[1]} already given on line {line_of[int(parts[1])]}")
             table[parts[0]] = int(parts[1])
+            line_of[int(parts[1])] = lineno
     if not table:
-        raise ValueError(f"{path}: empty units file")
+        raise UnitsError(f"{path}: empty units file")
+    if sorted(line_of) != list(range(len(table))):
+        raise UnitsError(f"{path}: ids must be 0..{len(table) - 1}, each once")
+    if table.get(BLANK) != 0:
+        raise UnitsError(f"{path}: {BLANK} must have id 0")
+    if table.get(SOS_EOS) != len(table) - 1:
+        raise UnitsError(f"{path}: {SOS_EOS} must be the last id ({len(table) - 1})")
     return table
+
+
+def units_fingerprint(path: str) -> Dict[str, Any]:
+    """``{"path", "sha256", "size"}`` of a units file, recorded in every checkpoint."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def check_units(recorded: Optional[Mapping[str, Any]], path: str, checkpoint: str) -> None:
+    """UnitsError naming both files unless ``path`` is the units file ``checkpoint`` recorded (by hash and size);
+    a checkpoint without a record (WeNet's, or older ones) passes."""
+    if not recorded:
+        return
+    now = units_fingerprint(path)
+    if (now["sha256"], now["size"]) != (recorded.get("sha256"), recorded.get("size")):
+        raise UnitsError(f"units file {path} ({now['size']} bytes, sha256 {now['sha256'][:12]}) is not the one "
+                         f"{checkpoint} was trained with ({recorded.get('path')}, {recorded.get('size')} bytes, "
+                         f"sha256 {str(recorded.get('sha256'))[:12]}): token ids would be decoded as other tokens")
 
 
 def write_symbol_table(tokens: List[str], path: str) -> Dict[str, int]:

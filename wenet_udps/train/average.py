@@ -18,14 +18,15 @@ from wenet_udps.train.checkpoint import CheckpointError, list_checkpoints, load_
 Metric = Callable[[List[List[str]]], List[float]]
 
 
-def average_state_dicts(paths: Sequence[str]) -> Dict[str, torch.Tensor]:
+def average_state_dicts(paths: Sequence[str], verify: bool = True) -> Dict[str, torch.Tensor]:
     """Uniform average of the checkpoints' model weights (float tensors summed in float64; integer buffers,
-    e.g. BatchNorm's num_batches_tracked, summed and floor-divided as WeNet does)."""
+    e.g. BatchNorm's num_batches_tracked, summed and floor-divided as WeNet does). Each checkpoint is verified
+    against its YAML's SHA-256 unless ``verify`` is False."""
     if not paths:
         raise ValueError("no checkpoints to average")
     total: Optional[Dict[str, torch.Tensor]] = None
     for path in paths:
-        state = load_checkpoint(path)["model"]
+        state = load_checkpoint(path, verify=verify)["model"]
         if total is None:
             total = {k: v.detach().clone().to(torch.float64) if v.is_floating_point() else v.detach().clone()
                      for k, v in state.items()}

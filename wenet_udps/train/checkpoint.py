@@ -29,9 +29,11 @@ import numpy as np
 import torch
 import yaml
 
+from wenet_udps.text.base_tokenizer import check_units
 from wenet_udps.utils.cli import UserError
 
 TMP_MARK = ".tmp."
+NO_VERIFY_FLAG = "--no_verify_checkpoint"
 
 
 class CheckpointError(UserError):
@@ -109,57 +111,97 @@ def set_rank_rng_state(states: List[Mapping[str, Any]], rank: int, world_size: i
 def save_checkpoint(model_dir: str, tag: str, state: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     """Write ``<model_dir>/<tag>.pt`` (``state``) then ``<tag>.yaml`` (``info``); returns the .pt path."""
     path = os.path.join(model_dir, f"{tag}.pt")
+    write_checkpoint(path, state, info)
+    return path
+
+
+def write_checkpoint(path: str, state: Mapping[str, Any], info: Mapping[str, Any]) -> None:
+    """Write ``path`` (``state``), then its :func:`sidecar` YAML: ``info`` plus the file's SHA-256."""
     buf = io.BytesIO()
     torch.save(dict(state), buf)
     data = buf.getvalue()
     atomic_write_bytes(path, data)
     info = {**dict(info), "sha256": hashlib.sha256(data).hexdigest()}
-    atomic_write_bytes(os.path.join(model_dir, f"{tag}.yaml"),
-                       yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
-    return path
+    atomic_write_bytes(sidecar(path), yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
+
+
+def sidecar(pt_path: str) -> str:
+    """The YAML that describes a checkpoint: ``epoch_3.pt`` -> ``epoch_3.yaml``."""
+    return os.path.splitext(pt_path)[0] + ".yaml"
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def verify_checkpoint(pt_path: str, info: Mapping[str, Any]) -> None:
     """CheckpointError unless ``pt_path`` has the SHA-256 its YAML recorded (when it recorded one)."""
     expected = info.get("sha256")
-    if not expected:
-        return
-    digest = hashlib.sha256()
-    with open(pt_path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise CheckpointError(f"{pt_path} does not match the SHA-256 in its .yaml (truncated or modified)")
+    if expected and file_sha256(pt_path) != expected:
+        raise CheckpointError(f"{pt_path} does not match the SHA-256 in {os.path.basename(sidecar(pt_path))} "
+                              f"(truncated or modified); pass {NO_VERIFY_FLAG} to load it anyway")
+
+
+def add_verify_flag(parser: Any) -> None:
+    """The opt-out of :func:`load_checkpoint`'s SHA-256 check, the same on every program that loads one."""
+    parser.add_argument(NO_VERIFY_FLAG, dest="verify_checkpoint", action="store_false",
+                        help="load a checkpoint whose SHA-256 does not match the one recorded in its .yaml")
 
 
 def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
-    """Point ``<model_dir>/final.pt`` at ``src`` (hard link; a copy where the file system has none), atomically."""
+    """Point ``<model_dir>/final.pt`` (and ``final.yaml``) at ``src`` and its YAML (hard links; copies where the file
+    system has none), atomically."""
     dst = os.path.join(model_dir, name)
-    tmp = os.path.join(model_dir, f".{name}{TMP_MARK}{os.getpid()}")
-    if os.path.exists(tmp):
-        os.unlink(tmp)
-    try:
-        os.link(src, tmp)
-        os.replace(tmp, dst)
-    except OSError:
-        with open(src, "rb") as f:
-            atomic_write_bytes(dst, f.read())
+    for source, target in ((src, dst), (sidecar(src), sidecar(dst))):
+        if not os.path.isfile(source):
+            continue
+        tmp = os.path.join(model_dir, f".{os.path.basename(target)}{TMP_MARK}{os.getpid()}")
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.link(source, tmp)
+            os.replace(tmp, target)
+        except OSError:
+            with open(source, "rb") as f:
+                atomic_write_bytes(target, f.read())
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
     return dst
 
 
-def load_checkpoint(path: str, map_location: str = "cpu") -> Dict[str, Any]:
+def load_checkpoint(path: str, map_location: str = "cpu", *, verify: bool = True,
+                    units: Optional[str] = None) -> Dict[str, Any]:
     """Load a checkpoint dict with the safe loader; a bare state dict (WeNet's epoch_N.pt, or ``average_model``'s
     output) comes back as ``{"model": state_dict}``. A temp file is refused (it may be partial).
 
+    Every load (train, recognize, export, average_model) checks the file against its YAML (:func:`sidecar`): the
+    SHA-256 recorded there (skipped with ``verify=False``, the programs' ``--no_verify_checkpoint``; a checkpoint
+    without a record is loaded with a warning) and, given ``units`` (the units file this load will use), the units
+    file recorded there.
+
     Raises:
         FileNotFoundError: no such file.
-        CheckpointError: a temp file, a file holding anything but tensors and plain containers (e.g. a pickled
-            callable: refused before anything runs), or an unreadable/truncated one.
+        CheckpointError: a temp file, a SHA-256 mismatch, a file holding anything but tensors and plain containers
+            (e.g. a pickled callable: refused before anything runs), or an unreadable/truncated one.
+        UnitsError: ``units`` is not the units file the checkpoint was trained with (naming both).
     """
     if TMP_MARK in os.path.basename(path):
         raise CheckpointError(f"{path} is a temporary file of an interrupted save, not a checkpoint")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    info = read_info(sidecar(path)) if os.path.isfile(sidecar(path)) else None
+    if verify and info and info.get("sha256"):
+        verify_checkpoint(path, info)
+    elif verify:
+        logging.warning("%s: no SHA-256 recorded (no %s); loading it unverified", path,
+                        os.path.basename(sidecar(path)))
+    if units and info:
+        check_units(info.get("units"), units, path)
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
@@ -175,9 +217,11 @@ def load_checkpoint(path: str, map_location: str = "cpu") -> Dict[str, Any]:
     return {"model": obj}
 
 
-def load_model_state(model: torch.nn.Module, path: str) -> Dict[str, Any]:
-    """Load ``path``'s weights into ``model`` (strict; missing/unexpected keys are named) and return the checkpoint."""
-    ckpt = load_checkpoint(path)
+def load_model_state(model: torch.nn.Module, path: str, *, verify: bool = True,
+                     units: Optional[str] = None) -> Dict[str, Any]:
+    """Load ``path``'s weights into ``model`` (strict; missing/unexpected keys are named) and return the checkpoint
+    (checked as :func:`load_checkpoint` does)."""
+    ckpt = load_checkpoint(path, verify=verify, units=units)
     missing, unexpected = model.load_state_dict(ckpt["model"], strict=False)
     if missing or unexpected:
         raise CheckpointError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
@@ -222,13 +266,13 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     return found[0][0] if found else None
 
 
-def load_newest_valid(model_dir: str) -> Tuple[Optional[str], Dict[str, Any]]:
+def load_newest_valid(model_dir: str, units: Optional[str] = None) -> Tuple[Optional[str], Dict[str, Any]]:
     """``(path, checkpoint)`` of the newest checkpoint that verifies and loads; a broken one is skipped with a
-    warning naming it and the next older one is tried. ``(None, {})`` when there is none."""
-    for path, info in newest_first(model_dir):
+    warning naming it and the next older one is tried. ``(None, {})`` when there is none. ``units``: as in
+    :func:`load_checkpoint`."""
+    for path, _ in newest_first(model_dir):
         try:
-            verify_checkpoint(path, info)
-            return path, load_checkpoint(path)
+            return path, load_checkpoint(path, units=units)
         except CheckpointError as e:
             logging.warning("skipping checkpoint %s: %s; trying an older one", os.path.basename(path), e)
     return None, {}
