@@ -131,3 +131,35 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, fsdd_dir):
     last = empty.stderr.strip().splitlines()[-1]
     assert "epoch 0 train data" in last and str(exp["train"]) in last and "bad_audio 4" in last
     assert "no usable utterance" in last and not (tmp_path / "empty" / "final.pt").exists()
+
+
+def test_restart_from_an_earlier_checkpoint_retires_the_later_timeline(tmp_path, fsdd_dir):
+    """Issue 29: restarting a finished run from an early epoch must not let `auto` return to the old epochs."""
+    exp = make_experiment(tmp_path / "exp", fsdd_dir, n_train=4, n_cv=2)
+    model_dir = tmp_path / "run"
+    first = _train(exp, model_dir, "--override", "max_epoch=3")
+    assert first.returncode == 0, first.stderr[-2000:]
+    old = {n: (model_dir / n).read_bytes() for n in ("epoch_1.pt", "epoch_2.pt")}
+    # a modified checkpoint is refused by `train --checkpoint FILE` in one line, unless opted out
+    bad = tmp_path / "bad.pt"
+    data = bytearray((model_dir / "epoch_0.pt").read_bytes())
+    data[len(data) // 2:len(data) // 2 + 256] = bytes(256)
+    bad.write_bytes(bytes(data))
+    (tmp_path / "bad.yaml").write_bytes((model_dir / "epoch_0.yaml").read_bytes())
+    refused = _train(exp, tmp_path / "other", "--checkpoint", str(bad))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].endswith("(truncated or modified); pass --no_verify_checkpoint "
+                                                              "to load it anyway")
+
+    restart = _train(exp, model_dir, "--override", "max_epoch=2", "--checkpoint", str(model_dir / "epoch_0.pt"))
+    assert restart.returncode == 0, restart.stderr[-2000:]
+    assert "abandoned later timeline" in restart.stderr
+    abandoned = [p for p in model_dir.iterdir() if p.name.startswith("abandoned_")]
+    assert len(abandoned) == 1 and (abandoned[0] / "epoch_2.pt").read_bytes() == old["epoch_2.pt"]
+    assert (abandoned[0] / "epoch_1.pt").read_bytes() == old["epoch_1.pt"]
+    assert not (model_dir / "epoch_2.pt").exists() and os.path.samefile(model_dir / "final.pt",
+                                                                        model_dir / "epoch_1.pt")
+    auto = _train(exp, model_dir, "--override", "max_epoch=3", "--checkpoint", "auto")
+    assert auto.returncode == 0, auto.stderr[-2000:]
+    assert f"resuming from {model_dir / 'epoch_1.pt'}" in auto.stderr and "Epoch 2 (of 0..2) done" in auto.stderr
+    assert (model_dir / "epoch_2.pt").read_bytes() != old["epoch_2.pt"]

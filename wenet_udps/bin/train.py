@@ -48,7 +48,7 @@ from wenet_udps.train.checkpoint import add_verify_flag, gather_rng_states, link
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler
-from wenet_udps.train.run_dir import RunDirError, RunLock, claim
+from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.utils.cli import run_cli
 
@@ -125,6 +125,8 @@ def choose_checkpoint(run: Run) -> None:
     resumes = "optimizer" in run.ckpt
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
+        if resumes:
+            retire_later(args.model_dir, int(run.ckpt["step"]))
         save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
 

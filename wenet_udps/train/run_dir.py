@@ -6,19 +6,23 @@
 - Run id: every checkpoint records the id of the run that wrote it (a resumed run keeps its id). A new run refuses
   a directory that holds checkpoints, unless it resumes that run (``--checkpoint`` of the same run id, or
   ``--checkpoint auto``) or ``--force`` is given, which deletes them first; so ``average_model`` never mixes runs.
+- One timeline: a run resumed from an earlier checkpoint (``--checkpoint epoch_3.pt`` of a run that went further)
+  moves the checkpoints past it (and ``final.pt``) into ``<model_dir>/abandoned_<time>/``, so neither
+  ``--checkpoint auto`` nor ``average_model`` can return to the abandoned timeline.
 """
 import fcntl
 import glob
 import logging
 import os
 import re
+import time
 from typing import List, Optional, Set
 
-from wenet_udps.train.checkpoint import list_checkpoints
+from wenet_udps.train.checkpoint import list_checkpoints, read_info, sidecar
 from wenet_udps.utils.cli import UserError
 
 LOCK_NAME = ".lock"
-_OWNED = re.compile(r"(epoch|step)_\d+\.(pt|yaml)|final\.pt")
+_OWNED = re.compile(r"(epoch|step)_\d+\.(pt|yaml)|final\.(pt|yaml)")
 
 
 class RunDirError(UserError):
@@ -78,3 +82,26 @@ def claim(model_dir: str, resume_run_id: Optional[str], force: bool) -> None:
     logging.warning("--force: deleting %d checkpoint files of the previous run in %s", len(files), model_dir)
     for f in files:
         os.unlink(f)
+
+
+def retire_later(model_dir: str, step: int) -> List[str]:
+    """Move the checkpoints of ``model_dir`` with more than ``step`` optimizer steps, and ``final.pt`` when it is one
+    of them, into ``<model_dir>/abandoned_<time>/`` (see the module docstring); returns the moved files."""
+    later = [pt for pt, info in list_checkpoints(model_dir) if int(info.get("step", 0)) > step]
+    final = os.path.join(model_dir, "final.pt")
+    final_info = read_info(sidecar(final)) if os.path.isfile(sidecar(final)) else None
+    if os.path.isfile(final) and (final_info is None or int(final_info.get("step", 0)) > step):
+        later.append(final)
+    if not later:
+        return []
+    dest = os.path.join(model_dir, time.strftime("abandoned_%Y%m%d_%H%M%S"))
+    os.makedirs(dest, exist_ok=True)
+    moved = []
+    for pt in later:
+        for path in (pt, sidecar(pt)):
+            if os.path.isfile(path):
+                os.replace(path, os.path.join(dest, os.path.basename(path)))
+                moved.append(os.path.basename(path))
+    logging.warning("resuming at step %d: moved %d files of the abandoned later timeline (%s) to %s", step,
+                    len(moved), ", ".join(sorted(moved)), dest)
+    return moved
