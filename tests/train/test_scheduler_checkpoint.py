@@ -58,3 +58,35 @@ def test_final_link_points_at_last(tmp_path):
     src = ckpt.save_checkpoint(str(tmp_path), "epoch_3", {"model": {"w": torch.ones(1)}}, {"epoch": 3})
     final = ckpt.link_final(str(tmp_path), src)
     assert torch.equal(ckpt.load_checkpoint(final)["model"]["w"], torch.ones(1))
+
+
+def test_resume_applies_a_changed_lr_and_warmup_instead_of_ignoring_them():
+    """Issue 29: optim_conf.lr changed for a resume was recorded in train.yaml but the checkpoint's lr was used."""
+    from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
+    config = {"optim": "adam", "optim_conf": {"lr": 2e-3, "weight_decay": 0.0}, "scheduler": "warmuplr",
+              "scheduler_conf": {"warmup_steps": 10}}
+    model = torch.nn.Linear(2, 2)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt = build_optimizer(config, model.parameters())
+    sched = build_scheduler(config, opt)
+    for _ in range(20):
+        opt.step()
+        sched.step()
+    state = {"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}
+    lr_then = opt.param_groups[0]["lr"]
+    same_opt = build_optimizer(config, model.parameters())
+    same_sched = build_scheduler(config, same_opt)
+    assert restore_with_config(same_opt, same_sched, state) == {}
+    assert same_opt.param_groups[0]["lr"] == lr_then
+    changed = {**config, "optim_conf": {"lr": 5e-4, "weight_decay": 0.01}, "scheduler_conf": {"warmup_steps": 4}}
+    new_opt = build_optimizer(changed, model.parameters())
+    new_sched = build_scheduler(changed, new_opt)
+    assert restore_with_config(new_opt, new_sched, state) == {
+        "optim_conf.weight_decay": (0.0, 0.01), "optim_conf.lr": (2e-3, 5e-4), "scheduler_conf.warmup_steps": (10, 4)}
+    expected = 5e-4 * 4 ** 0.5 * 21 ** -0.5  # step 21 of the applied schedule
+    assert new_opt.param_groups[0]["lr"] == pytest.approx(expected)
+    new_opt.step()
+    new_sched.step()
+    assert new_opt.param_groups[0]["lr"] == pytest.approx(5e-4 * 4 ** 0.5 * 22 ** -0.5)
+    assert new_opt.state_dict()["state"][0]["step"] == 21  # the moments and step count are the checkpoint's

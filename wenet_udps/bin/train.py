@@ -43,11 +43,11 @@ from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
-from wenet_udps.train.checkpoint import add_verify_flag, gather_rng_states, link_final, load_checkpoint, \
+from wenet_udps.train.checkpoint import CheckpointError, add_verify_flag, gather_rng_states, link_final, load_checkpoint, \
     load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
-from wenet_udps.train.scheduler import build_optimizer, build_scheduler
+from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.utils.cli import run_cli
@@ -131,6 +131,17 @@ def choose_checkpoint(run: Run) -> None:
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
 
 
+def load_weights(model: torch.nn.Module, state: Dict[str, Any], path: Optional[str]) -> None:
+    """The checkpoint's weights into ``model``; one that does not fit (another vocabulary or architecture than the
+    config's) is a user error naming the checkpoint."""
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[1].strip() if len(str(e).strip().splitlines()) > 1 else str(e)
+        raise CheckpointError(f"{path} does not fit the model of the config (another vocabulary or architecture?): "
+                              f"{first}") from None
+
+
 def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
     """Load the checkpoint's training state; returns (start epoch, start batch, step)."""
     ckpt = run.ckpt
@@ -138,8 +149,8 @@ def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
         if ckpt:
             logging.warning("%s holds weights only: optimizer, scheduler and epoch start afresh", run.ckpt_path)
         return 0, 0, 0
-    optimizer.load_state_dict(ckpt["optimizer"])
-    scheduler.load_state_dict(ckpt["scheduler"])
+    for key, (was, now) in restore_with_config(optimizer, scheduler, ckpt).items():
+        logging.warning("resume: %s is %s in the config, %s in %s; using %s", key, now, was, run.ckpt_path, now)
     step = int(ckpt["step"])
     if ckpt.get("batch_in_epoch") is not None:
         return int(ckpt["epoch"]), int(ckpt["batch_in_epoch"]), step
@@ -265,7 +276,7 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
                  config.get("decoder"), config.get("att_udps", False),
                  sum(p.numel() for p in model.parameters()) / 1e6)
     if run.ckpt:
-        model.load_state_dict(run.ckpt["model"])
+        load_weights(model, run.ckpt["model"], run.ckpt_path)
         logging.info("loaded %s", run.ckpt_path)
     model.to(run.device)
     optimizer = build_optimizer(config, model.parameters())

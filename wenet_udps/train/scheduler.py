@@ -77,3 +77,35 @@ def build_scheduler(config: Mapping[str, Any], optimizer: torch.optim.Optimizer)
     cls = lookup(SCHEDULER_CLASSES, checked.get("scheduler") or "warmuplr", "scheduler")
     return call_with(cls, checked.get("scheduler_conf"), "scheduler_conf", supplied=("last_epoch",),
                      optimizer=optimizer)
+
+
+def restore_with_config(optimizer: torch.optim.Optimizer, scheduler: LRScheduler,
+                        state: Mapping[str, Any]) -> Dict[str, Any]:
+    """Load a checkpoint's optimizer and scheduler ``state``, keeping the hyper-parameters of the config they were
+    built from (an ``optim_conf.lr`` or ``scheduler_conf.warmup_steps`` changed for the resume is applied, not
+    silently replaced by the checkpoint's). The moments, step counts and schedule position come from the checkpoint.
+
+    Returns:
+        ``{"optim_conf.<key>" / "scheduler_conf.<key>": (checkpoint value, applied value)}`` of what changed.
+    """
+    fresh_groups = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+    fresh_sched = {k: v for k, v in scheduler.state_dict().items() if not k.startswith("_") and k != "last_epoch"}
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    changed: Dict[str, Any] = {}
+    for group, fresh in zip(optimizer.param_groups, fresh_groups):
+        for key, value in fresh.items():
+            if key not in ("lr", "initial_lr") and group.get(key) != value:
+                changed[f"optim_conf.{key}"] = (group.get(key), value)
+                group[key] = value
+    for key, value in fresh_sched.items():
+        old = getattr(scheduler, key, None)
+        if old != value:
+            name = "optim_conf.lr" if key == "base_lrs" else f"scheduler_conf.{key}"
+            changed[name] = (old[0] if key == "base_lrs" else old, value[0] if key == "base_lrs" else value)
+            setattr(scheduler, key, value)
+    if changed:  # the lr of the restored step under the applied schedule
+        for group, base, lr in zip(optimizer.param_groups, scheduler.base_lrs, scheduler.get_lr()):
+            group["initial_lr"], group["lr"] = base, lr
+        scheduler._last_lr = [g["lr"] for g in optimizer.param_groups]
+    return changed
