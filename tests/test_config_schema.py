@@ -78,3 +78,35 @@ def test_overrides_are_checked_the_same_way():
                                   "conf/tiny_zh/train_conformer.yaml", "conf/fsdd/train_conformer.yaml"])
 def test_shipped_confs_pass(conf):
     assert load_config(conf)["encoder_conf"]
+
+
+def test_duplicate_key_is_an_error_naming_both_lines(tmp_path):
+    """Issue 29: `att_udps: true` then `att_udps: false` trained scaled-dot; two `lr` lines used the second."""
+    text = open(CONF).read()
+    path = tmp_path / "dup.yaml"
+    path.write_text("att_udps: true\n" + text)  # the conf's own `att_udps: false` is on its line 7
+    with pytest.raises(ConfigError, match=r"dup.yaml:8: att_udps: given twice, on lines 1 and 8"):
+        load_config(str(path))
+    nested = tmp_path / "lr.yaml"
+    nested.write_text(text.replace("  lr: ", "  lr: 200\n  lr: ", 1))
+    with pytest.raises(ConfigError, match=r"lr.yaml:\d+: lr: given twice"):
+        load_config(str(nested))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("optim_conf.lr=-0.001", "optim_conf.lr: must be > 0, got -0.001"),
+    ("optim_conf.lr=.nan", "optim_conf.lr: must be a finite number, got nan"),
+    ("accum_grad=0", "accum_grad: must be >= 1, got 0"),
+    ("grad_clip=0", "grad_clip: must be > 0, got 0"),
+    ("grad_clip=.nan", "grad_clip: must be a finite number"),
+    ("model_conf.ctc_weight=2", r"model_conf.ctc_weight: must be in \[0, 1\], got 2"),
+    ("encoder_conf.dropout_rate=2", r"encoder_conf.dropout_rate: must be in \[0, 1\], got 2"),
+    ("encoder_conf.attention_heads=0", "encoder_conf.attention_heads: must be >= 1, got 0"),
+    ("dataset_conf.max_bad_fraction=.nan", "dataset_conf.max_bad_fraction: must be a finite number"),
+    ("dataset_conf.fbank_conf.frame_shift=0", "dataset_conf.fbank_conf.frame_shift: must be > 0, got 0"),
+    ("max_epoch=0", "max_epoch: must be >= 1, got 0"),
+    ("scheduler_conf.warmup_steps=-1", "scheduler_conf.warmup_steps: must be >= 0, got -1"),
+])
+def test_values_out_of_range_are_errors_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):
+        load_config(CONF, [override])

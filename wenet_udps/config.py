@@ -48,11 +48,26 @@ def validate_config(config: Mapping[str, Any], source: str = "") -> Dict[str, An
     return checked
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: Dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(str(key), f"given twice, on lines {seen[key]} and {line} (YAML would silently keep "
+                                            f"the last)", f"{self.name}:{line}")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:
     """Read and check a train.yaml, then apply and check each override in order."""
     try:
         with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f)
+            config = yaml.load(f, Loader=_UniqueKeyLoader)
     except UnicodeDecodeError as e:
         raise ConfigError("", f"not UTF-8 ({e.reason} at byte {e.start})", path) from None
     except yaml.YAMLError as e:

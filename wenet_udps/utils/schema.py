@@ -10,6 +10,10 @@ types) or as the fields of a small dataclass. :func:`check_section` then checks 
 - a dataclass field may describe a nested section (:func:`section`): a fixed spec, or a ``name`` + ``name_conf``
   choice whose spec is the class the sibling ``name`` key picks from a registry.
 
+Values are range-checked by key name (:data:`RANGES`): WeNet's key names mean the same in every section (a
+``dropout_rate`` is a probability wherever it appears), so one table covers every section. Every float must be
+finite.
+
 Nothing here knows the config tree; ``wenet_udps.config`` assembles it. This module imports nothing of the package
 but ``wenet_udps.utils``, so every layer may use it.
 """
@@ -18,6 +22,8 @@ import dataclasses
 import difflib
 import functools
 import inspect
+import math
+import re
 import types
 import typing
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
@@ -197,6 +203,38 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
     raise ConfigError(path, f"expected {_type_name(annotation)}, got {value!r} ({type(value).__name__})")
 
 
+# (key name pattern, low, high, low inclusive): the valid range of every key whose name matches (fullmatch).
+RANGES: Tuple[Tuple[str, float, float, bool], ...] = (
+    (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
+    (r"lr|grad_clip|attention_heads|num_blocks|r_num_blocks|output_size|linear_units|batch_size|max_frames_in_batch"
+     r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
+     r"|cnn_module_kernel|shuffle_size|sort_size|log_interval|max_length|token_max_length"
+     r"|max_output_input_ratio", 0.0, math.inf, False),
+    (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
+     r"|max_t|max_f|ctc_blank_id|save_interval", 0.0, math.inf, True),
+)
+
+
+def check_range(key: str, value: Any, path: str) -> None:
+    """ConfigError naming ``path`` when a number is not finite or outside the range :data:`RANGES` gives ``key``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number, got {value}")
+    for pattern, low, high, low_inclusive in RANGES:
+        if re.fullmatch(pattern, key):
+            too_low = value < low if low_inclusive else value <= low
+            if too_low or value > high:
+                if math.isfinite(high):
+                    valid = f"in [{low:g}, {high:g}]"
+                elif not low_inclusive and isinstance(value, int):
+                    valid = f">= {int(low) + 1}"
+                else:
+                    valid = f"{'>=' if low_inclusive else '>'} {low:g}"
+                raise ConfigError(path, f"must be {valid}, got {value}")
+            return
+
+
 def _nested_spec(nested: Nested, parent: Mapping[str, Any], params: Mapping[str, Param], conf: Any,
                  where: str) -> Any:
     if nested.choice is None:
@@ -242,6 +280,7 @@ def check_section(conf: Optional[Mapping[str, Any]], spec: Any, where: str, *,
                 value = check_section(value, nested_spec, path, supplied=param.nested.supplied)
         elif value is not None or param.default is not None:
             value = convert(value, param.annotation, path)
+            check_range(str(key), value, path)
         out[key] = value
     return out
 
