@@ -71,6 +71,9 @@ done
 one_of average_mode "${average_mode}" val_best latest
 one_of data_type "${data_type}" raw shard
 one_of force "${force}" true false
+[[ ${stage} -ge -1 && ${stage} -le 7 ]] || die "--stage must be in -1..7, got ${stage}"
+[[ ${stop_stage} -ge -1 && ${stop_stage} -le 7 ]] || die "--stop_stage must be in -1..7, got ${stop_stage}"
+[[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"
 [[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
 [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
 [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"

@@ -87,6 +87,9 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--ctc_weight", "high"], "--ctc_weight takes a number"),
     (["--seeds", "1 x"], "--seeds takes non-negative integers, got 'x'"),
     (["stage4"], "unexpected argument 'stage4'"),
+    (["--stage", "9"], "--stage must be in -1..7, got 9"),
+    (["--stop_stage", "8"], "--stop_stage must be in -1..7, got 8"),
+    (["--stage", "5", "--stop_stage", "2"], "--stage 5 is after --stop_stage 2: no stage would run"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
     proc = run_sh(*args)
