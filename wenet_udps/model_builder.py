@@ -22,6 +22,7 @@ from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
 from wenet_udps.transformer.encoder import ENCODER_CLASSES
+from wenet_udps.transformer.subsampling import SUBSAMPLING_CLASSES
 from wenet_udps.utils.registry import lookup
 from wenet_udps.utils.schema import ConfigError, check_section, convert, defaults_of, route, section
 
@@ -171,3 +172,10 @@ def attention_sites(model: nn.Module) -> Dict[str, str]:
     """Every attention module of ``model``: module path -> ``ATTENTION_CLASSES`` name (exact class match)."""
     names = {cls: name for name, cls in ATTENTION_CLASSES.items()}
     return {path: names[type(m)] for path, m in model.named_modules() if type(m) in names}
+
+
+def min_input_frames(config: Mapping) -> int:
+    """The fewest feature frames the config's encoder front end (``encoder_conf.input_layer``) turns into one output
+    frame: the data pipeline drops shorter utterances before they reach a convolution."""
+    layer = (config.get("encoder_conf") or {}).get("input_layer") or "conv2d"
+    return lookup(SUBSAMPLING_CLASSES, layer, "encoder_conf.input_layer").min_frames()

@@ -48,3 +48,25 @@ def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
         assert (out / f"{name}.onnx").is_file() and (out / f"{name}.pt").is_file()
         assert report[f"{name}.onnx"] <= 1e-4 and report[f"{name}.torchscript"] <= 1e-4
     assert report["ort_ctc_greedy_search_mismatches"] == 0 and report["ort_attention_rescoring_mismatches"] == 0
+
+
+def test_clip_shorter_than_the_subsampling_needs_is_skipped_and_counted(tmp_path, fsdd_dir, capsys):
+    """Issue 29: a 50 ms clip alone in a batch crashed the conv2d front end and the whole set was lost."""
+    import json
+
+    import numpy as np
+    import soundfile as sf
+    from wenet_udps.model_builder import min_input_frames
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    items = write_data_list(fsdd_dir, data, 3)
+    sf.write(str(tmp_path / "short.wav"), np.full(400, 0.1, dtype=np.float32), 8000)  # 50 ms: 3 frames
+    with open(data, "a") as f:
+        f.write(json.dumps({"key": "short", "wav": str(tmp_path / "short.wav"), "txt": "ONE"}) + "\n")
+    assert min_input_frames({"encoder_conf": {"input_layer": "conv2d"}}) == 7
+    assert min_input_frames({"encoder_conf": {"input_layer": "conv2d8"}}) == 15
+    recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                    "--result_dir", str(tmp_path / "res"), "--modes", "ctc_greedy_search", "--batch_size", "1"])
+    lines = (tmp_path / "res" / "ctc_greedy_search" / "text").read_text().splitlines()
+    assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
+    assert "3 utterances used, 1 skipped (no_frames 1)" in capsys.readouterr().err

@@ -22,7 +22,7 @@ from tqdm import tqdm
 from wenet_udps.bin.describe import is_streaming
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
-from wenet_udps.model_builder import build_model
+from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag, load_model_state
 from wenet_udps.config import load_config
@@ -54,7 +54,8 @@ def eval_dataset(config: Mapping[str, Any], tokenizer: Any, data_list: str, batc
                  data_type: str = "raw") -> Any:
     """``data_list`` with ``config``'s features for evaluation: list order, no augmentation, every utterance."""
     return init_dataset(data_type, data_list, tokenizer,
-                        eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False)
+                        eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False,
+                        min_frames=min_input_frames(config))
 
 
 def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, Any], data_list: str, *,

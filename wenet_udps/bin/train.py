@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
-from wenet_udps.model_builder import build_model
+from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
@@ -254,8 +254,11 @@ def build_data(run: Run):
     args = run.args
     tokenizer = init_tokenizer(run.config)
     dataset_conf = dict(run.config.get("dataset_conf") or {})
-    train_set = init_dataset(args.data_type, args.train_data, tokenizer, dataset_conf, partition=True)
-    cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True)
+    min_frames = min_input_frames(run.config)
+    train_set = init_dataset(args.data_type, args.train_data, tokenizer, dataset_conf, partition=True,
+                             min_frames=min_frames)
+    cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True,
+                          min_frames=min_frames)
     # An explicit generator, reseeded per epoch, keeps DataLoader iterator creation off the global RNG, so a
     # resumed run draws the same dropout masks as an uninterrupted one.
     loader_gen = torch.Generator()

@@ -122,15 +122,17 @@ class AsrDataset(IterableDataset):
         conf: WeNet ``dataset_conf``.
         partition: split the list over DDP ranks (False for decoding in one process); DataLoader workers always
             split it, so no utterance is read twice.
+        min_frames: utterances with fewer feature frames are dropped and counted as ``no_frames`` (the model's
+            ``model_builder.min_input_frames``: shorter ones would crash its subsampling convolutions).
     """
 
     def __init__(self, *, data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True):
+                 partition: bool = True, min_frames: int = 1):
         super().__init__()
         lookup({t: t for t in DATA_TYPES}, data_type, "data_type")
         self.data_type = data_type
         self.conf = dict(conf or {})
-        self.processor = UtteranceProcessor(self.conf, tokenizer)
+        self.processor = UtteranceProcessor(self.conf, tokenizer, min_frames)
         self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", 0.05))
         batch_plan(self.conf.get("batch_conf"))  # batch sizes checked now, not in a worker
         self.tokenizer = tokenizer
@@ -175,8 +177,9 @@ class AsrDataset(IterableDataset):
                 stats[out] += 1
                 if logged < _LOGGED_FILTERED:
                     logged += 1
-                    logging.info("filtered utterance %s of %s by dataset_conf.filter_conf.%s", sample["key"],
-                                 self.data_list_file, out)
+                    logging.info("filtered utterance %s of %s by %s", sample["key"], self.data_list_file,
+                                 "fewer frames than the encoder needs" if out == "no_frames"
+                                 else f"dataset_conf.filter_conf.{out}")
                 continue
             stats["used"] += 1
             yield out
@@ -236,14 +239,14 @@ def _take(stats: Dict[str, int]) -> Dict[str, int]:
 
 
 def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True) -> AsrDataset:
+                 partition: bool = True, min_frames: int = 1) -> AsrDataset:
     """WeNet's entry point: ``init_dataset('raw' | 'shard', list_file, tokenizer, dataset_conf, partition)``.
 
     Use with ``DataLoader(dataset, batch_size=None, num_workers=N)``; call ``dataset.set_epoch(e)`` each epoch.
     For cv/decoding pass a conf with ``shuffle: false``, ``sort: false`` and no speed_perturb/spec_* keys.
     """
     return AsrDataset(data_type=data_type, data_list_file=data_list_file, tokenizer=tokenizer, conf=conf,
-                      partition=partition)
+                      partition=partition, min_frames=min_frames)
 
 
 def eval_dataset_conf(dataset_conf: Optional[Dict[str, Any]], batch_size: Optional[int] = None) -> Dict[str, Any]:

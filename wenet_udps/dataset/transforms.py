@@ -70,8 +70,9 @@ class UtteranceProcessor:
     ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
     """
 
-    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None):
+    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1):
         conf = check_dataset_conf(conf)
+        self.min_frames = max(1, int(min_frames))
         self.conf = conf
         self.tokenizer = tokenizer
         self.filter_conf = filter_conf_checked(conf.get("filter_conf"))
@@ -101,6 +102,6 @@ class UtteranceProcessor:
             raise BadAudioError(f"non-finite features for {sample['key']}")
         for func, kwargs in self.augmentations:
             feat = func(feat, rng, **kwargs)
-        if feat.shape[0] == 0:
+        if feat.shape[0] < self.min_frames:
             return "no_frames"
         return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"]}

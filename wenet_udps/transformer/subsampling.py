@@ -23,6 +23,11 @@ class BaseSubsampling(nn.Module):
         super().__init__()
         self.pos_enc = pos_enc_class
 
+    @classmethod
+    def min_frames(cls) -> int:
+        """The fewest input frames that give one output frame (the data pipeline drops shorter utterances)."""
+        return 1
+
     def position_encoding(self, offset: Union[int, torch.Tensor], size: int) -> torch.Tensor:
         """The positional encoding of output frames ``offset .. offset+size-1`` (1 or B, size, odim)."""
         return self.pos_enc.position_encoding(offset, size)
@@ -71,6 +76,12 @@ class _Conv2dSubsampling(BaseSubsampling):
         projection = nn.Linear(odim * freq, odim)
         setattr(self, linear_name, nn.Sequential(projection) if linear_name == "out" else projection)
 
+    KERNELS_STRIDES: tuple = ()
+
+    @classmethod
+    def min_frames(cls) -> int:
+        return cls._min_idim(cls.KERNELS_STRIDES)
+
     @staticmethod
     def _min_idim(kernels_strides) -> int:
         n = 1
@@ -94,25 +105,31 @@ class _Conv2dSubsampling(BaseSubsampling):
 class Conv2dSubsampling4(_Conv2dSubsampling):
     """4x subsampling: two 3x3 stride-2 convolutions (``conv.0``, ``conv.2``) and ``out.0``."""
 
+    KERNELS_STRIDES = ((3, 2), (3, 2))
+
     def __init__(self, *, idim: int, odim: int, dropout_rate: float, pos_enc_class: nn.Module):
-        super().__init__(idim=idim, odim=odim, pos_enc_class=pos_enc_class, kernels_strides=[(3, 2), (3, 2)],
+        super().__init__(idim=idim, odim=odim, pos_enc_class=pos_enc_class, kernels_strides=self.KERNELS_STRIDES,
                          linear_name="out")
 
 
 class Conv2dSubsampling6(_Conv2dSubsampling):
     """6x subsampling: 3x3 stride 2 then 5x5 stride 3 (``conv.0``, ``conv.2``) and ``linear``."""
 
+    KERNELS_STRIDES = ((3, 2), (5, 3))
+
     def __init__(self, *, idim: int, odim: int, dropout_rate: float, pos_enc_class: nn.Module):
-        super().__init__(idim=idim, odim=odim, pos_enc_class=pos_enc_class, kernels_strides=[(3, 2), (5, 3)],
+        super().__init__(idim=idim, odim=odim, pos_enc_class=pos_enc_class, kernels_strides=self.KERNELS_STRIDES,
                          linear_name="linear")
 
 
 class Conv2dSubsampling8(_Conv2dSubsampling):
     """8x subsampling: three 3x3 stride-2 convolutions (``conv.0/2/4``) and ``linear``."""
 
+    KERNELS_STRIDES = ((3, 2), (3, 2), (3, 2))
+
     def __init__(self, *, idim: int, odim: int, dropout_rate: float, pos_enc_class: nn.Module):
         super().__init__(idim=idim, odim=odim, pos_enc_class=pos_enc_class,
-                         kernels_strides=[(3, 2), (3, 2), (3, 2)], linear_name="linear")
+                         kernels_strides=self.KERNELS_STRIDES, linear_name="linear")
 
 
 SUBSAMPLING_CLASSES = {
