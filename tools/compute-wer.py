@@ -55,6 +55,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     report = score(refs, hyps, char=bool(args.char), case_sensitive=bool(args.case_sensitive), ignore=ignore,
                    remove_tags=bool(args.remove_tag), missing=args.missing)
+    if report.total.N == 0:  # "0.00 %" over no reference token would hide every insertion
+        print(f"compute-wer.py: {args.ref}: every reference is empty (after tag and ignore-word removal): the "
+              f"error rate is undefined ({report.total.I} inserted tokens)", file=sys.stderr)
+        return 1
     note_lines = notes(report, len(refs))
     for line in note_lines:
         print(f"compute-wer.py: {line}", file=sys.stderr)

@@ -168,3 +168,54 @@ def test_non_utf8_text_member_loses_only_its_utterance(kaldi_dir, tokenizer, tmp
                                    max_bad_fraction=0.5)
     assert used == 5 and tally.skipped() == {"bad_text": 1}
     assert ds.check_tally(tally, "cv").endswith("5 utterances used, 1 skipped (bad_text 1)")
+
+
+@pytest.mark.parametrize("extra, msg", [
+    ({"start": float("nan")}, r"field 'start' of k must be a finite number of seconds, got nan"),
+    ({"end": float("inf")}, r"field 'end' of k must be a finite number of seconds, got inf"),
+    ({"key": "a b"}, r"key 'a b' is empty or contains white space"),
+    ({"key": "a\nb"}, r"key 'a\\nb' is empty or contains white space"),
+])
+def test_list_line_errors_name_file_line_and_key(tmp_path, extra, msg):
+    from wenet_udps.dataset.lists import ListError
+    from wenet_udps.utils.cli import UserError
+    line = {"key": "k", "wav": "x.wav", "txt": "one", **extra}
+    lst = tmp_path / "data.list"
+    lst.write_text('{"key": "ok", "wav": "x.wav", "txt": "one"}\n' + json.dumps(line) + "\n")
+    with pytest.raises(ListError, match=rf"data.list:2: {msg}") as err:
+        read_raw_list(str(lst))
+    assert isinstance(err.value, UserError)  # one line, exit 2, no traceback in every program
+
+
+def test_duplicate_keys_are_warned_once(tmp_path, caplog):
+    lst = _list(tmp_path / "data.list", [{"key": k, "wav": "x.wav", "txt": "one"} for k in ("a", "b", "a", "b")])
+    with caplog.at_level(logging.WARNING):
+        assert len(read_raw_list(lst)) == 4
+    warned = [r.message for r in caplog.records if "repeat an earlier key" in r.message]
+    assert warned == [f"{lst}: 2 lines repeat an earlier key (e.g. a on lines 1 and 3); each is used, and their "
+                      f"results share one key"]
+
+
+def test_fifo_and_implausible_sample_rate_are_bad_audio_not_a_hang(tmp_path):
+    import os
+    fifo = tmp_path / "fifo.wav"
+    os.mkfifo(fifo)
+    with pytest.raises(BadAudioError, match="not a regular file"):
+        load_audio(str(fifo), name="f")
+    one_hz = tmp_path / "one_hz.wav"
+    sf.write(str(one_hz), np.zeros(16000, dtype=np.int16), 1, subtype="PCM_16")
+    with pytest.raises(BadAudioError, match="implausible sample rate 1 Hz"):
+        load_audio(str(one_hz), name="h")
+
+
+def test_length_filter_runs_before_resampling(tmp_path, tokenizer, monkeypatch):
+    """A dropped utterance costs no resampling (a header claiming a tiny rate made that take ~1 GB)."""
+    from wenet_udps.dataset import transforms
+    sf.write(str(tmp_path / "long.wav"), np.zeros(48000 * 3, dtype=np.float32), 48000)
+    calls = []
+    monkeypatch.setattr(transforms, "resample", lambda wav, sr, target: calls.append(sr) or wav)
+    lst = _list(tmp_path / "data.list", [{"key": "long", "wav": str(tmp_path / "long.wav"), "txt": "one"}])
+    conf = plain_conf(filter_conf={"min_length": 0, "max_length": 100, "max_output_input_ratio": 10})
+    tally = DataTally()
+    assert list(tally.batches(init_dataset("raw", lst, tokenizer, conf))) == []
+    assert tally.counts["max_length"] == 1 and calls == []

@@ -165,6 +165,13 @@ def test_empty_reference_and_hypothesis(tmp_path):
     assert "utt: u3\nWER: 0.00 % N=0 C=0 S=0 D=0 I=0\n=" in proc.stdout
 
 
+def test_all_empty_references_are_an_error_not_zero_percent(tmp_path):
+    """Issue 29: all-empty references printed "0.00 % N=0 ... I=16"."""
+    proc = run(tmp_path, ["u1", "u2"], ["u1 x y", "u2 z"], expect_rc=1)
+    assert "every reference is empty" in proc.stderr and "3 inserted tokens" in proc.stderr
+    assert not OVERALL.findall(proc.stdout)
+
+
 def test_duplicate_key_is_an_error(tmp_path):
     proc = run(tmp_path, ["u1 a", "u1 b"], ["u1 a"], expect_rc=1)
     assert "ref:2: duplicate utterance key 'u1'" in proc.stderr

@@ -163,3 +163,13 @@ def test_restart_from_an_earlier_checkpoint_retires_the_later_timeline(tmp_path,
     assert auto.returncode == 0, auto.stderr[-2000:]
     assert f"resuming from {model_dir / 'epoch_1.pt'}" in auto.stderr and "Epoch 2 (of 0..2) done" in auto.stderr
     assert (model_dir / "epoch_2.pt").read_bytes() != old["epoch_2.pt"]
+
+
+def test_accum_grad_above_the_batches_of_an_epoch_is_an_error(tmp_path, fsdd_dir):
+    exp = make_experiment(tmp_path / "exp", fsdd_dir, n_train=4, n_cv=2)  # batch_size 4: one batch per epoch
+    proc = _train(exp, tmp_path / "run", "--override", "accum_grad=3")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "wenet_udps.bin.train: error: epoch 0: 1 batches and accum_grad 3: no optimizer step was taken; lower "
+        "accum_grad or the batch size")
+    assert not (tmp_path / "run" / "final.pt").exists()

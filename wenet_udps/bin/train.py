@@ -50,7 +50,7 @@ from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.tensorboard import TensorboardLogger
-from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.cli import UserError, run_cli
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -178,6 +178,11 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
         t0 = time.time()
         stats = executor.train_epoch(train_loader, epoch, start_batch=start_batch if epoch == start_epoch else 0)
         train_line = train_set.check_tally(stats.data, f"epoch {epoch} train")
+        resumed_within = epoch == start_epoch and start_batch > 0
+        if stats.batches and not stats.steps and not resumed_within:  # an epoch's last partial accumulation is
+            # dropped, as in WeNet: with accum_grad above the epoch's batches nothing would ever be learned
+            raise UserError(f"epoch {epoch}: {stats.batches} batches and accum_grad {executor.accum_grad}: no "
+                            f"optimizer step was taken; lower accum_grad or the batch size")
         cv, cv_data = executor.cv(cv_loader, epoch)
         cv_line = cv_set.check_tally(cv_data, f"epoch {epoch} cv")
         loss_text = " ".join(f"{k} {v:.4f}" for k, v in cv.items() if v is not None)

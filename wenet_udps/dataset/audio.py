@@ -13,6 +13,8 @@ import soundfile as sf
 import soxr
 
 INT16_SCALE = float(1 << 15)
+# Below any real recording's rate; a header claiming less is corrupt.
+MIN_SAMPLE_RATE = 1000
 
 
 class BadAudioError(Exception):
@@ -65,6 +67,8 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
     label = f"{name} ({source if isinstance(source, str) else 'shard member'})"
     try:
         if isinstance(source, str):
+            if os.path.exists(source) and not os.path.isfile(source):  # a FIFO or device would block the reader
+                raise BadAudioError(f"cannot read audio {label}: not a regular file")
             size = os.path.getsize(source)
             with open(source, "rb") as f:
                 shortfall = _riff_data_shortfall(f, size)
@@ -80,6 +84,8 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
         raise BadAudioError(f"truncated audio {label}: data chunk is shorter than its header says")
     with handle:
         sr, total = handle.samplerate, handle.frames
+        if sr < MIN_SAMPLE_RATE:  # a broken header: resampling its "hours" of audio would exhaust memory
+            raise BadAudioError(f"implausible sample rate {sr} Hz in {label} (< {MIN_SAMPLE_RATE})")
         first = 0 if start is None else int(round(start * sr))
         last = total if end is None or end < 0 else min(total, int(round(end * sr)))
         if first >= last:

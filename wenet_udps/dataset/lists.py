@@ -6,29 +6,39 @@ utterance adjacent; the list holds one tar path or http(s) URL per line.
 """
 import json
 import logging
+import math
 import tarfile
 import urllib.request
 from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 
+from wenet_udps.utils.cli import UserError
+
 AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
 
 
+class ListError(UserError):
+    """A malformed line of a data list, shard list or Kaldi file: names the file and line."""
+
+
 def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ValueError naming both."""
+    """``(line number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ListError naming both."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
                 yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
+                raise ListError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
                                  f"{raw[:80]!r}") from None
 
 
 def read_raw_list(path: str) -> List[Dict[str, Any]]:
-    """Parse a data.list; a malformed line raises ValueError naming the file and line number."""
+    """Parse a data.list; a malformed line raises ListError naming the file and line number. A key given on
+    several lines is used each time, with one warning (count and first example)."""
     samples = []
+    first_line: Dict[str, int] = {}
+    duplicates = []
     for lineno, line in utf8_lines(path):
         if not line.strip():
             continue
@@ -36,22 +46,33 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not a JSON object ({e.msg}): {line.strip()[:80]!r}") from None
+            raise ListError(f"{where}: not a JSON object ({e.msg}): {line.strip()[:80]!r}") from None
         if not isinstance(obj, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            raise ListError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         for field in ("key", "wav", "txt"):
             if not isinstance(obj.get(field), str):
-                raise ValueError(f"{where}: field {field!r} missing or not a string")
+                raise ListError(f"{where}: field {field!r} missing or not a string")
+        if not obj["key"] or any(c.isspace() for c in obj["key"]):
+            # result files are "key text" lines: a key with white space would shift every word
+            raise ListError(f"{where}: key {obj['key']!r} is empty or contains white space")
         sample = {"key": obj["key"], "wav": obj["wav"], "txt": obj["txt"]}
         for field in ("start", "end"):
             if field in obj:
                 value = obj[field]
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise ValueError(f"{where}: field {field!r} must be a number of seconds, got {value!r}")
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ListError(f"{where}: field {field!r} of {obj['key']} must be a finite number of seconds, "
+                                    f"got {value!r}")
                 sample[field] = float(value)
         if "start" in sample and "end" in sample and 0 <= sample["end"] <= sample["start"]:
-            raise ValueError(f"{where}: end {sample['end']} is not after start {sample['start']}")
+            raise ListError(f"{where}: end {sample['end']} is not after start {sample['start']}")
+        if sample["key"] in first_line:
+            duplicates.append((sample["key"], first_line[sample["key"]], lineno))
+        first_line.setdefault(sample["key"], lineno)
         samples.append(sample)
+    if duplicates:
+        key, first, again = duplicates[0]
+        logging.warning("%s: %d lines repeat an earlier key (e.g. %s on lines %d and %d); each is used, and their "
+                        "results share one key", path, len(duplicates), key, first, again)
     return samples
 
 

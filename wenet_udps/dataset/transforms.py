@@ -87,14 +87,15 @@ class UtteranceProcessor:
     def __call__(self, sample: Dict[str, Any], rng: np.random.Generator):
         source = sample["audio"] if "audio" in sample else sample["wav"]
         wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"])
-        # Every rate other than the configured one is converted, never misread.
-        wav = resample(wav, sr, self.sample_rate)
         label = None
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
-        reason = filter_reason(len(wav), self.sample_rate, None if label is None else len(label), self.filter_conf)
+        # The length filter runs on the file's own rate, before resampling spends memory on a dropped utterance.
+        reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)
         if reason is not None:
             return reason
+        # Every rate other than the configured one is converted, never misread.
+        wav = resample(wav, sr, self.sample_rate)
         if len(self.speeds) > 1:
             wav = speed_perturb(wav, self.sample_rate, float(self.speeds[int(rng.integers(len(self.speeds)))]))
         feat = compute_features(wav, self.sample_rate, self.conf, rng)
