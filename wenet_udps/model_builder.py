@@ -18,7 +18,7 @@ from torch import nn
 
 from wenet_udps.transformer.asr_model import ASRModel
 from wenet_udps.transformer.attention import ATTENTION_CLASSES, is_udps, udps_classes, udps_counterpart
-from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
+from wenet_udps.transformer.cmvn import CmvnError, GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
 from wenet_udps.transformer.encoder import ENCODER_CLASSES
@@ -116,6 +116,10 @@ def _build_cmvn(config: Mapping) -> Optional[nn.Module]:
     if not path.is_file():
         raise ConfigError("cmvn_conf.cmvn_file", f"{path} does not exist")
     mean, istd = load_cmvn_json(path)
+    if config.get("input_dim") is not None and mean.numel() != int(config["input_dim"]):
+        raise CmvnError(f"{path} holds stats of {mean.numel()} dimensions, but the features have "
+                        f"{config['input_dim']} (dataset_conf fbank_conf.num_mel_bins / mfcc_conf.num_ceps): "
+                        f"recompute them with tools/compute_cmvn_stats.py")
     return cls(mean, istd)
 
 

@@ -61,3 +61,29 @@ def test_malformed_stats_name_the_file(tmp_path, content):
 def test_dimension_mismatch_is_reported():
     with pytest.raises(ValueError, match="3 dimensions"):
         GlobalCMVN(torch.zeros(2), torch.ones(2))(torch.zeros(1, 4, 3))
+
+
+@pytest.mark.parametrize("content, msg", [
+    ('{"mean_stat": [1, 2], "var_stat": [Infinity, 8], "frame_num": 2}', "must be finite numbers"),
+    ('{"mean_stat": [1, 2], "var_stat": [NaN, 8], "frame_num": 2}', "must be finite numbers"),
+    ('{"mean_stat": [4, 2], "var_stat": [2, 8], "frame_num": 2}', r"dimension 0 has a negative variance \(-3\)"),
+])
+def test_stats_that_would_zero_or_blow_up_a_feature_are_refused(tmp_path, content, msg):
+    """Issue 29: an infinite variance gave istd 0 (the feature silently zeroed)."""
+    from wenet_udps.transformer.cmvn import CmvnError
+    path = tmp_path / "cmvn.json"
+    path.write_text(content)
+    with pytest.raises(CmvnError, match=rf"cmvn.json: .*{msg}"):
+        load_cmvn_json(path)
+
+
+def test_stats_of_another_feature_dimension_are_a_user_error(tmp_path):
+    from wenet_udps.model_builder import build_model
+    from wenet_udps.transformer.cmvn import CmvnError
+    from tests.train.train_helpers import tiny_config, write_units
+    write_units(tmp_path / "units.txt")
+    path = write_stats(tmp_path / "cmvn.json", torch.randn(50, 80))
+    config = dict(tiny_config(tmp_path / "units.txt"), input_dim=20, output_dim=10, cmvn="global_cmvn",
+                  cmvn_conf={"cmvn_file": str(path)})
+    with pytest.raises(CmvnError, match=r"cmvn.json holds stats of 80 dimensions, but the features have 20"):
+        build_model(config)

@@ -11,8 +11,14 @@ from typing import Tuple, Union
 import torch
 from torch import nn
 
+from wenet_udps.utils.cli import UserError
+
 # Variance floor, as WeNet: a constant feature dimension gets a huge but finite inverse std.
 VAR_FLOOR = 1.0e-20
+
+
+class CmvnError(UserError):
+    """Unusable CMVN statistics, or statistics of another feature dimension than the model's."""
 
 
 class GlobalCMVN(nn.Module):
@@ -47,35 +53,41 @@ def load_cmvn_json(path: Union[str, Path]) -> Tuple[torch.Tensor, torch.Tensor]:
     """Read WeNet's JSON cmvn stats and return ``(mean, istd)`` float32 tensors of shape (D,).
 
     ``mean = mean_stat / frame_num``, ``var = var_stat / frame_num - mean^2`` floored at 1e-20,
-    ``istd = 1 / sqrt(var)``. Any malformed content raises ValueError naming the file.
+    ``istd = 1 / sqrt(var)``. Malformed content (also NaN/Inf numbers, or a variance below zero beyond rounding, which would zero or blow
+    up a feature) raises CmvnError naming the file.
     """
     path = Path(path)
     data = path.read_bytes()
     if data.startswith(b"\0B") or data.lstrip().startswith(b"["):
-        raise ValueError(f"{path} holds Kaldi-format CMVN stats, and the configs read WeNet's JSON: convert them "
+        raise CmvnError(f"{path} holds Kaldi-format CMVN stats, and the configs read WeNet's JSON: convert them "
                          f"with 'python tools/cmvn_kaldi2json.py {path} {path}.json' and point cmvn_conf.cmvn_file "
                          f"there, or recompute them with tools/compute_cmvn_stats.py")
     try:
         stats = json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON cmvn stats ({err})") from None
+        raise CmvnError(f"{path}: not valid JSON cmvn stats ({err})") from None
     if not isinstance(stats, dict):
-        raise ValueError(f"{path}: cmvn stats must be a JSON object with mean_stat, var_stat and frame_num")
+        raise CmvnError(f"{path}: cmvn stats must be a JSON object with mean_stat, var_stat and frame_num")
     for key in ("mean_stat", "var_stat", "frame_num"):
         if key not in stats:
-            raise ValueError(f"{path}: cmvn stats lack the key {key!r} (need mean_stat, var_stat, frame_num)")
+            raise CmvnError(f"{path}: cmvn stats lack the key {key!r} (need mean_stat, var_stat, frame_num)")
     mean_stat, var_stat, frame_num = stats["mean_stat"], stats["var_stat"], stats["frame_num"]
     if not isinstance(mean_stat, list) or not isinstance(var_stat, list) or len(mean_stat) != len(var_stat) \
             or not mean_stat:
-        raise ValueError(f"{path}: mean_stat and var_stat must be non-empty lists of the same length")
+        raise CmvnError(f"{path}: mean_stat and var_stat must be non-empty lists of the same length")
     if not isinstance(frame_num, (int, float)) or isinstance(frame_num, bool) or frame_num <= 0:
-        raise ValueError(f"{path}: frame_num must be a positive number, got {frame_num!r}")
+        raise CmvnError(f"{path}: frame_num must be a positive number, got {frame_num!r}")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in mean_stat + var_stat):
-        raise ValueError(f"{path}: mean_stat and var_stat must hold numbers only")
+        raise CmvnError(f"{path}: mean_stat and var_stat must hold numbers only")
+    if not all(math.isfinite(v) for v in mean_stat + var_stat + [frame_num]):
+        raise CmvnError(f"{path}: mean_stat, var_stat and frame_num must be finite numbers")
     mean, istd = [], []
-    for m_sum, v_sum in zip(mean_stat, var_stat):
+    for dim, (m_sum, v_sum) in enumerate(zip(mean_stat, var_stat)):
         m = float(m_sum) / frame_num
-        var = max(float(v_sum) / frame_num - m * m, VAR_FLOOR)
+        var = float(v_sum) / frame_num - m * m
+        if var < -1e-6 * max(1.0, m * m):  # a constant feature may come out a rounding error below zero
+            raise CmvnError(f"{path}: dimension {dim} has a negative variance ({var:g}): the stats are corrupt")
+        var = max(var, VAR_FLOOR)
         mean.append(m)
         istd.append(1.0 / math.sqrt(var))
     return torch.tensor(mean, dtype=torch.float32), torch.tensor(istd, dtype=torch.float32)
