@@ -43,6 +43,12 @@ def test_make_raw_list_with_segments(data_dir):
     with pytest.raises(ValueError, match="bad_segments:1"):
         run_tool("make_raw_list", ["--segments", str(d / "bad_segments"), str(d / "wav.scp"), str(d / "text2"),
                                    str(d / "x.list")])
+    # NaN / Infinity bounds (float() reads them) never reach a data.list (issue 29)
+    for bad in ("nan 0.2", "0.0 inf"):
+        (d / "bad_segments").write_text(f"segA {rec} 0.0 0.1\nsegB {rec} {bad}\n")
+        with pytest.raises(ValueError, match="bad_segments:2: .*finite seconds"):
+            run_tool("make_raw_list", ["--segments", str(d / "bad_segments"), str(d / "wav.scp"),
+                                       str(d / "text2"), str(d / "x.list")])
 
 
 def test_make_shard_list_resample_and_segments(data_dir, tmp_path):

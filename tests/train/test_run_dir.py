@@ -167,8 +167,10 @@ def test_restart_from_an_earlier_checkpoint_retires_the_later_timeline(tmp_path,
 
 def test_accum_grad_above_the_batches_of_an_epoch_is_an_error(tmp_path, fsdd_dir):
     exp = make_experiment(tmp_path / "exp", fsdd_dir, n_train=4, n_cv=2)  # batch_size 4: one batch per epoch
-    proc = _train(exp, tmp_path / "run", "--override", "accum_grad=3")
+    proc = _train(exp, tmp_path / "run", "--override", "accum_grad=3", "--override", "att_udps=false",
+                  "--override", "udps_conf.alpha_init=12")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "udps_conf is unused: this model has no UDPS attention" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
         "wenet_udps.bin.train: error: epoch 0: 1 batches and accum_grad 3: no optimizer step was taken; lower "
         "accum_grad or the batch size")

@@ -42,7 +42,7 @@ class SoupEvaluator:
         from wenet_udps.dataset.dataset import eval_dataset_conf
         from wenet_udps.dataset import init_dataset
         from wenet_udps.dataset.lists import read_raw_list
-        from wenet_udps.model_builder import build_model
+        from wenet_udps.model_builder import build_model, min_input_frames
         from wenet_udps.text import init_tokenizer
         from wenet_udps.config import load_config
         self.s = settings
@@ -51,6 +51,7 @@ class SoupEvaluator:
         self.tokenizer = init_tokenizer(self.config)
         self.dataset_conf = eval_dataset_conf(self.config.get("dataset_conf") or {}, settings["batch_size"])
         self.init_dataset = init_dataset
+        self.min_input_frames = min_input_frames
         self.refs: Dict[str, str] = {}
         if settings["metric"] == "wer":
             if settings.get("ref_text"):
@@ -72,7 +73,7 @@ class SoupEvaluator:
                                                        "decoding_chunk_size": -1}, progress=False)
             return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
-                                    partition=False)
+                                    partition=False, min_frames=self.min_input_frames(self.config))
         sums, nums, _, _ = loss_sums(self.model, DataTally().batches(dataset))  # NaN/Inf batches left out
         return sums["loss"] / nums["loss"] if nums["loss"] else math.inf
 

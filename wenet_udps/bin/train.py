@@ -39,12 +39,13 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
-from wenet_udps.model_builder import build_model, min_input_frames
+from wenet_udps.model_builder import attention_sites, build_model, min_input_frames
+from wenet_udps.transformer.attention import is_udps
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
-from wenet_udps.train.checkpoint import CheckpointError, add_verify_flag, gather_rng_states, link_final, load_checkpoint, \
-    load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
+from wenet_udps.train.checkpoint import CheckpointError, add_verify_flag, gather_rng_states, link_final, \
+    load_checkpoint, load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
@@ -283,6 +284,9 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
     logging.info("model: %s encoder, %s decoder, att_udps %s, %.2fM parameters", config.get("encoder"),
                  config.get("decoder"), config.get("att_udps", False),
                  sum(p.numel() for p in model.parameters()) / 1e6)
+    if config.get("udps_conf") and not any(is_udps(t) for t in attention_sites(model).values()):
+        # kept, not refused: run.sh --att_udps both trains one YAML both ways
+        logging.warning("udps_conf is unused: this model has no UDPS attention (att_udps false, no udps layer type)")
     if run.ckpt:
         load_weights(model, run.ckpt["model"], run.ckpt_path)
         logging.info("loaded %s", run.ckpt_path)

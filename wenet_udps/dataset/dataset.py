@@ -224,7 +224,8 @@ class AsrDataset(IterableDataset):
         if total and bad / total > self.max_bad_fraction:
             raise DataError(f"{line}: {bad / total:.1%} of the utterances are unusable, more than "
                             f"dataset_conf.max_bad_fraction {self.max_bad_fraction:g}")
-        if tally.shard_loss() is None and self.max_bad_fraction < 1:  # no complete shard to estimate from: refuse by the share of shards
+        # No complete shard to estimate the loss from: refuse by the share of broken shards (all of them).
+        if tally.shard_loss() is None and self.max_bad_fraction < 1:
             raise DataError(f"{line}: every shard of the pass is broken, more than dataset_conf.max_bad_fraction "
                             f"{self.max_bad_fraction:g}")
         return line

@@ -1,8 +1,9 @@
 """Readers for Kaldi data-directory files (wav.scp, text, segments) shared by the list/shard/cmvn tools."""
 import logging
+import math
 from typing import Dict, List, Optional, Tuple
 
-from wenet_udps.dataset.lists import utf8_lines
+from wenet_udps.dataset.lists import ListError, utf8_lines
 
 
 def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]:
@@ -40,9 +41,13 @@ def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
         try:
             if len(parts) != 4:
                 raise ValueError
-            out.append((parts[0], parts[1], float(parts[2]), float(parts[3])))
+            start, end = float(parts[2]), float(parts[3])
+            if not (math.isfinite(start) and math.isfinite(end)):  # float() reads "nan" and "inf" too
+                raise ValueError
+            out.append((parts[0], parts[1], start, end))
         except ValueError:
-            raise ValueError(f"{path}:{lineno}: expected 'utt rec start end', got {line.strip()!r}") from None
+            raise ListError(f"{path}:{lineno}: expected 'utt rec start end' (finite seconds), got "
+                            f"{line.strip()!r}") from None
     return out
 
 

@@ -53,8 +53,8 @@ def load_cmvn_json(path: Union[str, Path]) -> Tuple[torch.Tensor, torch.Tensor]:
     """Read WeNet's JSON cmvn stats and return ``(mean, istd)`` float32 tensors of shape (D,).
 
     ``mean = mean_stat / frame_num``, ``var = var_stat / frame_num - mean^2`` floored at 1e-20,
-    ``istd = 1 / sqrt(var)``. Malformed content (also NaN/Inf numbers, or a variance below zero beyond rounding, which would zero or blow
-    up a feature) raises CmvnError naming the file.
+    ``istd = 1 / sqrt(var)``. Malformed content (also NaN/Inf numbers, or a variance below zero beyond
+    rounding, which would zero or blow up a feature) raises CmvnError naming the file.
     """
     path = Path(path)
     data = path.read_bytes()
