@@ -84,3 +84,13 @@ def test_other_units_file_is_refused_naming_both_files(tmp_path, fsdd_dir):
         _recognize(tmp_path, conf, ckpt, data)
     with pytest.raises(UnitsError, match="is not the one"):
         load_checkpoint(str(ckpt), units=str(units))
+
+
+def test_weights_of_another_vocabulary_are_a_user_error():
+    from wenet_udps.train.checkpoint import fit_weights
+    from wenet_udps.utils.cli import UserError
+    with pytest.raises(CheckpointError, match=r"old.pt does not fit the model: size mismatch for weight") as err:
+        fit_weights(torch.nn.Linear(4, 10), torch.nn.Linear(4, 12).state_dict(), "old.pt")
+    assert isinstance(err.value, UserError)
+    with pytest.raises(CheckpointError, match=r"old.pt does not fit the model: missing keys \['bias'\]"):
+        fit_weights(torch.nn.Linear(4, 10), {"weight": torch.zeros(10, 4)}, "old.pt")

@@ -44,7 +44,7 @@ from wenet_udps.transformer.attention import is_udps
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
-from wenet_udps.train.checkpoint import CheckpointError, add_verify_flag, gather_rng_states, link_final, \
+from wenet_udps.train.checkpoint import add_verify_flag, fit_weights, gather_rng_states, link_final, \
     load_checkpoint, load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
@@ -130,17 +130,6 @@ def choose_checkpoint(run: Run) -> None:
             retire_later(args.model_dir, int(run.ckpt["step"]))
         save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
-
-
-def load_weights(model: torch.nn.Module, state: Dict[str, Any], path: Optional[str]) -> None:
-    """The checkpoint's weights into ``model``; one that does not fit (another vocabulary or architecture than the
-    config's) is a user error naming the checkpoint."""
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        first = str(e).strip().splitlines()[1].strip() if len(str(e).strip().splitlines()) > 1 else str(e)
-        raise CheckpointError(f"{path} does not fit the model of the config (another vocabulary or architecture?): "
-                              f"{first}") from None
 
 
 def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
@@ -288,7 +277,7 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
         # kept, not refused: run.sh --att_udps both trains one YAML both ways
         logging.warning("udps_conf is unused: this model has no UDPS attention (att_udps false, no udps layer type)")
     if run.ckpt:
-        load_weights(model, run.ckpt["model"], run.ckpt_path)
+        fit_weights(model, run.ckpt["model"], run.ckpt_path)
         logging.info("loaded %s", run.ckpt_path)
     model.to(run.device)
     optimizer = build_optimizer(config, model.parameters())

@@ -222,11 +222,21 @@ def load_model_state(model: torch.nn.Module, path: str, *, verify: bool = True,
     """Load ``path``'s weights into ``model`` (strict; missing/unexpected keys are named) and return the checkpoint
     (checked as :func:`load_checkpoint` does)."""
     ckpt = load_checkpoint(path, verify=verify, units=units)
-    missing, unexpected = model.load_state_dict(ckpt["model"], strict=False)
+    fit_weights(model, ckpt["model"], path)
+    return ckpt
+
+
+def fit_weights(model: torch.nn.Module, state: Mapping[str, Any], path: Optional[str]) -> None:
+    """``state`` into ``model``; CheckpointError naming ``path`` when keys or shapes differ (another vocabulary or
+    architecture than the config's)."""
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # a shape mismatch
+        lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+        raise CheckpointError(f"{path} does not fit the model: {lines[1] if len(lines) > 1 else lines[0]}") from None
     if missing or unexpected:
         raise CheckpointError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
                          f", unexpected keys {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
-    return ckpt
 
 
 def read_info(yaml_path: str) -> Optional[Dict[str, Any]]:
