@@ -16,8 +16,6 @@ from wenet_udps.text import init_tokenizer
 from tests.conftest import FSDD_DIR
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
-sherpa_onnx = pytest.importorskip("sherpa_onnx")
-
 CHUNK, LEFT = 4, 2
 SR = 8000
 VARIANTS = {"scaled_dot": dict(att_udps=False, encoder="transformer", streaming=False),
@@ -120,3 +118,15 @@ def test_streaming_matches_chunked_decoding(exported):
     tail = rt.tail_seconds(str(out), CHUNK)
     got = {k: rt.transcribe_online(rec, w, SR, tail) for k, w in wavs.items()}
     assert got == ours
+
+
+def test_feature_kwargs_follow_training_and_refuse_what_sherpa_cannot_do():
+    conf = {"dataset_conf": {"resample_conf": {"resample_rate": 8000},
+                             "fbank_conf": {"num_mel_bins": 40, "frame_shift": 10, "frame_length": 25}}}
+    assert rt.feature_kwargs(conf) == {"sampling_rate": 8000, "feature_dim": 40, "low_freq": 20.0, "high_freq": 0.0,
+                                       "snip_edges": True, "dither": 0.0}
+    conf["dataset_conf"]["fbank_conf"]["frame_shift"] = 12.5
+    with pytest.raises(ValueError, match="fbank_conf.frame_shift"):
+        rt.feature_kwargs(conf)
+    with pytest.raises(ValueError, match="feats_type"):
+        rt.feature_kwargs({"dataset_conf": {"feats_type": "mfcc"}})
