@@ -406,7 +406,7 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
     require "${avg}" 5
     parity_list=${data}/${parity_set}/$(list_name)
     require "${parity_list}" 3
-    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")")
+    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")
     if stamp_ok "${exp}/export/.export.stamp" "${key}"; then
       log "stage 6: ${exp}/export is up to date, skipping"
       continue
@@ -414,6 +414,9 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
     log "stage 6: export ${avg} to TorchScript and ONNX; parity checked on ${parity_set}"
     python3 -m wenet_udps.bin.export --config "${exp}/train.yaml" --checkpoint "${avg}" \
       --output_dir "${exp}/export" --test_data "${parity_list}" --data_type "${data_type}"
+    log "stage 6: export ${avg} for sherpa-onnx -> ${exp}/sherpa"
+    python3 -m wenet_udps.bin.export --format sherpa-onnx --config "${exp}/train.yaml" --checkpoint "${avg}" \
+      --output_dir "${exp}/sherpa" --test_data "${parity_list}" --data_type "${data_type}"
     stamp_write "${exp}/export/.export.stamp" "${key}"
   done
 fi
@@ -421,6 +424,25 @@ fi
 if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
+  # sherpa-onnx (stage 6's export) on every test set, before the table so that it has their columns: fp32 and int8,
+  # offline and (streaming confs) streaming. RTF: one stream, one thread.
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
+    [[ -f ${exp}/sherpa/model.onnx ]] || continue
+    for x in ${test_sets}; do
+      for model in model model-streaming; do
+        [[ -f ${exp}/sherpa/${model}.onnx ]] || continue
+        for prec in fp32 int8; do
+          name=sherpa${model#model}_${prec}; dir=${exp}/${x}/${name}   # sherpa_fp32, sherpa-streaming_int8, ...
+          opts=(); [[ ${prec} == int8 ]] && opts+=(--int8); [[ ${model} == model-streaming ]] && opts+=(--streaming)
+          python3 -m wenet_udps.bin.sherpa_decode --config "${exp}/train.yaml" --export_dir "${exp}/sherpa" \
+            --wav_scp "${data}/${x}/wav.scp" --result_dir "${dir}" "${opts[@]}" > /dev/null
+          python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${dir}/text" > "${dir}/wer"
+          log "stage 7: ${exp} ${x} ${name}: $(grep '^Overall' "${dir}/wer"), $(cat "${dir}/rtf")"
+        done
+      done
+    done
+  done
   # The thread count that RESULTS.md records (provenance) is the trainings' on the CPU.
   OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
     --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \

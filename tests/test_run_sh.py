@@ -43,8 +43,13 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
             wer_lines = (d / "test" / mode / "wer").read_text(encoding="utf-8").splitlines()
             assert sum(line.startswith("Overall -> ") for line in wer_lines) == 1 and wer_lines[-1] == "=" * 75
         assert list((d / "export").glob("*.onnx")), "stage 6 exported nothing"
+        assert {"model.onnx", "model.int8.onnx", "tokens.txt"} <= {p.name for p in (d / "sherpa").iterdir()}
+        for name in ("sherpa_fp32", "sherpa_int8"):
+            assert len((d / "test" / name / "text").read_text().splitlines()) == 4
+            assert (d / "test" / name / "rtf").read_text().startswith("RTF ")
+        assert re.search(rf"stage 7: {d} test sherpa_int8: Overall -> .*, RTF ", proc.stderr)
     results = (tmp_path / "exp" / "RESULTS.md").read_text()
-    assert "udps" in results.lower() and "attention_rescoring" in results
+    assert "udps" in results.lower() and "attention_rescoring" in results and "sherpa_int8" in results
     plots = tmp_path / "exp" / "plots"
     assert list(plots.glob("*.png"))
     # Stage 7 looks inside both variants: attention weights per layer and the entropy per head.

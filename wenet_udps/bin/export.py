@@ -10,6 +10,11 @@ encoder_out -> l2r/r2l log-probs); see wenet_udps/export/wrappers.py. Then print
 exported part against eager (fails above --tolerance) and checks that onnxruntime ctc_greedy_search and
 attention_rescoring give eager's transcripts on the first --num_utts utterances of --test_data (random features
 when no list is given). Works for scaled-dot and UDPS attention alike (the graphs are traced).
+
+``--format sherpa-onnx`` writes instead what sherpa-onnx's WeNet CTC runtime loads: model.onnx, model.int8.onnx,
+tokens.txt and, for streaming confs, model-streaming.onnx / model-streaming.int8.onnx (``--chunk_size`` and
+``--left_chunks`` > 0 fix their cache size; decode with the same values); see wenet_udps/export/sherpa.py. The
+parity check then compares the fp32 graphs' CTC log-probs with eager PyTorch.
 """
 import argparse
 import logging
@@ -30,8 +35,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="the experiment's train.yaml")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--output_dir", required=True)
+    p.add_argument("--format", default="wenet", choices=["wenet", "sherpa-onnx"],
+                   help="wenet: encoder/decoder TorchScript + ONNX; sherpa-onnx: sherpa-onnx's WeNet CTC models")
     p.add_argument("--chunk_size", type=int, default=16, help="output frames per streaming chunk")
-    p.add_argument("--left_chunks", type=int, default=-1, help="chunks of left context kept (-1: all)")
+    p.add_argument("--left_chunks", type=int, default=None,
+                   help="chunks of left context kept (default -1: all; sherpa-onnx: 4, must be > 0)")
     p.add_argument("--reverse_weight", type=float, default=0.0, help="export the r2l decoder output (> 0)")
     p.add_argument("--test_data", default=None, help="data list whose first utterances drive the parity check")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"], help="--test_data's format")
@@ -66,12 +74,32 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     from wenet_udps.bin.recognize import load_model
     config = load_config(args.config)
     model = load_model(config, args.checkpoint, verify=args.verify_checkpoint)
+    if args.format == "sherpa-onnx":
+        return export_sherpa_onnx(args, config, model)
+    args.left_chunks = -1 if args.left_chunks is None else args.left_chunks
     export_model(model, config["input_dim"], args.output_dir, chunk_size=args.chunk_size,
                  left_chunks=args.left_chunks, reverse_weight=args.reverse_weight)
     feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
     report = check_parity(model, args.output_dir, feats, lens, chunk_size=args.chunk_size,
                           left_chunks=args.left_chunks, beam_size=args.beam_size, ctc_weight=args.ctc_weight,
                           reverse_weight=args.reverse_weight)
+    ok, lines = summarize(report, args.tolerance)
+    for line in lines:
+        print(line)
+    print(f"parity {'OK' if ok else 'FAILED'} on {feats.size(0)} utterances (tolerance {args.tolerance:g})")
+    if not ok:
+        raise SystemExit(1)
+    return report
+
+
+def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.Module) -> Dict[str, float]:
+    from wenet_udps.export.sherpa import export_sherpa, sherpa_parity
+    left_chunks = 4 if args.left_chunks is None else args.left_chunks
+    paths = export_sherpa(model, config["input_dim"], config["tokenizer_conf"]["symbol_table_path"], args.output_dir,
+                          chunk_size=args.chunk_size, left_chunks=left_chunks)
+    print("wrote " + ", ".join(sorted(paths)))
+    feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
+    report = sherpa_parity(model, args.output_dir, feats, lens, args.chunk_size, left_chunks)
     ok, lines = summarize(report, args.tolerance)
     for line in lines:
         print(line)

@@ -1,0 +1,132 @@
+"""Models exported with --format sherpa-onnx decode in sherpa-onnx as in our own search (offline and streaming)."""
+import json
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from wenet_udps.bin import export
+from wenet_udps.bin.recognize import decode_dataset, eval_dataset
+from wenet_udps.config import finalize_config, load_config, save_yaml
+from wenet_udps.dataset.dataset import DataTally
+from wenet_udps.export import sherpa_runtime as rt
+from wenet_udps.model_builder import build_model
+from wenet_udps.text import init_tokenizer
+from tests.conftest import FSDD_DIR
+from tests.train.train_helpers import tiny_config, write_data_list, write_units
+
+CHUNK, LEFT = 4, 2
+SR = 8000
+VARIANTS = {"scaled_dot": dict(att_udps=False, encoder="transformer", streaming=False),
+            "udps_u2pp": dict(att_udps=True, encoder="conformer", streaming=True)}
+
+
+def _train(config, data, steps=80):
+    """Adam steps (CTC only) on the test utterances themselves: about half the letters right after 80 steps, so the
+    outputs are utterance-dependent but not yet peaky (close calls make the comparison strict)."""
+    torch.manual_seed(0)
+    model = build_model(config)
+    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+    batch = next(DataTally().batches(eval_dataset(config, init_tokenizer(config), str(data), 16)))
+    model.train()
+    for _ in range(steps):
+        loss = model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])["loss"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def exported(request, tmp_path_factory):
+    """(variant, exp dir, config, export dir, data list) of a tiny model trained here and exported for sherpa."""
+    v = VARIANTS[request.param]
+    tmp = tmp_path_factory.mktemp(request.param)
+    write_units(tmp / "units.txt")
+    raw = tiny_config(tmp / "units.txt", att_udps=v["att_udps"], encoder=v["encoder"])
+    raw["model_conf"]["ctc_weight"] = 1.0
+    if v["streaming"]:
+        raw["encoder_conf"].update({"use_dynamic_chunk": True, "causal": True, "cnn_module_kernel": 5})
+    config = finalize_config(raw)
+    data = tmp / "test.list"
+    write_data_list(FSDD_DIR, data, 10)
+    save_yaml(config, str(tmp / "train.yaml"))
+    torch.save(_train(config, data).state_dict(), tmp / "avg.pt")
+    config = load_config(str(tmp / "train.yaml"))
+    export.main(["--format", "sherpa-onnx", "--config", str(tmp / "train.yaml"), "--checkpoint", str(tmp / "avg.pt"),
+                 "--output_dir", str(tmp / "sherpa"), "--chunk_size", str(CHUNK), "--left_chunks", str(LEFT),
+                 "--test_data", str(data)])
+    return request.param, tmp, config, tmp / "sherpa", data
+
+
+def _ours(tmp, config, data, **decode_kwargs):
+    from wenet_udps.bin.recognize import load_model
+    model = load_model(config, str(tmp / "avg.pt"))
+    res, _ = decode_dataset(model, init_tokenizer(config), config, str(data), modes=["ctc_greedy_search"],
+                            batch_size=1 if decode_kwargs else 4, decode_kwargs=decode_kwargs, progress=False)
+    return res["ctc_greedy_search"]
+
+
+def _wavs(data):
+    items = [json.loads(line) for line in data.read_text().splitlines()]
+    out = {}
+    for item in items:
+        wav, sr = sf.read(item["wav"], dtype="int16")
+        # FSDD is 8 kHz, as tiny_config's resample_rate. Not upsampled on purpose: the offline runtime's forced
+        # dither fills the empty mel bins above 4 kHz of upsampled audio and changes its features (see
+        # docs/deploy.md).
+        assert sr == SR
+        out[item["key"]] = wav.astype(np.float32)
+    return out
+
+
+def test_files_and_metadata(exported):
+    name, _, config, out, _ = exported
+    import onnx
+    files = {"model.onnx", "model.int8.onnx", "tokens.txt"} | (
+        {"model-streaming.onnx", "model-streaming.int8.onnx"} if VARIANTS[name]["streaming"] else set())
+    assert files <= {p.name for p in out.iterdir()}
+    proto = onnx.load(str(out / "model.onnx"))
+    assert [o.name for o in proto.graph.output] == ["log_probs", "log_probs_lens"]
+    meta = {p.key: p.value for p in proto.metadata_props}
+    assert meta["vocab_size"] == "18" and meta["subsampling_factor"] == "4" and meta["model_type"] == "wenet_ctc"
+    assert not proto.graph.initializer or all(not t.external_data for t in proto.graph.initializer)
+
+
+def test_offline_matches_greedy_search(exported):
+    """fp32 under the runtime's forced dither=1: every transcript as ours; int8 decodes to mostly the same."""
+    _, tmp, config, out, data = exported
+    ours = _ours(tmp, config, data)
+    assert len({t for t in ours.values()}) >= 3, f"the tiny model did not learn enough to test anything: {ours}"
+    wavs = _wavs(data)
+    for int8, least in ((False, len(wavs)), (True, len(wavs) // 2)):
+        got = rt.transcribe_offline(rt.offline_recognizer(str(out), config, int8=int8), list(wavs.values()), SR)
+        same = sum(ours[k] == g for k, g in zip(wavs, got))
+        assert same >= least, (int8, [(ours[k], g) for k, g in zip(wavs, got)])
+
+
+def test_streaming_matches_chunked_decoding(exported):
+    name, tmp, config, out, data = exported
+    if not VARIANTS[name]["streaming"]:
+        pytest.skip("non-streaming conf")
+    ours = _ours(tmp, config, data, decoding_chunk_size=CHUNK, num_decoding_left_chunks=LEFT,
+                 simulate_streaming=True)
+    rec = rt.online_recognizer(str(out), config, chunk_size=CHUNK, left_chunks=LEFT)
+    wavs = _wavs(data)
+    # Silence after the utterance completes its last chunk (ours decodes the last, partial chunk as it is).
+    tail = rt.tail_seconds(str(out), CHUNK)
+    got = {k: rt.transcribe_online(rec, w, SR, tail) for k, w in wavs.items()}
+    assert got == ours
+
+
+def test_feature_kwargs_follow_training_and_refuse_what_sherpa_cannot_do():
+    conf = {"dataset_conf": {"resample_conf": {"resample_rate": 8000},
+                             "fbank_conf": {"num_mel_bins": 40, "frame_shift": 10, "frame_length": 25}}}
+    assert rt.feature_kwargs(conf) == {"sampling_rate": 8000, "feature_dim": 40, "low_freq": 20.0, "high_freq": 0.0,
+                                       "snip_edges": True, "dither": 0.0}
+    conf["dataset_conf"]["fbank_conf"]["frame_shift"] = 12.5
+    with pytest.raises(ValueError, match="fbank_conf.frame_shift"):
+        rt.feature_kwargs(conf)
+    with pytest.raises(ValueError, match="feats_type"):
+        rt.feature_kwargs({"dataset_conf": {"feats_type": "mfcc"}})

@@ -1,0 +1,91 @@
+"""Decode a data set with sherpa-onnx (the files of ``export --format sherpa-onnx``) and time it.
+
+    python -m wenet_udps.bin.sherpa_decode --config exp/x/train.yaml --export_dir exp/x/sherpa \
+        --wav_scp data/test/wav.scp --result_dir exp/x/test/sherpa_fp32 [--int8] [--streaming --chunk_size 16 \
+        --left_chunks 4] [--num_threads 1]
+
+Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results) and ``<result_dir>/rtf``, and
+prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read and resampled as in
+training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
+tools/compute-wer.py, as stage 5's.
+"""
+import argparse
+import logging
+import os
+import time
+from typing import Dict, List, Optional
+
+from wenet_udps.config import load_config
+from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
+from wenet_udps.export import sherpa_runtime as rt
+from wenet_udps.utils.cli import UserError, run_cli
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, help="the experiment's train.yaml")
+    p.add_argument("--export_dir", required=True, help="output_dir of export --format sherpa-onnx")
+    p.add_argument("--wav_scp", required=True, help="Kaldi wav.scp: key and audio file per line")
+    p.add_argument("--result_dir", required=True)
+    p.add_argument("--int8", action="store_true", help="the int8 model (model[-streaming].int8.onnx)")
+    p.add_argument("--streaming", action="store_true", help="OnlineRecognizer on model-streaming[.int8].onnx")
+    p.add_argument("--chunk_size", type=int, default=16, help="--streaming: the export's chunk size")
+    p.add_argument("--left_chunks", type=int, default=4, help="--streaming: the export's left chunks")
+    p.add_argument("--num_threads", type=int, default=1)
+    return p
+
+
+def read_wav_scp(path: str) -> List[List[str]]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.strip().split(maxsplit=1)
+            if not parts:
+                continue
+            if len(parts) != 2:
+                raise UserError(f"{path}:{n}: expected 'key path', got {line.strip()!r}")
+            rows.append(parts)
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    config = load_config(args.config)
+    rate = rt.feature_kwargs(config)["sampling_rate"]
+    if args.streaming:
+        rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size, left_chunks=args.left_chunks,
+                                   int8=args.int8, num_threads=args.num_threads)
+        tail = rt.tail_seconds(args.export_dir, args.chunk_size)
+    else:
+        rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    os.makedirs(args.result_dir, exist_ok=True)
+    audio = seconds = 0.0
+    skipped = 0
+    with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
+        for key, path in read_wav_scp(args.wav_scp):
+            try:
+                wav, sr = load_audio(path, name=key)
+            except BadAudioError as e:
+                logging.warning("skipped: %s", e)
+                skipped += 1
+                continue
+            wav = resample(wav, sr, rate)
+            t0 = time.perf_counter()
+            if args.streaming:
+                text = rt.transcribe_online(rec, wav, rate, tail)
+            else:
+                text = rt.transcribe_offline(rec, [wav], rate)[0]
+            seconds += time.perf_counter() - t0
+            audio += len(wav) / rate
+            out.write(f"{key} {text}\n")
+    stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
+             "skipped": skipped}
+    with open(os.path.join(args.result_dir, "rtf"), "w", encoding="utf-8") as f:
+        f.write(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio, {args.num_threads} thread(s))\n")
+    print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio); {skipped} skipped")
+    return stats
+
+
+if __name__ == "__main__":
+    run_cli(main, "wenet_udps.bin.sherpa_decode")

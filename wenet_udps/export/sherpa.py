@@ -1,0 +1,177 @@
+"""Export for sherpa-onnx's WeNet CTC runtime (``OfflineRecognizer`` / ``OnlineRecognizer.from_wenet_ctc``).
+
+Files written to ``output_dir``:
+
+- ``model.onnx`` / ``model.int8.onnx`` (whole utterance): inputs ``x`` (N, T, F) float, ``x_lens`` (N,) int64;
+  outputs by position ``log_probs`` (N, T', V), ``log_probs_lens`` (N,) int64. Metadata ``model_type=wenet_ctc``,
+  ``vocab_size``, ``subsampling_factor``.
+- ``model-streaming.onnx`` / ``model-streaming.int8.onnx`` (streaming models only: ``use_dynamic_chunk`` or
+  ``static_chunk_size > 0``): inputs ``x`` (1, W, F), ``offset`` (1,), ``required_cache_size`` (1,),
+  ``attn_cache`` (L, H, C, 2*d_k), ``conv_cache`` (L, 1, D, K-1), ``attn_mask`` (1, 1, C + chunk) with the fixed
+  cache size C = chunk_size * left_chunks that the runtime allocates; outputs ``log_probs``, ``next_att_cache``,
+  ``next_conv_cache``. Metadata: ``head``, ``num_blocks``, ``output_size``, ``cnn_module_kernel``,
+  ``right_context``, ``subsampling_factor``, ``vocab_size``, ``chunk_size``, ``left_chunks``.
+- ``tokens.txt``: the model's units (``<blank>`` is the blank the runtime looks for).
+
+The int8 files are onnxruntime's dynamic quantisation of the MatMul weights. The graphs are traced, so scaled-dot and
+UDPS attention export alike. Features are not part of the model: see :mod:`wenet_udps.export.sherpa_runtime`.
+"""
+import os
+import shutil
+from typing import Dict
+
+import numpy as np
+import torch
+from torch import nn
+
+from wenet_udps.export.exporter import _onnx_legacy
+from wenet_udps.export.wrappers import chunk_window, initial_caches
+
+
+class SherpaOffline(nn.Module):
+    """forward(x (N, T, F), x_lens (N,) int64) -> log_probs (N, T', V), log_probs_lens (N,) int64."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor, x_lens: torch.Tensor):
+        out, mask = self.model.encoder(x, x_lens, -1, -1)
+        return self.model.ctc_activation(out), mask.squeeze(1).sum(1).to(torch.int64)
+
+
+class SherpaStreaming(nn.Module):
+    """One streaming step in the runtime's layout (batch 1, fixed-size caches).
+
+    The runtime starts ``offset`` at C = chunk_size * left_chunks (its cache is C zeros, masked out until filled)
+    and adds each step's output frames; ``forward_chunk`` counts output frames from 0, so C is taken off here and
+    the positions equal those of our own chunked decoding. ``required_cache_size`` is fixed at export (the caches'
+    size is baked into the graph); the runtime's input is multiplied by 0 only so that the exporter keeps it
+    (the runtime feeds six inputs by position).
+    """
+
+    def __init__(self, model: nn.Module, chunk_size: int, left_chunks: int):
+        super().__init__()
+        if chunk_size <= 0 or left_chunks <= 0:
+            raise ValueError(f"sherpa-onnx streaming needs chunk_size > 0 and left_chunks > 0 (fixed-size caches), "
+                             f"got chunk_size={chunk_size}, left_chunks={left_chunks}")
+        self.model = model
+        self.cache_size = chunk_size * left_chunks
+
+    def forward(self, x, offset, required_cache_size, attn_cache, conv_cache, attn_mask):
+        out, att, cnn = self.model.encoder.forward_chunk(x, offset - self.cache_size + 0 * required_cache_size,
+                                                         self.cache_size, attn_cache, conv_cache, attn_mask)
+        return self.model.ctc_activation(out), att, cnn
+
+
+def is_streaming(model: nn.Module) -> bool:
+    enc = model.encoder
+    return bool(getattr(enc, "use_dynamic_chunk", False) or getattr(enc, "static_chunk_size", 0) > 0)
+
+
+def streaming_meta(model: nn.Module, chunk_size: int, left_chunks: int) -> Dict[str, int]:
+    enc = model.encoder
+    att_cache, cnn_cache = initial_caches(model, chunk_size, left_chunks)
+    return {"head": att_cache.size(1), "num_blocks": att_cache.size(0), "output_size": enc.output_size(),
+            # the runtime allocates conv_cache (L, 1, D, cnn_module_kernel - 1)
+            "cnn_module_kernel": cnn_cache.size(3) + 1, "right_context": enc.embed.right_context,
+            "subsampling_factor": enc.embed.subsampling_rate, "chunk_size": chunk_size, "left_chunks": left_chunks}
+
+
+def add_metadata(path: str, meta: Dict[str, object]) -> None:
+    import onnx
+    proto = onnx.load(path)
+    del proto.metadata_props[:]
+    for key, value in meta.items():
+        proto.metadata_props.add(key=key, value=str(value))
+    onnx.save(proto, path)
+
+
+def quantize_int8(src: str, dst: str) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    quantize_dynamic(model_input=src, model_output=dst, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+
+
+def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str, *, chunk_size: int = 16,
+                  left_chunks: int = 4) -> Dict[str, str]:
+    """Write the files listed in the module docstring; returns file name -> path."""
+    model = model.eval()
+    os.makedirs(output_dir, exist_ok=True)
+    vocab = model.ctc.ctc_lo.out_features
+    common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
+    paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}
+    shutil.copyfile(units, paths["tokens.txt"])
+    g = torch.Generator().manual_seed(0)
+    parts = {"model": (SherpaOffline(model),
+                       (torch.randn(2, 67, input_dim, generator=g), torch.tensor([67, 51], dtype=torch.int64)),
+                       ["x", "x_lens"], ["log_probs", "log_probs_lens"],
+                       {"x": {0: "N", 1: "T"}, "x_lens": {0: "N"}, "log_probs": {0: "N", 1: "T_out"},
+                        "log_probs_lens": {0: "N"}},
+                       {**common, "comment": "non-streaming",
+                        "subsampling_factor": model.encoder.embed.subsampling_rate})}
+    if is_streaming(model):
+        window, _ = chunk_window(model.encoder, chunk_size)
+        att_cache, cnn_cache = initial_caches(model, chunk_size, left_chunks)
+        size = chunk_size * left_chunks
+        mask = torch.ones(1, 1, size + chunk_size, dtype=torch.bool)
+        mask[:, :, :size] = False
+        inputs = (torch.randn(1, window, input_dim, generator=g), torch.tensor([size], dtype=torch.int64),
+                  torch.tensor([size], dtype=torch.int64), att_cache, cnn_cache, mask)
+        parts["model-streaming"] = (SherpaStreaming(model, chunk_size, left_chunks), inputs,
+                                    ["x", "offset", "required_cache_size", "attn_cache", "conv_cache", "attn_mask"],
+                                    ["log_probs", "next_att_cache", "next_conv_cache"], {"x": {1: "T"}},
+                                    {**common, "comment": "streaming",
+                                     **streaming_meta(model, chunk_size, left_chunks)})
+    with torch.no_grad():
+        for name, (module, inputs, in_names, out_names, axes, meta) in parts.items():
+            path = os.path.join(output_dir, f"{name}.onnx")
+            # The TorchScript-based exporter writes one self-contained file (no external weights).
+            _onnx_legacy(module.eval(), inputs, path, in_names, out_names, axes)
+            add_metadata(path, meta)
+            int8 = os.path.join(output_dir, f"{name}.int8.onnx")
+            quantize_int8(path, int8)
+            paths[f"{name}.onnx"], paths[f"{name}.int8.onnx"] = path, int8
+    return paths
+
+
+def _stream_ort(session, model: nn.Module, feats: torch.Tensor, chunk_size: int, left_chunks: int) -> torch.Tensor:
+    """Drive model-streaming.onnx over the full chunks of one utterance (1, T, F) as the runtime does -> (T', V)."""
+    window, stride = chunk_window(model.encoder, chunk_size)
+    att, cnn = (c.numpy() for c in initial_caches(model, chunk_size, left_chunks))
+    size = chunk_size * left_chunks
+    offset, outs = size, []
+    for cur in range(0, feats.size(1) - window + 1, stride):
+        filled = offset - size  # output frames so far; the runtime masks the cache slots not yet filled
+        mask = np.ones((1, 1, size + chunk_size), dtype=bool)
+        mask[:, :, :max(size - filled, 0)] = False
+        logp, att, cnn = session.run(None, {"x": feats[:, cur:cur + window].numpy(),
+                                            "offset": np.array([offset], dtype=np.int64),
+                                            "required_cache_size": np.array([size], dtype=np.int64),
+                                            "attn_cache": att, "conv_cache": cnn, "attn_mask": mask})
+        outs.append(torch.from_numpy(logp[0]))
+        offset += logp.shape[1]
+    return torch.cat(outs)
+
+
+def sherpa_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: torch.Tensor, chunk_size: int,
+                  left_chunks: int) -> Dict[str, float]:
+    """Max abs differences of the fp32 graphs' CTC log-probs (and lengths) against eager PyTorch."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    session = lambda name: ort.InferenceSession(os.path.join(output_dir, name), opts,  # noqa: E731
+                                                providers=["CPUExecutionProvider"])
+    report = {}
+    with torch.no_grad():
+        ref, ref_lens = SherpaOffline(model)(feats, lens.to(torch.int64))
+        got, got_lens = session("model.onnx").run(None, {"x": feats.numpy(), "x_lens": lens.to(torch.int64).numpy()})
+        valid = torch.arange(ref.size(1)).unsqueeze(0) < ref_lens.unsqueeze(1)
+        report["model.onnx"] = float((ref - torch.from_numpy(got)).abs()[valid].max())
+        report["model.onnx_lens"] = float((ref_lens - torch.from_numpy(got_lens)).abs().max())
+        if is_streaming(model):
+            one = feats[:1, :int(lens[0])]
+            stream = _stream_ort(session("model-streaming.onnx"), model, one, chunk_size, left_chunks)
+            eager, _ = model.encoder.forward_chunk_by_chunk(one, chunk_size, left_chunks)
+            eager = model.ctc_activation(eager)[0, :stream.size(0)]
+            report["model-streaming.onnx"] = float((eager - stream).abs().max())
+    return report

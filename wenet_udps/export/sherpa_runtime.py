@@ -1,0 +1,115 @@
+"""sherpa-onnx recognizers whose features match training's fbank, built from train.yaml.
+
+Our fbank (kaldi-native-fbank) uses ``snip_edges=True`` and ``high_freq=0`` (Kaldi's defaults, as WeNet);
+sherpa-onnx's defaults are ``snip_edges=False`` and ``high_freq=-400``, which change the features of every
+utterance (one extra frame, other mel edges). ``from_wenet_ctc`` cannot set them, so these helpers build the
+recognizer config themselves (``FeatureExtractorConfig`` takes both keys), as ``from_wenet_ctc`` does inside::
+
+    import sherpa_onnx
+    from sherpa_onnx.lib._sherpa_onnx import OfflineRecognizer as _Recognizer
+    feat = sherpa_onnx.FeatureExtractorConfig(sampling_rate=16000, feature_dim=80, low_freq=20, high_freq=0,
+                                              snip_edges=True)
+    model = sherpa_onnx.OfflineModelConfig(wenet_ctc=sherpa_onnx.OfflineWenetCtcModelConfig(model="model.onnx"),
+                                           tokens="tokens.txt", model_type="wenet_ctc")
+    rec = sherpa_onnx.OfflineRecognizer.__new__(sherpa_onnx.OfflineRecognizer)
+    rec.config = sherpa_onnx.OfflineRecognizerConfig(feat_config=feat, model_config=model)
+    rec.recognizer = _Recognizer(rec.config)
+
+The offline runtime forces ``dither=1`` (int16 scale) for WeNet models whatever the config says; tests bound what
+that changes. The streaming runtime keeps the config's dither (0 here).
+"""
+import os
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from wenet_udps.dataset.features import FbankConf, feature_dim
+
+# sherpa's feature config has no frame length/shift keys: it always uses Kaldi's 25 ms / 10 ms.
+SHERPA_FRAME = {"frame_length": 25.0, "frame_shift": 10.0}
+
+
+def feature_kwargs(config: Mapping[str, Any]) -> dict:
+    """FeatureExtractorConfig keyword arguments that reproduce training's features (train.yaml ``config``)."""
+    conf = config.get("dataset_conf") or {}
+    if conf.get("feats_type", "fbank") != "fbank":
+        raise ValueError(f"dataset_conf.feats_type {conf['feats_type']!r}: sherpa-onnx's WeNet models take fbank")
+    fbank = {**{k: getattr(FbankConf, k) for k in ("frame_length", "frame_shift")}, **(conf.get("fbank_conf") or {})}
+    for key, value in SHERPA_FRAME.items():
+        if float(fbank[key]) != value:
+            raise ValueError(f"dataset_conf.fbank_conf.{key} is {fbank[key]}: sherpa-onnx always uses {value:g} ms")
+    rate = int((conf.get("resample_conf") or {}).get("resample_rate", 16000))
+    return {"sampling_rate": rate, "feature_dim": feature_dim(conf), "low_freq": 20.0, "high_freq": 0.0,
+            "snip_edges": True, "dither": 0.0}
+
+
+def offline_recognizer(export_dir: str, config: Mapping[str, Any], *, int8: bool = False, num_threads: int = 1,
+                       features: Mapping[str, Any] = None):
+    """``sherpa_onnx.OfflineRecognizer`` on ``model[.int8].onnx`` with training's features (or ``features``)."""
+    import sherpa_onnx
+    from sherpa_onnx.lib._sherpa_onnx import OfflineRecognizer as _Recognizer
+    model = sherpa_onnx.OfflineModelConfig(
+        wenet_ctc=sherpa_onnx.OfflineWenetCtcModelConfig(model=_model(export_dir, "model", int8)),
+        tokens=os.path.join(export_dir, "tokens.txt"), num_threads=num_threads, model_type="wenet_ctc")
+    rec = sherpa_onnx.OfflineRecognizer.__new__(sherpa_onnx.OfflineRecognizer)
+    rec.config = sherpa_onnx.OfflineRecognizerConfig(
+        feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model)
+    rec.recognizer = _Recognizer(rec.config)
+    return rec
+
+
+def online_recognizer(export_dir: str, config: Mapping[str, Any], *, chunk_size: int, left_chunks: int,
+                      int8: bool = False, num_threads: int = 1, features: Mapping[str, Any] = None):
+    """``sherpa_onnx.OnlineRecognizer`` on ``model-streaming[.int8].onnx`` with training's features."""
+    import sherpa_onnx
+    from sherpa_onnx.lib import _sherpa_onnx as lib  # the online config classes are not re-exported
+    model = lib.OnlineModelConfig(
+        wenet_ctc=lib.OnlineWenetCtcModelConfig(model=_model(export_dir, "model-streaming", int8),
+                                                chunk_size=chunk_size, num_left_chunks=left_chunks),
+        tokens=os.path.join(export_dir, "tokens.txt"), num_threads=num_threads)
+    rec = sherpa_onnx.OnlineRecognizer.__new__(sherpa_onnx.OnlineRecognizer)
+    rec.config = lib.OnlineRecognizerConfig(
+        feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model,
+        enable_endpoint=False, decoding_method="greedy_search")
+    rec.recognizer = lib.OnlineRecognizer(rec.config)
+    return rec
+
+
+def _model(export_dir: str, name: str, int8: bool) -> str:
+    path = os.path.join(export_dir, f"{name}{'.int8' if int8 else ''}.onnx")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: export with python -m wenet_udps.bin.export --format sherpa-onnx")
+    return path
+
+
+def transcribe_offline(rec, wavs: Sequence[np.ndarray], sample_rate: int) -> list:
+    """Transcripts of int16-scale waveforms (the runtime scales [-1, 1] samples by 32768 for WeNet models)."""
+    streams = []
+    for wav in wavs:
+        s = rec.create_stream()
+        s.accept_waveform(sample_rate, np.asarray(wav, dtype=np.float32) / 32768.0)
+        streams.append(s)
+    rec.decode_streams(streams)
+    return [s.result.text for s in streams]
+
+
+def tail_seconds(export_dir: str, chunk_size: int) -> float:
+    """Silence to append so that the streaming runtime, which decodes whole chunks only, also decodes the frames
+    of the last, partial chunk (our chunked decoding takes it as it is): one chunk window of 10 ms frames."""
+    import onnxruntime as ort
+    meta = ort.InferenceSession(_model(export_dir, "model-streaming", False),
+                                providers=["CPUExecutionProvider"]).get_modelmeta().custom_metadata_map
+    window = (chunk_size - 1) * int(meta["subsampling_factor"]) + int(meta["right_context"]) + 1
+    return window * SHERPA_FRAME["frame_shift"] / 1000.0
+
+
+def transcribe_online(rec, wav: np.ndarray, sample_rate: int, tail_seconds: float = 0.0) -> str:
+    """One utterance through the streaming recognizer; ``tail_seconds`` of silence flush the last chunk."""
+    s = rec.create_stream()
+    s.accept_waveform(sample_rate, np.asarray(wav, dtype=np.float32) / 32768.0)
+    if tail_seconds > 0:
+        s.accept_waveform(sample_rate, np.zeros(int(tail_seconds * sample_rate), dtype=np.float32))
+    s.input_finished()
+    while rec.is_ready(s):
+        rec.decode_stream(s)
+    return rec.get_result(s)
