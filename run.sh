@@ -57,6 +57,11 @@ reverse_weight=0.0      # right-to-left decoder weight (bitransformer)
 decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a streaming conf, e.g. *_u2pp_*)
 num_decoding_left_chunks=-1
 decode_batch_size=16
+loso=false              # fsdd: true = leave-one-speaker-out, a model per held-out speaker, variant and seed (--seeds,
+                        # default "1 2"), scored on that speaker; 5 speakers x 2 variants x 2 seeds: about 2 h here
+                        # (2 cores). <dir>/RESULTS.md and loso.png; recipes/fsdd/loso.sh
+loso_compare=           # with --loso: an earlier LOSO exp dir over the same folds (old conf) for paired tests
+args_given=("$@")
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"
 
@@ -104,6 +109,14 @@ case ${att_udps} in
 esac
 config=${config:-${default_config}}
 [[ -f ${config} ]] || die "config ${config} not found; pick one under conf/${corpus}/"
+one_of loso "${loso}" true false
+if [[ ${loso} == true ]]; then
+  [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
+  exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
+    --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
+    --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
+    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}"
+fi
 data=${data:-data/${corpus}}
 download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}

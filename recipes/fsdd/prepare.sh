@@ -4,6 +4,7 @@
 # download.sh; DOWNLOAD_DIR may also be the recordings folder itself) into DATA_DIR/{train,dev,test}.
 # Test utterances use only recordings with index in --test_indices, train/dev the others. --unseen_speaker is
 # held out of train/dev/test and makes DATA_DIR/test_unseen on its own ('none': every speaker trains).
+# --dev_speaker makes dev of one more held-out speaker, so settings are chosen on a voice never heard in training.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
@@ -16,6 +17,7 @@ num_dev=200
 num_test=300
 unseen_speaker=yweweler  # one of george jackson nicolas theo yweweler, or none
 num_test_unseen=300
+dev_speaker=none    # a training speaker held out as dev alone (a speaker-disjoint dev set), or none
 test_indices=0-4
 train_indices=5-49
 noise=1             # add white/pink noise at 20-40 dB SNR
@@ -31,7 +33,7 @@ require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS
 python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
   --out "${data_dir}" --rate "${rate}" --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" \
   --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}" \
-  --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}"
+  --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}" --dev_speaker "${dev_speaker}"
 sets="train dev test"; [[ ${unseen_speaker} != none ]] && sets+=" test_unseen"
 for x in ${sets}; do
   check_kaldi_dir "${data_dir}/${x}"

@@ -104,3 +104,35 @@ def test_without_unseen_speaker_every_speaker_trains(tmp_path, fsdd_dir):
 def test_unknown_unseen_speaker_lists_the_valid_ones(tmp_path, fsdd_dir):
     with pytest.raises(ValueError, match="unknown unseen speaker 'nobody'; valid: george, jackson"):
         fsdd.build(fsdd_dir, tmp_path, seed=3, counts=dict(COUNTS, test_unseen=2), unseen_speaker="nobody")
+
+
+def test_dev_speaker_makes_a_speaker_disjoint_dev_set(tmp_path, fsdd_dir):
+    counts = dict(COUNTS, test_unseen=4)
+    fsdd.build(fsdd_dir, tmp_path, seed=3, counts=counts, unseen_speaker="yweweler", dev_speaker="theo")
+    assert _speakers(tmp_path, "dev") == {"theo"}
+    for split in ("train", "test", "test_unseen"):
+        assert "theo" not in _speakers(tmp_path, split)
+    # dev uses the training index range only: test recordings stay unheard by every set but test
+    indices = {int(f.rsplit("_", 1)[1][:-4]) for files in read_table(tmp_path / "dev" / "sources").values()
+               for f in files.split(",")}
+    assert min(indices) >= 5
+
+
+@pytest.mark.parametrize("unseen, dev, match", [
+    ("theo", "theo", "cannot be both"),
+    ("yweweler", "nobody", "unknown dev speaker 'nobody'; valid: george"),
+])
+def test_bad_dev_speaker(tmp_path, fsdd_dir, unseen, dev, match):
+    with pytest.raises(ValueError, match=match):
+        fsdd.build(fsdd_dir, tmp_path, seed=3, counts=dict(COUNTS, test_unseen=2), unseen_speaker=unseen,
+                   dev_speaker=dev)
+
+
+def test_split_streams_are_independent(tmp_path, fsdd_dir):
+    """A bigger train set leaves dev, test and test_unseen as they were (two confs' tests stay paired)."""
+    counts = dict(COUNTS, test_unseen=4)
+    fsdd.build(fsdd_dir, tmp_path / "a", seed=3, counts=counts, unseen_speaker="theo")
+    fsdd.build(fsdd_dir, tmp_path / "b", seed=3, counts=dict(counts, train=30), unseen_speaker="theo")
+    for split in ("dev", "test", "test_unseen"):
+        assert read_table(tmp_path / "a" / split / "sources") == read_table(tmp_path / "b" / split / "sources")
+    assert len(read_table(tmp_path / "b" / "train" / "text")) == 30

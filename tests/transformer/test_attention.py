@@ -23,7 +23,8 @@ def _split(x):
 
 def _eff(m, name):
     p = getattr(m, name)
-    return p * p if getattr(m, "alpha_form", "linear") == "squared" else p
+    form = getattr(m, "alpha_form", "linear")
+    return p * p if form == "squared" else p.exp() if form == "log" else p
 
 
 def reference_forward(name, m, query, key, value, mask, pos_emb):
@@ -83,6 +84,8 @@ VARIANTS = [(name, {}) for name in ATTENTION_CLASSES] + [
     ("udps_selfattn", {"alpha_per_head": False}),
     ("rel_udps_selfattn", {"pos_norm": "qp"}),
     ("rel_udps_selfattn", {"alpha_form": "squared", "alpha_per_head": False}),
+    ("rel_udps_selfattn", {"alpha_form": "log", "alpha_init": 20.0, "beta_init": 2.0}),
+    ("udps_crossattn", {"alpha_form": "log"}),
 ]
 
 
@@ -227,7 +230,12 @@ def test_udps_options_and_bad_values():
     assert torch.equal(rel.effective_scales()["alpha"], torch.full((4,), 5.0))
     assert torch.equal(rel.effective_scales()["beta"], torch.full((4,), 5.0))
     assert not hasattr(rel, "pos_bias_u")
-    with pytest.raises(ValueError, match="alpha_form.*linear, squared"):
+    lg = ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16, alpha_form="log", alpha_init=20.0)
+    torch.testing.assert_close(lg.effective_scales()["alpha"], torch.full((4,), 20.0))
+    torch.testing.assert_close(lg.alpha.detach(), torch.full((4,), math.log(20.0)))
+    with pytest.raises(ValueError, match="beta_init must be > 0 with alpha_form 'log'"):
+        ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16, alpha_form="log", beta_init=0.0)
+    with pytest.raises(ValueError, match="alpha_form.*linear, squared, log"):
         ATTENTION_CLASSES["udps_selfattn"](n_head=4, n_feat=16, alpha_form="cubic")
     with pytest.raises(ValueError, match="pos_norm.*qk, qp"):
         ATTENTION_CLASSES["rel_udps_selfattn"](n_head=4, n_feat=16, pos_norm="pp")

@@ -125,23 +125,33 @@ def build_split(split: str, count: int, inv: Inventory, out_dir: Path, rng: np.r
     return rows, sources, seconds
 
 
-def hold_out(pools: Dict[str, Inventory], everything: Inventory, speaker: Optional[str]) -> Dict[str, Inventory]:
-    """Remove ``speaker`` from every pool and add the ``test_unseen`` pool (all of that speaker's recordings)."""
-    if speaker is None:
-        return pools
-    if speaker not in everything:
-        raise ValueError(f"unknown unseen speaker {speaker!r}; valid: {', '.join(sorted(everything))} (or none)")
-    pools = {split: {s: d for s, d in inv.items() if s != speaker} for split, inv in pools.items()}
+def hold_out(pools: Dict[str, Inventory], everything: Inventory, speaker: Optional[str],
+             dev_speaker: Optional[str] = None) -> Dict[str, Inventory]:
+    """Remove ``speaker`` from every pool and add the ``test_unseen`` pool (all of that speaker's recordings).
+
+    ``dev_speaker``: the dev pool becomes that speaker alone (its train-index recordings), removed from train and
+    test, so that settings are chosen on a voice the model never heard (a speaker-disjoint dev set)."""
+    for who, what in ((speaker, "unseen speaker"), (dev_speaker, "dev speaker")):
+        if who is not None and who not in everything:
+            raise ValueError(f"unknown {what} {who!r}; valid: {', '.join(sorted(everything))} (or none)")
+    if speaker is not None and speaker == dev_speaker:
+        raise ValueError(f"{speaker!r} cannot be both the unseen speaker and the dev speaker")
+    gone = {speaker, dev_speaker} - {None}
+    dev_pool = {dev_speaker: pools["dev"][dev_speaker]} if dev_speaker is not None else None
+    pools = {split: {s: d for s, d in inv.items() if s not in gone} for split, inv in pools.items()}
+    if dev_pool is not None:
+        pools["dev"] = dev_pool
     if not all(pools.values()):
-        raise ValueError(f"holding out {speaker!r} leaves no speaker for training")
-    pools[UNSEEN_SPLIT] = {speaker: everything[speaker]}
+        raise ValueError(f"holding out {', '.join(sorted(gone))} leaves no speaker for training")
+    if speaker is not None:
+        pools[UNSEEN_SPLIT] = {speaker: everything[speaker]}
     return pools
 
 
 def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], rate: int = FSDD_RATE,
           test_indices: range = range(0, 5), train_indices: range = range(5, 50), min_digits: int = 2,
           max_digits: int = 7, noise: bool = True, snr_range: Tuple[float, float] = (20.0, 40.0),
-          unseen_speaker: Optional[str] = None) -> Dict[str, float]:
+          unseen_speaker: Optional[str] = None, dev_speaker: Optional[str] = None) -> Dict[str, float]:
     """Write train, dev, test (and ``test_unseen`` with ``unseen_speaker``); returns seconds of audio per split.
 
     ``counts`` needs an entry for every split written."""
@@ -154,11 +164,15 @@ def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], r
     pools["dev"] = pools["train"]
     everything = scan_recordings(fsdd_dir, range(min(test_indices.start, train_indices.start),
                                                  max(test_indices.stop, train_indices.stop)))
-    pools = hold_out(pools, everything, unseen_speaker)
-    rng = np.random.default_rng(seed)
+    pools = hold_out(pools, everything, unseen_speaker, dev_speaker)
     cache = RecordingCache()
     seconds = {}
-    for split in [s for s in (*SPLITS, UNSEEN_SPLIT) if s in pools]:  # fixed order: the rng draws in it
+    for index, split in enumerate((*SPLITS, UNSEEN_SPLIT)):
+        if split not in pools:
+            continue
+        # Each split draws from its own stream: changing one split's size (--num_train) leaves the others, and
+        # so the test sets that compare two confs, unchanged.
+        rng = np.random.default_rng([seed, index])
         rows, sources, seconds[split] = build_split(
             split, counts[split], pools[split], out_dir, rng, cache, rate=rate, min_digits=min_digits,
             max_digits=max_digits, noise=noise, snr_range=snr_range)
@@ -178,6 +192,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--unseen_speaker", default=DEFAULT_UNSEEN_SPEAKER,
                         help="speaker held out of train/dev/test for the test_unseen set; 'none': no such set")
     parser.add_argument("--num_test_unseen", type=int, default=300)
+    parser.add_argument("--dev_speaker", default="none",
+                        help="a training speaker whose recordings alone make dev (held out of train and test): "
+                             "a speaker-disjoint dev set; 'none': dev draws from the training speakers")
     parser.add_argument("--rate", type=int, default=FSDD_RATE, choices=[8000, 16000], help="output sample rate")
     parser.add_argument("--test_indices", type=parse_range, default=range(0, 5), help="e.g. 0-4")
     parser.add_argument("--train_indices", type=parse_range, default=range(5, 50), help="e.g. 5-49")
@@ -195,7 +212,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seconds = build(args.fsdd_dir, args.out, seed=args.seed, counts=counts, rate=args.rate,
                         test_indices=args.test_indices, train_indices=args.train_indices,
                         min_digits=args.min_digits, max_digits=args.max_digits, noise=bool(args.noise),
-                        snr_range=(args.snr_min, args.snr_max), unseen_speaker=unseen)
+                        snr_range=(args.snr_min, args.snr_max), unseen_speaker=unseen,
+                        dev_speaker=None if args.dev_speaker == "none" else args.dev_speaker)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

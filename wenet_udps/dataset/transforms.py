@@ -1,4 +1,5 @@
-"""Per-utterance processing: read -> resample -> filter -> speed perturb -> features -> spec_aug/sub/trim.
+"""Per-utterance processing: read -> resample -> filter -> speed perturb -> reverb/noise/volume -> features ->
+spec_aug/sub/trim.
 
 ``UtteranceProcessor`` validates ``dataset_conf`` once (against :class:`DatasetConf`), so the per-utterance path
 does no config work.
@@ -9,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
-from wenet_udps.dataset import features
+from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
     shuffle_buffer, sort_buffer
@@ -27,6 +28,7 @@ class SpeedPerturbConf:
 
 
 _AUG_SUPPLIED = ("feats", "rng")
+_WAVE_SUPPLIED = ("wav", "sr", "rng")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,12 @@ class DatasetConf:
     resample_conf: Optional[dict] = section(ResampleConf)
     speed_perturb: bool = False
     speed_perturb_conf: Optional[dict] = section(SpeedPerturbConf)
+    reverb_aug: bool = False
+    reverb_aug_conf: Optional[dict] = section(wave_aug.reverb_aug, supplied=_WAVE_SUPPLIED)
+    noise_aug: bool = False
+    noise_aug_conf: Optional[dict] = section(wave_aug.noise_aug, supplied=_WAVE_SUPPLIED)
+    volume_aug: bool = False
+    volume_aug_conf: Optional[dict] = section(wave_aug.volume_aug, supplied=_WAVE_SUPPLIED)
     feats_type: str = "fbank"
     fbank_conf: Optional[dict] = section(FbankConf)
     mfcc_conf: Optional[dict] = section(MfccConf)
@@ -80,6 +88,8 @@ class UtteranceProcessor:
         speeds: List[float] = list((conf.get("speed_perturb_conf") or {}).get("speeds", SpeedPerturbConf.speeds))
         self.speeds = speeds if conf.get("speed_perturb", False) else [1.0]
         self.feat_dim = feature_dim(conf)
+        self.wave_augmentations = [(func, wave_aug.check_wave_aug(name, dict(conf.get(f"{name}_conf") or {})))
+                                   for name, func in wave_aug.WAVE_AUGMENTATIONS.items() if conf.get(name, False)]
         self.augmentations = [(func, dict(conf.get(f"{name}_conf") or {}))
                               for name, func in (("spec_aug", features.spec_aug), ("spec_sub", features.spec_sub),
                                                  ("spec_trim", features.spec_trim)) if conf.get(name, False)]
@@ -98,6 +108,8 @@ class UtteranceProcessor:
         wav = resample(wav, sr, self.sample_rate)
         if len(self.speeds) > 1:
             wav = speed_perturb(wav, self.sample_rate, float(self.speeds[int(rng.integers(len(self.speeds)))]))
+        for func, kwargs in self.wave_augmentations:
+            wav = func(wav, self.sample_rate, rng, **kwargs)
         feat = compute_features(wav, self.sample_rate, self.conf, rng)
         if not np.isfinite(feat).all():
             raise BadAudioError(f"non-finite features for {sample['key']}")

@@ -156,21 +156,28 @@ class RelPositionMultiHeadedAttention(MultiHeadedAttention):
                                     scale=1.0 / math.sqrt(self.d_k))
 
 
-ALPHA_FORMS = ("linear", "squared")
+# How a learnable score scale is stored: form -> (stored value of an initial scale, effective scale of the stored
+# parameter). Adam moves a parameter by about the learning rate per step, whatever its size: a ``linear`` scale of
+# 5 changes by ~0.02 % a step and in practice stays near its init (docs/fsdd_generalisation.md); ``log`` stores
+# log(scale), so each step changes the scale by a fraction of itself, as weight matrices' norms change.
+ALPHA_FORMS = {
+    "linear": (float, lambda p: p),                  # the reference: as is, its sign may flip
+    "squared": (math.sqrt, torch.square),            # stays positive
+    "log": (math.log, torch.exp),                    # stays positive, relative updates
+}
 POS_NORMS = ("qk", "qp")
 
 
 def _scale_parameter(*, n_head: int, init: float, form: str, per_head: bool, name: str) -> nn.Parameter:
-    """A learnable score scale, per head (H,) or shared (1,), stored so its effective value starts at ``init``.
-
-    ``form`` ``linear`` uses the parameter as is (the reference; its sign can flip), ``squared`` uses its square
-    (keeps the scale positive).
-    """
+    """A learnable score scale, per head (H,) or shared (1,), stored so its effective value starts at ``init``
+    (``form``: see :data:`ALPHA_FORMS`)."""
     if form not in ALPHA_FORMS:
         raise ValueError(f"unknown udps_conf.alpha_form {form!r}; valid choices: {', '.join(ALPHA_FORMS)}")
     if form == "squared" and init < 0:
         raise ValueError(f"udps_conf.{name}_init must be >= 0 with alpha_form 'squared', got {init}")
-    start = math.sqrt(init) if form == "squared" else init
+    if form == "log" and init <= 0:
+        raise ValueError(f"udps_conf.{name}_init must be > 0 with alpha_form 'log', got {init}")
+    start = ALPHA_FORMS[form][0](init)
     return nn.Parameter(torch.full((n_head if per_head else 1,), float(start)))
 
 
@@ -194,7 +201,7 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         self.eps = eps
 
     def _effective(self, param: torch.Tensor) -> torch.Tensor:
-        return param.square() if self.alpha_form == "squared" else param
+        return ALPHA_FORMS[self.alpha_form][1](param)
 
     def key_terms(self, k: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Keys (B, H, T2, d_k) -> numerator keys 4 alpha k (B, H, T2, d_k) and key norms (B, H, T2) in float32."""

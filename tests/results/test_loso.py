@@ -1,0 +1,82 @@
+"""wenet_udps.results.loso: per-fold and pooled unseen-speaker WER, and the paired tests pooled over folds and seeds."""
+import pytest
+
+from wenet_udps.results import loso
+
+REFS = {"ann": ["ONE TWO", "THREE FOUR"], "bob": ["FIVE SIX", "SEVEN EIGHT"]}
+
+
+def write(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k} {t}\n" for k, t in lines), encoding="utf-8")
+
+
+def make(tmp_path, hyps, modes=("attention",)):
+    """hyps[(fold, variant, seed)] = list of transcripts, in REFS order."""
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    for fold, texts in REFS.items():
+        write(data / fold / "test_unseen" / "text", [(f"{fold}_u{i}", t) for i, t in enumerate(texts)])
+    for (fold, variant, seed), texts in hyps.items():
+        for mode in modes:
+            write(exp / f"{fold}_{variant}_seed{seed}" / "test_unseen" / mode / "text",
+                  [(f"{fold}_u{i}", t) for i, t in enumerate(texts)])
+    return exp, data
+
+
+def perfect(fold):
+    return REFS[fold]
+
+
+def test_rates_per_fold_pooled_and_paired(tmp_path):
+    hyps = {}
+    for seed in (1, 2):
+        for fold in REFS:
+            hyps[(fold, "scaled_dot", seed)] = perfect(fold)
+        # UDPS: one word wrong on ann in seed 1, both ann utterances wrong by a word in seed 2; bob perfect.
+        hyps[("ann", "udps", seed)] = ["ONE TOO", "THREE FOUR"] if seed == 1 else ["ONE TOO", "THREE FOR"]
+        hyps[("bob", "udps", seed)] = perfect("bob")
+    exp, data = make(tmp_path, hyps)
+    run = loso.load(exp, data, ["attention"])
+    assert run.folds == ["ann", "bob"] and run.variants() == ["scaled_dot", "udps"]
+    assert loso.rate(run.errors["udps"][1]["attention"]["ann"]) == 25.0
+    assert [loso.rate(r) for r in run.pooled("udps", "attention")] == [12.5, 25.0]
+    text = loso.report(run, ["attention"])
+    assert "| attention | udps | 37.50 ± 17.68 | 0.00 ± 0.00 | 18.75 ± 8.84 |" in text
+    assert "| attention | scaled_dot | 0.00 ± 0.00 | 0.00 ± 0.00 | 0.00 ± 0.00 |" in text
+    cmp = loso.paired(run, "scaled_dot", run, "udps", "attention")
+    assert cmp.num_utts == 4 and cmp.num_seeds == 2 and cmp.difference == pytest.approx(18.75)
+    plot = tmp_path / "loso.png"
+    loso.plot(run, ["attention"], plot)
+    assert plot.stat().st_size > 0
+
+
+def test_against_an_older_run(tmp_path):
+    new = {(f, v, 1): perfect(f) for f in REFS for v in ("scaled_dot", "udps")}
+    old = dict(new)
+    old[("ann", "udps", 1)] = ["ONE", "THREE"]
+    exp, data = make(tmp_path / "new", new)
+    old_exp, _ = make(tmp_path / "old", old)
+    text = loso.report(loso.load(exp, data, ["attention"]), ["attention"], loso.load(old_exp, data, ["attention"]),
+                       "old conf")
+    assert "udps attention: this run 0.00 % vs old conf 25.00 %" in text
+    assert "udps - scaled_dot attention: old conf +25.00 points" in text
+
+
+def test_a_fold_missing_a_model_is_an_error(tmp_path):
+    hyps = {(f, v, 1): perfect(f) for f in REFS for v in ("scaled_dot", "udps")}
+    del hyps[("bob", "udps", 1)]
+    exp, data = make(tmp_path, hyps)
+    with pytest.raises(ValueError, match="udps seed 1: fold\\(s\\) bob have no model"):
+        loso.load(exp, data, ["attention"])
+
+
+def test_a_missing_mode_names_the_file(tmp_path):
+    exp, data = make(tmp_path, {(f, "scaled_dot", 1): perfect(f) for f in REFS})
+    with pytest.raises(ValueError, match="missing .*ann_scaled_dot_seed1/test_unseen/attention_rescoring/text"):
+        loso.load(exp, data, ["attention_rescoring"])
+
+
+def test_cli_exit_2_without_folds(tmp_path, capsys):
+    assert loso.main(["--exp_root", str(tmp_path), "--data_root", str(tmp_path / "none"),
+                      "--out", str(tmp_path / "R.md")]) == 2
+    assert "no LOSO folds" in capsys.readouterr().err

@@ -1,0 +1,53 @@
+"""run.sh --loso true end to end: three speakers' FSDD recordings, one tiny model per fold, variant and seed."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.test_run_sh import ROOT, TINY_MODEL
+
+
+@pytest.mark.slow
+def test_loso_over_three_speakers(tmp_path, fsdd_dir):
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    for wav in fsdd_dir.glob("*.wav"):
+        if wav.name.split("_")[1] in ("george", "jackson", "theo"):
+            (recordings / wav.name).symlink_to(wav)
+    exp, data = tmp_path / "exp" / "loso", tmp_path / "data"
+    args = ["--corpus", "fsdd", "--loso", "true", "--fsdd_dir", str(recordings), "--seeds", "1",
+            "--download_dir", str(tmp_path / "dl"), "--data", str(data), "--dir", str(exp),
+            "--prepare_opts", "--num_train 12 --num_dev 2 --num_test 2 --num_test_unseen 4",
+            "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2", "--num_workers", "1",
+            "--decode_batch_size", "4"]
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "LOSO over 3 speakers: george jackson theo" in proc.stderr
+    for spk in ("george", "jackson", "theo"):
+        # The fold's model never heard its speaker: not in train, not in dev.
+        for split in ("train", "dev"):
+            keys = (data / spk / split / "text").read_text().split("\n")
+            assert not any(k.startswith(spk + "_") for k in keys)
+        unseen = (data / spk / "test_unseen" / "text").read_text().splitlines()
+        assert {line.split("_")[0] for line in unseen} == {spk}
+        for variant in ("scaled_dot", "udps"):
+            assert (exp / f"{spk}_{variant}_seed1" / "test_unseen" / "attention_rescoring" / "text").is_file()
+    results = (exp / "RESULTS.md").read_text()
+    assert re.search(r"^\| attention_rescoring \| udps \|", results, re.M)
+    assert "pooled over folds and seeds" in results and "over 12 utterances x 1 seeds" in results
+    assert (exp / "loso.png").stat().st_size > 0
+    # Rerun: every fold is done, nothing is retrained.
+    again = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    log = (exp / "george.log").read_text()
+    assert log.count("final.pt exists, skipping") == 2 and log.count("stage 4: train ") == 2
+
+
+def test_loso_needs_fsdd():
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "tiny_zh", "--loso", "true"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "--loso true needs speakers to hold out: only --corpus fsdd has them" in proc.stderr.splitlines()[-1]
