@@ -1,4 +1,4 @@
-"""run.sh --loso true end to end: three speakers' FSDD recordings, one tiny model per fold, variant and seed."""
+"""run.sh --loso true end to end: two speakers' FSDD recordings, one tiny model per fold, variant and seed."""
 import re
 import subprocess
 from pathlib import Path
@@ -9,11 +9,11 @@ from tests.test_run_sh import ROOT, TINY_MODEL
 
 
 @pytest.mark.slow
-def test_loso_over_three_speakers(tmp_path, fsdd_dir):
+def test_loso_over_two_speakers(tmp_path, fsdd_dir):
     recordings = tmp_path / "recordings"
     recordings.mkdir()
     for wav in fsdd_dir.glob("*.wav"):
-        if wav.name.split("_")[1] in ("george", "jackson", "theo"):
+        if wav.name.split("_")[1] in ("george", "theo"):
             (recordings / wav.name).symlink_to(wav)
     exp, data = tmp_path / "exp" / "loso", tmp_path / "data"
     args = ["--corpus", "fsdd", "--loso", "true", "--fsdd_dir", str(recordings), "--seeds", "1",
@@ -24,8 +24,8 @@ def test_loso_over_three_speakers(tmp_path, fsdd_dir):
     proc = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "LOSO over 3 speakers: george jackson theo" in proc.stderr
-    for spk in ("george", "jackson", "theo"):
+    assert "LOSO over 2 speakers: george theo" in proc.stderr
+    for spk in ("george", "theo"):
         # The fold's model never heard its speaker: not in train, not in dev.
         for split in ("train", "dev"):
             keys = (data / spk / split / "text").read_text().split("\n")
@@ -36,7 +36,7 @@ def test_loso_over_three_speakers(tmp_path, fsdd_dir):
             assert (exp / f"{spk}_{variant}_seed1" / "test_unseen" / "attention_rescoring" / "text").is_file()
     results = (exp / "RESULTS.md").read_text()
     assert re.search(r"^\| attention_rescoring \| udps \|", results, re.M)
-    assert "pooled over folds and seeds" in results and "over 12 utterances x 1 seeds" in results
+    assert "pooled over folds and seeds" in results and "over 8 utterances x 1 seeds" in results
     assert (exp / "loso.png").stat().st_size > 0
     # Rerun: every fold is done, nothing is retrained.
     again = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
