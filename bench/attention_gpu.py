@@ -7,11 +7,14 @@ flash backend. Peak MiB = ``max_memory_allocated`` growth over one forward+backw
 
 | implementation | what |
 |---|---|
-| sdpa flash (no mask) | ``F.scaled_dot_product_attention`` forced to the flash backend; flash takes no mask, so it attends to the padding too |
-| sdpa (masked) | ``scaled_dot_attention`` as ``selfattn`` runs it: SDPA with the boolean mask (torch picks the backend) |
+| sdpa flash (no mask) | ``F.scaled_dot_product_attention`` forced to the flash backend; flash takes no mask, so it \
+attends to the padding too |
+| sdpa (masked) | ``scaled_dot_attention`` as ``selfattn`` runs it: SDPA with the boolean mask (torch picks the \
+backend) |
 | udps triton | ``triton_udps.udps_attention_triton`` with the mask (what the UDPS modules run on CUDA) |
 | udps triton (no mask) | the same without a mask: the like-for-like comparison with flash |
-| udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
+| udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from \
+norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
 | udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
 
     python bench/attention_gpu.py --out docs/bench_attention_gpu.md

@@ -122,7 +122,8 @@ def main() -> None:
              f"d_k={args.d_k}, key padding mask; per call: median of {args.repeats} interleaved repeats; "
              f"scores per call = B*H*T^2 (the dispatch compiles at >= {TILED_MIN_SCORES}).", "",
              "| T | scores per call | pass | sdpa ms | udps reference ms | tiled compiled ms | tiled eager ms | "
-             "compile cold s | compile warm s | break-even calls (cold / warm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "compile cold s | compile warm s | break-even calls (cold / warm) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for t in args.T:
         cost = ("", "")
         if args.compile_cost:
