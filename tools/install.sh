@@ -13,7 +13,7 @@ help_message="Usage: $0 [--espeak_ng true]"
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected arguments: $* ($0 --help for usage)"
 
-min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (README)
+min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (docs/experiments.md)
 venv_hint="python3 -m venv ~/venvs/wenet_udps && . ~/venvs/wenet_udps/bin/activate"
 
 command -v python3 >/dev/null 2>&1 || die "python3 not found: install Python >= 3.10 with pip and venv" \
