@@ -13,8 +13,6 @@ import argparse
 import functools
 import json
 import math
-import random
-import statistics
 import subprocess
 import sys
 import time
@@ -28,11 +26,10 @@ from wenet_udps.utils.omp import short_spin  # noqa: E402
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
+from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
 from wenet_udps.kernels import cpu_tiled  # noqa: E402
 from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
-
-ALPHA = 10.0
 
 
 def naive_scaled_dot(q, k, v, mask):
@@ -44,65 +41,26 @@ def naive_scaled_dot(q, k, v, mask):
     return torch.matmul(attn, v)
 
 
-def _udps(kernel: Callable) -> Callable:
-    """Wrap a UDPS kernel as the attention module calls it: k_num = 4 alpha k, k_norm = |k| in float32."""
-    def run(q, k, v, mask):
-        return kernel(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k.float(), dim=-1), v, mask=mask)
-    return run
-
-
 IMPLS: Dict[str, Callable] = {
     "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
     "naive scaled-dot": naive_scaled_dot,
-    "udps reference": _udps(udps_attention_reference),
-    "udps tiled (compiled)": _udps(cpu_tiled.udps_attention_tiled),
-    "udps tiled (eager)": _udps(functools.partial(cpu_tiled.udps_attention_tiled, compiled=False)),
-    "udps (dispatch)": _udps(udps_attention),
+    "udps reference": udps_call(udps_attention_reference),
+    "udps tiled (compiled)": udps_call(cpu_tiled.udps_attention_tiled),
+    "udps tiled (eager)": udps_call(functools.partial(cpu_tiled.udps_attention_tiled, compiled=False)),
+    "udps (dispatch)": udps_call(udps_attention),
 }
 BASELINE = "sdpa (scaled-dot)"
 
 
-def make_inputs(batch: int, heads: int, t: int, d_k: int, dtype: torch.dtype, device: str, seed: int = 0):
-    """q, k, v (B, H, T, d_k) and a key padding mask (B, 1, T) with lengths drawn in [T/2, T], one of them T."""
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype) for _ in range(3))
-    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
-    lengths[0] = t
-    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1).to(device)
-    return q, k, v, mask, torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype)
-
-
-def _step(fn: Callable, q, k, v, mask, grad, backward: bool) -> None:
-    if not backward:
-        with torch.no_grad():
-            fn(q, k, v, mask)
-        return
-    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-    fn(*leaves, mask).backward(grad)
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+def inputs_for(t: int, args):
+    """q, k, v, grad, mask of the benchmark's shapes (see _harness.make_inputs)."""
+    return make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)[:5]
 
 
 def time_config(names: List[str], t: int, args, backward: bool) -> Dict[str, float]:
     """Median seconds per implementation, repeats interleaved in shuffled order."""
-    q, k, v, mask, grad = make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)
-    times: Dict[str, List[float]] = {name: [] for name in names}
-    for name in names:  # warm-up
-        _step(IMPLS[name], q, k, v, mask, grad, backward)
-    rng = random.Random(t)
-    for _ in range(args.repeats):
-        order = list(names)
-        rng.shuffle(order)
-        for name in order:
-            _sync(args.device)
-            start = args.clock()
-            _step(IMPLS[name], q, k, v, mask, grad, backward)
-            _sync(args.device)
-            times[name].append(args.clock() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return interleaved_medians(IMPLS, inputs_for(t, args), backward, args.repeats, seed=t, names=names,
+                               clock=args.clock, cuda=args.device == "cuda")
 
 
 def _status_mib(field: str) -> float:
@@ -116,21 +74,21 @@ def _status_mib(field: str) -> float:
 
 def measure_memory_child(name: str, t: int, args) -> float:
     """Peak memory growth (MiB) of one forward+backward, measured in this (fresh) process."""
-    q, k, v, mask, grad = make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)
+    inputs = inputs_for(t, args)
     if args.device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        _step(IMPLS[name], q, k, v, mask, grad, True)
+        step(IMPLS[name], *inputs, backward=True)
         torch.cuda.synchronize()
         return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
     # A warm-up run of the same shapes, so one-time allocations (libraries, compilation) do not count.
-    _step(IMPLS[name], q, k, v, mask, grad, True)
+    step(IMPLS[name], *inputs, backward=True)
     # Reset the peak-RSS mark (ru_maxrss would carry the parent's peak over fork+exec).
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     base = _status_mib("VmRSS")
-    _step(IMPLS[name], q, k, v, mask, grad, True)
+    step(IMPLS[name], *inputs, backward=True)
     return _status_mib("VmHWM") - base
 
 
@@ -204,10 +162,7 @@ def main() -> None:
             lines.append(f"| {t} | {name} | {fwd[name] * 1e3:.1f} | {fwd[name] / fwd[BASELINE]:.2f} | "
                          f"{both[name] * 1e3:.1f} | {both[name] / both[BASELINE]:.2f} | {mem} |")
             print(lines[-1], flush=True)
-    table = "\n".join(lines)
-    if args.out:
-        args.out.write_text(table + "\n")
-    print(table)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ flash backend. Peak MiB = ``max_memory_allocated`` growth over one forward+backw
 
 | implementation | what |
 |---|---|
-| sdpa flash (no mask) | ``F.scaled_dot_product_attention`` forced to the flash backend; flash takes no mask, so it attends to the padding too |
-| sdpa (masked) | ``scaled_dot_attention`` as ``selfattn`` runs it: SDPA with the boolean mask (torch picks the backend) |
+| sdpa flash (no mask) | ``F.scaled_dot_product_attention`` forced to the flash backend; flash takes no mask, so it \
+attends to the padding too |
+| sdpa (masked) | ``scaled_dot_attention`` as ``selfattn`` runs it: SDPA with the boolean mask (torch picks the \
+backend) |
 | udps triton | ``triton_udps.udps_attention_triton`` with the mask (what the UDPS modules run on CUDA) |
 | udps triton (no mask) | the same without a mask: the like-for-like comparison with flash |
-| udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
+| udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from \
+norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
 | udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
 
     python bench/attention_gpu.py --out docs/bench_attention_gpu.md
@@ -21,39 +24,22 @@ import argparse
 from pathlib import Path
 from typing import Callable, Dict, List
 
+import torch
+import torch.nn.functional as F
+import triton
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-import triton  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+from _harness import ALPHA, make_inputs, step, udps_call, write_table
+from wenet_udps.kernels import triton_udps
+from wenet_udps.kernels.reference import udps_attention_reference
+from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
-from wenet_udps.kernels import triton_udps  # noqa: E402
-from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
-from wenet_udps.kernels.scaled_dot import scaled_dot_attention  # noqa: E402
-
-ALPHA = 10.0
 BASELINE = "sdpa flash (no mask)"
 
 
-def make_inputs(batch, heads, t, d_k, dtype, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen).to("cuda", dtype) for _ in range(4))
-    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
-    lengths[0] = t
-    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1).cuda()
-    return q, k, v, grad, mask, lengths.cuda()
-
-
 def _udps_triton(blocks=triton_udps.DEFAULT_BLOCKS, masked=True):
-    def run(q, k, v, mask, lengths):
-        k_norm = torch.linalg.vector_norm(k, dim=-1, dtype=torch.float32)
-        return triton_udps.udps_attention_triton(q, (4.0 * ALPHA) * k, k_norm, v, mask=mask if masked else None,
-                                                 blocks=blocks)
-    return run
-
-
-def _udps_reference(q, k, v, mask, lengths):
-    return udps_attention_reference(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k.float(), dim=-1), v, mask=mask)
+    kernel = udps_call(triton_udps.udps_attention_triton, blocks=blocks)
+    return kernel if masked else (lambda q, k, v, mask, lengths: kernel(q, k, v, None))
 
 
 def _flash(q, k, v, mask, lengths):
@@ -86,23 +72,16 @@ class Flex:
         return self.flex((4.0 * ALPHA) * q, k, v, score_mod=score_mod, block_mask=self.block_masks[key], scale=1.0)
 
 
-def _step(fn, q, k, v, grad, mask, lengths, backward):
-    if not backward:
-        with torch.no_grad():
-            return fn(q, k, v, mask, lengths)
-    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-    fn(*leaves, mask, lengths).backward(grad)
-
-
 def bench(fn, inputs, backward) -> float:
-    return triton.testing.do_bench(lambda: _step(fn, *inputs, backward), warmup=25, rep=100, return_mode="median")
+    return triton.testing.do_bench(lambda: step(fn, *inputs, backward=backward), warmup=25, rep=100,
+                                   return_mode="median")
 
 
 def peak_mib(fn, inputs) -> float:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    _step(fn, *inputs, True)
+    step(fn, *inputs, backward=True)
     torch.cuda.synchronize()
     return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
 
@@ -116,7 +95,7 @@ def run_table(args) -> List[str]:
     }
     if args.flex:
         impls["udps flex (alpha in q)"] = Flex()
-    impls["udps reference"] = _udps_reference
+    impls["udps reference"] = udps_call(udps_attention_reference)
     lines = [f"Device: {torch.cuda.get_device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
              f"B={args.batch} H={args.heads} d_k={args.d_k}; key padding mask, lengths in [T/2, T]; median of "
              "triton.testing.do_bench; ratio = time / flash SDPA time; peak MiB = allocated-memory growth of one "
@@ -125,7 +104,7 @@ def run_table(args) -> List[str]:
              "|---|---|---|---|---|---|---|---|---|"]
     for dtype in args.dtypes:
         for t in args.T:
-            inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype))
+            inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype), "cuda")
             rows = {}
             for name, fn in impls.items():
                 if name == "udps reference" and t > args.skip_reference_above:
@@ -154,7 +133,7 @@ def tune(args) -> List[str]:
         variants[f"dkv {m}x{n} w{w}"] = d._replace(dkv_m=m, dkv_n=n, dkv_warps=w)
     lines = ["| T | config | fwd ms | fwd+bwd ms |", "|---|---|---|---|"]
     for t in args.T:
-        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]))
+        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]), "cuda")
         flash = (bench(_flash, inputs, False), bench(_flash, inputs, True))
         lines.append(f"| {t} | flash SDPA | {flash[0]:.3f} | {flash[1]:.3f} |")
         for name, blocks in variants.items():
@@ -180,10 +159,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     args = parser.parse_args()
     lines = tune(args) if args.tune else run_table(args)
-    table = "\n".join(lines)
-    if args.out:
-        args.out.write_text(table + "\n")
-    print(table)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ such calls before compiling pays.
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -29,67 +28,38 @@ from wenet_udps.utils.omp import short_spin  # noqa: E402
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
+from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled  # noqa: E402
 from wenet_udps.kernels.dispatch import TILED_MIN_SCORES  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention  # noqa: E402
 
-ALPHA = 10.0
-
-
-def _udps(kernel: Callable) -> Callable:
-    def run(q, k, v, mask):
-        return kernel(q, (4.0 * ALPHA) * k, torch.linalg.vector_norm(k, dim=-1), v, mask=mask)
-    return run
-
-
 IMPLS: Dict[str, Callable] = {
     "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
-    "udps reference": _udps(udps_attention_reference),
-    "udps tiled compiled": _udps(udps_attention_tiled),
-    "udps tiled eager": _udps(lambda *a, **kw: udps_attention_tiled(*a, compiled=False, **kw)),
+    "udps reference": udps_call(udps_attention_reference),
+    "udps tiled compiled": udps_call(udps_attention_tiled),
+    "udps tiled eager": udps_call(udps_attention_tiled, compiled=False),
 }
 
 
-def make_inputs(batch, heads, t, d_k, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen) for _ in range(4))
-    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
-    lengths[0] = t
-    return q, k, v, grad, (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
-
-
-def call(fn, q, k, v, grad, mask, backward: bool) -> float:
+def call(fn, inputs, backward: bool) -> float:
+    """Seconds of one call (the first compiles)."""
     start = time.perf_counter()
-    if backward:
-        leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-        fn(*leaves, mask).backward(grad)
-    else:
-        with torch.no_grad():
-            fn(q, k, v, mask)
+    step(fn, *inputs, backward=backward)
     return time.perf_counter() - start
 
 
 def per_call(t: int, args, backward: bool) -> Dict[str, float]:
-    inputs = make_inputs(args.batch, args.heads, t, args.d_k)
-    for fn in IMPLS.values():  # warm-up (and compile)
-        call(fn, *inputs, backward)
-    times = {name: [] for name in IMPLS}
-    rng = random.Random(t)
-    for _ in range(args.repeats):
-        order = list(IMPLS)
-        rng.shuffle(order)
-        for name in order:
-            times[name].append(call(IMPLS[name], *inputs, backward))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    inputs = make_inputs(args.batch, args.heads, t, args.d_k)[:5]
+    return interleaved_medians(IMPLS, inputs, backward, args.repeats, seed=t)
 
 
 def compile_child(t: int, args) -> float:
     """First compiled fwd+bwd call minus the median of later ones, in this fresh process."""
-    inputs = make_inputs(args.batch, args.heads, t, args.d_k)
+    inputs = make_inputs(args.batch, args.heads, t, args.d_k)[:5]
     fn = IMPLS["udps tiled compiled"]
-    first = call(fn, *inputs, True)
-    steady = statistics.median(call(fn, *inputs, True) for _ in range(5))
+    first = call(fn, inputs, True)
+    steady = statistics.median(call(fn, inputs, True) for _ in range(5))
     return first - steady
 
 
@@ -122,7 +92,8 @@ def main() -> None:
              f"d_k={args.d_k}, key padding mask; per call: median of {args.repeats} interleaved repeats; "
              f"scores per call = B*H*T^2 (the dispatch compiles at >= {TILED_MIN_SCORES}).", "",
              "| T | scores per call | pass | sdpa ms | udps reference ms | tiled compiled ms | tiled eager ms | "
-             "compile cold s | compile warm s | break-even calls (cold / warm) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "compile cold s | compile warm s | break-even calls (cold / warm) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for t in args.T:
         cost = ("", "")
         if args.compile_cost:
@@ -139,10 +110,7 @@ def main() -> None:
                          f"{ms['udps tiled compiled']:.2f} | {ms['udps tiled eager']:.2f} | {costs[0]} | {costs[1]} | "
                          f"{even} |")
             print(lines[-1], flush=True)
-    table = "\n".join(lines)
-    if args.out:
-        args.out.write_text(table + "\n")
-    print(table)
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,10 @@ features as they are. Printed per model: the encoding type, the mean per-frame n
 positions, and their ratio, over the first batch of ``--test_data``. Positions a tenth of the input's norm are what
 the small confs' source attention could not use to tell repeated words apart (docs/small_confs.md).
 """
-import argparse
-
 import torch
 from torch.utils.data import DataLoader
 
+from _harness import probe_parser
 from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.transformer.embedding import PositionalEncoding, RelPositionalEncoding
 from wenet_udps.text import init_tokenizer
@@ -37,11 +36,7 @@ def position_share(exp: str, checkpoint: str, test_data: str) -> tuple:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml and the checkpoint)")
-    p.add_argument("--checkpoint", default="avg.pt", help="file name inside each exp dir")
-    p.add_argument("--test_data", required=True, help="data.list whose first batch is measured")
-    args = p.parse_args()
+    args = probe_parser(__doc__, checkpoint="avg.pt").parse_args()
     for exp in args.exp_dirs:
         name, inp, pos = position_share(exp, args.checkpoint, args.test_data)
         print(f"{exp}: {name} input norm {inp:.1f} positions {pos:.1f} ratio {pos / inp:.3f}")

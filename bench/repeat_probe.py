@@ -9,13 +9,13 @@ three kinds of position: the token equals the previous one ("repeat"), the end o
 token. A decoder that cannot count gives a repeat about half the probability, and `attention` decoding then
 drops the second token (docs/small_confs.md).
 """
-import argparse
 from collections import defaultdict
 from typing import Dict, List
 
 import torch
 from torch.utils.data import DataLoader
 
+from _harness import probe_parser
 from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.text import init_tokenizer
 
@@ -51,11 +51,7 @@ def probe(exp: str, checkpoint: str, test_data: str) -> Dict[str, List[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
-    parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
-    parser.add_argument("--test_data", required=True, help="data.list with the references")
-    args = parser.parse_args()
+    args = probe_parser(__doc__, checkpoint="avg_5.pt").parse_args()
     torch.set_num_threads(1)
     for exp in args.exp_dirs:
         totals = probe(exp, args.checkpoint, args.test_data)

@@ -26,6 +26,18 @@ fetch() {
   fi
 }
 
+# prepare_args SUBDIR DOWNLOAD_DIR DATA_DIR: a prepare.sh's two arguments. Sets src (DOWNLOAD_DIR, or
+# DOWNLOAD_DIR/SUBDIR when it holds one: either the download folder or the corpus folder itself may be passed) and
+# data_dir.
+prepare_args() {
+  local subdir=$1
+  shift
+  [[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
+  src=$1
+  data_dir=$2
+  if [[ -d ${src}/${subdir} ]]; then src=${src}/${subdir}; fi
+}
+
 # require_dir DIR HINT: die with HINT unless DIR is a directory.
 require_dir() {
   [[ -d $1 ]] || die "$1 not found: $2"

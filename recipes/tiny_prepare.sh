@@ -19,7 +19,8 @@ help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
 
 [[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
 data_dir=$2
-command -v espeak-ng > /dev/null || die "espeak-ng not found; install it with: sudo apt-get install espeak-ng"
+command -v espeak-ng > /dev/null || die "espeak-ng not found; install it with: bash tools/install.sh --espeak_ng true" \
+  "(or sudo apt-get install espeak-ng)"
 
 python3 -m wenet_udps.corpora.tiny --lang "${lang}" --out "${data_dir}" \
   --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" --num_test "${num_test}" --jobs "${jobs}"

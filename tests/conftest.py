@@ -10,8 +10,22 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-FSDD_DIR = (ROOT / ".." / "shared" / "data" / "fsdd" / "recordings").resolve()
-REFERENCE_JSON = (ROOT / ".." / "shared" / "reference" / "wenet_state_dicts.json").resolve()
+# What upstream WeNet's recipe configs build (state_dict names and shapes): facts, kept in the repository.
+REFERENCE_JSON = ROOT / "tests" / "fixtures" / "wenet_state_dicts.json"
+# FSDD's recordings: this workshop keeps a copy in ../shared; a clone has them once run.sh's stage -1 downloaded them.
+FSDD_CANDIDATES = [(ROOT / ".." / "shared" / "data" / "fsdd" / "recordings").resolve(),
+                   ROOT / "downloads" / "fsdd" / "recordings"]
+FSDD_DIR = next((d for d in FSDD_CANDIDATES if d.is_dir()), FSDD_CANDIDATES[0])
+# .ci/run matches this text to tell FSDD skips from others; keep it the start of the skip reason.
+FSDD_SKIP = ("FSDD recordings not found: `bash run.sh --corpus fsdd --stage -1 --stop_stage -1` downloads them "
+             "(or place them at ../shared/data/fsdd/recordings)")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test that reads FSDD recordings, so `-m "not fsdd"` deselects them."""
+    for item in items:
+        if "fsdd_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.fsdd)
 
 
 @pytest.fixture(autouse=True)
@@ -35,8 +49,11 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fsdd_dir():
+    """FSDD's recordings folder; skips the test without it (CI sets WENET_UDPS_REQUIRE_FSDD=1 to fail instead)."""
     if not FSDD_DIR.is_dir():
-        pytest.fail(f"FSDD recordings not found at {FSDD_DIR}; tests expect ../shared/data/fsdd/recordings")
+        if os.environ.get("WENET_UDPS_REQUIRE_FSDD") == "1":
+            pytest.fail(f"FSDD recordings not found at any of {[str(d) for d in FSDD_CANDIDATES]}")
+        pytest.skip(FSDD_SKIP)
     return FSDD_DIR

@@ -1,7 +1,6 @@
 """run.sh --loso true end to end: two speakers' FSDD recordings, one tiny model per fold, variant and seed."""
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs what wenet_udps needs: espeak-ng (apt; speech synthesis for the embedded tiny corpora), the Python
-# packages of requirements.txt, then this checkout itself (pip install -e .), into the python3 on PATH (a venv:
-# see README). Safe to rerun: pip skips what is installed, and a torch already installed within requirements.txt's
-# range (a CUDA build, say) is kept. Every missing prerequisite stops it first, with one line saying what to do.
+# Installs this checkout with its Python dependencies and test tools (pip install -e ".[test]", from
+# pyproject.toml) into the python3 on PATH (a venv: see README), and with --espeak_ng true also espeak-ng (apt),
+# which only the synthesised corpora tiny_zh and tiny_en (the main job) need. Safe to rerun: pip skips what is
+# installed, and a torch already installed within pyproject.toml's range (a CUDA build, say) is kept. Every missing
+# prerequisite stops it first, with one line saying what to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/log.sh
 
-min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (README)
+espeak_ng=false   # true: also install espeak-ng with apt (the synthesised corpora tiny_zh, tiny_en need it)
+help_message="Usage: $0 [--espeak_ng true]"
+. tools/parse_options.sh
+[[ $# -eq 0 ]] || die "unexpected arguments: $* ($0 --help for usage)"
+
+min_free_gb=3   # a venv with the CPU build of torch takes 2.3 GB, with a CUDA build 5 GB (docs/experiments.md)
 venv_hint="python3 -m venv ~/venvs/wenet_udps && . ~/venvs/wenet_udps/bin/activate"
 
 command -v python3 >/dev/null 2>&1 || die "python3 not found: install Python >= 3.10 with pip and venv" \
@@ -44,7 +50,7 @@ free_kb=$(df -Pk "${prefix}" | awk 'NR == 2 { print $4 }')
   "installs (${prefix}); the packages need ${min_free_gb} GB or more (5 GB with a CUDA torch): free some space" \
   "and rerun"
 
-if ! command -v espeak-ng >/dev/null 2>&1; then
+if [[ ${espeak_ng} == true ]] && ! command -v espeak-ng >/dev/null 2>&1; then
   command -v apt-get >/dev/null 2>&1 || die "espeak-ng is missing and this system has no apt-get: install" \
     "espeak-ng with its package manager (dnf, pacman, zypper, brew install espeak-ng) and rerun"
   sudo=""
@@ -60,12 +66,11 @@ fi
 
 torch_version() { python3 -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true; }
 torch_before=$(torch_version)
-log "pip install -r requirements.txt (python3: ${prefix})"
-python3 -m pip install -r requirements.txt
-log "pip install -e . (this checkout, so python3 -m wenet_udps.* and tools/ work from any directory)"
-python3 -m pip install -q -e .
+log "pip install -e .[test] (this checkout and pyproject.toml's dependencies, so python3 -m wenet_udps.* and" \
+  "tools/ work from any directory; python3: ${prefix})"
+python3 -m pip install -e ".[test]"
 torch_after=$(torch_version)
-torch_range=$(sed -n 's/^torch\([^ #]*\).*/\1/p' requirements.txt)
+torch_range=$(sed -n 's/^ *"torch\([^"]*\)".*/\1/p' pyproject.toml)
 if [[ -z ${torch_before} ]]; then
   log "installed torch ${torch_after}"
 elif [[ ${torch_before} == "${torch_after}" ]]; then
@@ -76,4 +81,9 @@ fi
 installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))')
 [[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
   "(${PWD}); unset PYTHONPATH and rerun"
-log "environment ready: torch ${torch_after}, $(espeak-ng --version | head -n 1)"
+if command -v espeak-ng >/dev/null 2>&1; then
+  log "environment ready: torch ${torch_after}, $(espeak-ng --version | head -n 1)"
+else
+  log "environment ready: torch ${torch_after}; no espeak-ng, which the synthesised corpora tiny_zh and tiny_en" \
+    "(the main job) need: rerun with --espeak_ng true for them"
+fi

@@ -10,10 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 help_message="Usage: $0 DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
-[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
-src=$1
-data_dir=$2
-[[ -d ${src}/data_aishell ]] && src=${src}/data_aishell
+prepare_args data_aishell "$@"
 hint="download AISHELL-1 with recipes/aishell/download.sh DIR and pass DIR"
 require_dir "${src}/wav" "${hint}"
 transcript=${src}/transcript/aishell_transcript_v0.8.txt

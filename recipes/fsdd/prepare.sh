@@ -24,10 +24,7 @@ noise=1             # add white/pink noise at 20-40 dB SNR
 help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
-[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
-src=$1
-data_dir=$2
-[[ -d ${src}/recordings ]] && src=${src}/recordings
+prepare_args recordings "$@"
 require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS DIR) and pass DIR"
 
 python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \

@@ -11,10 +11,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 help_message="Usage: $0 DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
-[[ $# -eq 2 ]] || die "expected DOWNLOAD_DIR DATA_DIR, got $# arguments ($0 --help for usage)"
-src=$1
-data_dir=$2
-[[ -d ${src}/LibriSpeech ]] && src=${src}/LibriSpeech
+prepare_args LibriSpeech "$@"
 hint="download LibriSpeech with recipes/librispeech/download.sh DIR and pass DIR"
 for part in dev-clean dev-other test-clean test-other train-clean-100; do
   require_dir "${src}/${part}" "${hint}"

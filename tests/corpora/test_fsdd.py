@@ -14,12 +14,9 @@ def read_table(path):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    from tests.conftest import FSDD_DIR
-    if not FSDD_DIR.is_dir():
-        pytest.fail(f"FSDD recordings not found at {FSDD_DIR}")
+def corpus(tmp_path_factory, fsdd_dir):
     out = tmp_path_factory.mktemp("fsdd")
-    fsdd.build(FSDD_DIR, out, seed=3, counts=COUNTS, rate=16000)
+    fsdd.build(fsdd_dir, out, seed=3, counts=COUNTS, rate=16000)
     return out
 
 

@@ -13,7 +13,6 @@ from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
-from tests.conftest import FSDD_DIR
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 CHUNK, LEFT = 4, 2
@@ -39,7 +38,7 @@ def _train(config, data, steps=80):
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def exported(request, tmp_path_factory):
+def exported(request, tmp_path_factory, fsdd_dir):
     """(variant, exp dir, config, export dir, data list) of a tiny model trained here and exported for sherpa."""
     v = VARIANTS[request.param]
     tmp = tmp_path_factory.mktemp(request.param)
@@ -50,7 +49,7 @@ def exported(request, tmp_path_factory):
         raw["encoder_conf"].update({"use_dynamic_chunk": True, "causal": True, "cnn_module_kernel": 5})
     config = finalize_config(raw)
     data = tmp / "test.list"
-    write_data_list(FSDD_DIR, data, 10)
+    write_data_list(fsdd_dir, data, 10)
     save_yaml(config, str(tmp / "train.yaml"))
     torch.save(_train(config, data).state_dict(), tmp / "avg.pt")
     config = load_config(str(tmp / "train.yaml"))

@@ -30,9 +30,9 @@ def python_stub(log: Path, **facts: str) -> str:
             + logging_stub(log))
 
 
-def run_install(env):
-    return subprocess.run(["bash", str(ROOT / "tools" / "install.sh")], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+def run_install(env, *args):
+    return subprocess.run(["bash", str(ROOT / "tools" / "install.sh"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def one_line_failure(proc, log: Path) -> str:
@@ -91,7 +91,7 @@ def test_too_little_disk_with_the_real_python(tmp_path, calls):
 
 def test_no_espeak_and_no_apt(tmp_path, calls):
     env = bare_bin(tmp_path / "bin", stubs={"python3": python_stub(calls), "df": DF_PLENTY}, python=False)
-    line = one_line_failure(run_install(env), calls)
+    line = one_line_failure(run_install(env, "--espeak_ng", "true"), calls)
     assert "espeak-ng is missing" in line and "no apt-get" in line and "package manager" in line
 
 
@@ -99,16 +99,25 @@ def test_no_espeak_not_root_and_no_sudo(tmp_path, calls):
     stubs = {"python3": python_stub(calls), "df": DF_PLENTY, "apt-get": logging_stub(calls),
              "id": 'echo 1000\n'}
     env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
-    line = one_line_failure(run_install(env), calls)
+    line = one_line_failure(run_install(env, "--espeak_ng", "true"), calls)
     assert "espeak-ng is missing" in line and "as root" in line
 
 
-def test_all_prerequisites_met_goes_on_to_apt_then_pip(tmp_path, calls):
-    # The control case: with every fact good the same stubs see espeak-ng installed with apt-get, then pip.
+@pytest.mark.parametrize("espeak_ng", ["true", "false"])
+def test_all_prerequisites_met_goes_on_to_apt_then_pip(tmp_path, calls, espeak_ng):
+    # The control case: with every fact good the same stubs see pip install the package with its test extra, and
+    # espeak-ng installed with apt-get first only when asked for (AISHELL-1 and LibriSpeech users do not need it).
     stubs = {"python3": python_stub(calls), "df": DF_PLENTY, "apt-get": logging_stub(calls), "id": "echo 0\n"}
     env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
-    proc = run_install(env)
+    proc = run_install(env, "--espeak_ng", espeak_ng)
     made = calls.read_text().splitlines()
-    assert made[:2] == ["apt-get update -qq", "apt-get install -y -qq espeak-ng"], made
-    assert "python3 -m pip install -r requirements.txt" in made and "python3 -m pip install -q -e ." in made
+    apt = ["apt-get update -qq", "apt-get install -y -qq espeak-ng"]
+    assert made[:2] == apt if espeak_ng == "true" else not set(apt) & set(made), made
+    assert "python3 -m pip install -e .[test]" in made
     assert proc.returncode != 0  # the stub python3 cannot import wenet_udps, so the final check fails
+
+
+def test_unknown_option_is_one_line(tmp_path, calls):
+    env = bare_bin(tmp_path / "bin", stubs={"python3": python_stub(calls), "df": DF_PLENTY}, python=False)
+    line = one_line_failure(run_install(env, "--espeak", "true"), calls)
+    assert "--espeak" in line

@@ -83,10 +83,15 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     report = check_parity(model, args.output_dir, feats, lens, chunk_size=args.chunk_size,
                           left_chunks=args.left_chunks, beam_size=args.beam_size, ctc_weight=args.ctc_weight,
                           reverse_weight=args.reverse_weight)
-    ok, lines = summarize(report, args.tolerance)
+    return _print_parity(report, feats.size(0), args.tolerance)
+
+
+def _print_parity(report: Dict[str, float], num_utts: int, tolerance: float) -> Dict[str, float]:
+    """Print the parity lines; exit 1 when a difference is above the tolerance."""
+    ok, lines = summarize(report, tolerance)
     for line in lines:
         print(line)
-    print(f"parity {'OK' if ok else 'FAILED'} on {feats.size(0)} utterances (tolerance {args.tolerance:g})")
+    print(f"parity {'OK' if ok else 'FAILED'} on {num_utts} utterances (tolerance {tolerance:g})")
     if not ok:
         raise SystemExit(1)
     return report
@@ -100,13 +105,7 @@ def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.M
     print("wrote " + ", ".join(sorted(paths)))
     feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
     report = sherpa_parity(model, args.output_dir, feats, lens, args.chunk_size, left_chunks)
-    ok, lines = summarize(report, args.tolerance)
-    for line in lines:
-        print(line)
-    print(f"parity {'OK' if ok else 'FAILED'} on {feats.size(0)} utterances (tolerance {args.tolerance:g})")
-    if not ok:
-        raise SystemExit(1)
-    return report
+    return _print_parity(report, feats.size(0), args.tolerance)
 
 
 if __name__ == "__main__":

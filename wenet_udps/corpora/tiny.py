@@ -73,7 +73,8 @@ def check_espeak() -> str:
     """Path of espeak-ng, or SystemExit with the install hint."""
     exe = shutil.which("espeak-ng")
     if exe is None:
-        raise SystemExit("error: espeak-ng not found on PATH; install it with: sudo apt-get install espeak-ng")
+        raise SystemExit("error: espeak-ng not found on PATH; install it with: bash tools/install.sh --espeak_ng true "
+                         "(or sudo apt-get install espeak-ng)")
     return exe
 
 

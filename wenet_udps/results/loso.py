@@ -119,7 +119,7 @@ def report(run: LosoRun, modes: Sequence[str], old: Optional[LosoRun] = None, ol
     """RESULTS.md text: the table, then the paired tests in words."""
     variants = run.variants()
     seeds = {v: run.seeds(v) for v in variants}
-    out = [f"# Leave-one-speaker-out: WER on the speaker each model never heard\n",
+    out = ["# Leave-one-speaker-out: WER on the speaker each model never heard\n",
            f"{len(run.folds)} folds ({', '.join(run.folds)}); seeds per variant: "
            + "; ".join(f"{v} {', '.join(map(str, s))}" for v, s in seeds.items())
            + ". Each cell: mean ± std over seeds (ddof 1); pooled: all folds' utterances scored together.\n",

@@ -1,0 +1,87 @@
+"""What the benchmark scripts share: the timing harness of the attention benchmarks (bench/attention.py,
+attention_gpu.py, compile_cost.py) and the command line of the model probes (position_share.py, repeat_probe.py).
+
+Inputs are (B, H, T, d_k) with a key padding mask; every attention is called as ``fn(q, k, v, mask, *extra)``;
+``interleaved_medians`` times implementations in rounds, each round in a shuffled order, so that load from other
+processes hits all of them alike. Imported by the scripts beside it (``python bench/<name>.py`` puts bench/ on
+sys.path); not a benchmark itself.
+"""
+import argparse
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Optional, Sequence
+
+import torch
+
+ALPHA = 10.0  # UDPS's alpha in every benchmark: k_num = 4 alpha k, as the attention modules pass it
+
+
+def udps_call(kernel: Callable, **kernel_kwargs) -> Callable:
+    """A UDPS kernel called as the attention module calls it: k_num = 4 alpha k, k_norm = |k| in float32."""
+    def run(q, k, v, mask, *_):
+        k_norm = torch.linalg.vector_norm(k, dim=-1, dtype=torch.float32)
+        return kernel(q, (4.0 * ALPHA) * k, k_norm, v, mask=mask, **kernel_kwargs)
+    return run
+
+
+def make_inputs(batch: int, heads: int, t: int, d_k: int, dtype: torch.dtype = torch.float32,
+                device: str = "cpu", seed: int = 0):
+    """q, k, v, grad (B, H, T, d_k), key padding mask (B, 1, T) and lengths (B,) drawn in [T/2, T], one of them T."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype) for _ in range(4))
+    lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
+    lengths[0] = t
+    mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
+    return q, k, v, grad, mask.to(device), lengths.to(device)
+
+
+def step(fn: Callable, q, k, v, grad, mask, *extra, backward: bool) -> None:
+    """One forward (under no_grad) or forward+backward of ``fn`` on fresh leaves."""
+    if not backward:
+        with torch.no_grad():
+            fn(q, k, v, mask, *extra)
+        return
+    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+    fn(*leaves, mask, *extra).backward(grad)
+
+
+def interleaved_medians(impls: Dict[str, Callable], inputs: Sequence, backward: bool, repeats: int, seed: int,
+                        names: Optional[Iterable[str]] = None, clock: Callable[[], float] = time.perf_counter,
+                        cuda: bool = False) -> Dict[str, float]:
+    """Median seconds per implementation over ``repeats`` rounds after one warm-up call each (which compiles)."""
+    names = list(names if names is not None else impls)
+    for name in names:
+        step(impls[name], *inputs, backward=backward)
+    times: Dict[str, list] = {name: [] for name in names}
+    rng = random.Random(seed)
+    for _ in range(repeats):
+        order = list(names)
+        rng.shuffle(order)
+        for name in order:
+            if cuda:
+                torch.cuda.synchronize()
+            start = clock()
+            step(impls[name], *inputs, backward=backward)
+            if cuda:
+                torch.cuda.synchronize()
+            times[name].append(clock() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def write_table(lines: Sequence[str], out: Optional[Path]) -> None:
+    """Print the Markdown table, and write it to ``out`` too when given."""
+    table = "\n".join(lines)
+    if out:
+        out.write_text(table + "\n")
+    print(table)
+
+
+def probe_parser(description: str, checkpoint: str) -> argparse.ArgumentParser:
+    """The probes' options: trained experiment dirs, the checkpoint file name in each, and a data.list."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
+    parser.add_argument("--checkpoint", default=checkpoint, help="checkpoint file name in each dir")
+    parser.add_argument("--test_data", required=True, help="data.list (the references; its first batch is used)")
+    return parser
