@@ -10,7 +10,8 @@ Checks, each with a verdict in a printed table and in the JSON (with torch/trito
    variant (att_udps false and true), under autocast to ``--dtype``; over all visible GPUs with DDP (nccl) when
    there are several.
 3. One decode (attention rescoring) per variant.
-4. UDPS (Triton) vs flash SDPA: fwd+bwd time and peak memory at each ``--lengths`` T (CUDA only).
+4. UDPS (Triton) vs flash SDPA: fwd+bwd time and peak memory at each ``--lengths`` T (CUDA only; fp16 with
+   ``--dtype fp16``, else bf16).
 Exits 1 if any check fails.
 """
 import argparse
@@ -43,6 +44,8 @@ def _args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--frames", type=int, default=400, help="feature frames per utterance of the training step")
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device cuda, but torch {torch.__version__} sees no CUDA device; --device cpu checks on the CPU")
     args.config = args.config or ROOT / "conf" / args.corpus / CONF_NAME
     if not args.config.is_file():
         parser.error(f"no conf at {args.config}; valid --corpus: "
@@ -144,7 +147,7 @@ def distributed_model_checks(args) -> List[Dict]:
 
 
 def report(args, checks: List[Dict]) -> Dict:
-    from wenet_udps.kernels.selfcheck import environment
+    from wenet_udps.kernels.selfcheck import environment, self_check_results
     try:
         import triton
         triton_version = triton.__version__
@@ -154,7 +157,8 @@ def report(args, checks: List[Dict]) -> Dict:
     return {"date": datetime.date.today().isoformat(), "torch": torch.__version__, "triton": triton_version,
             "cuda": torch.version.cuda, "device": environment(device).split(", ")[2],
             "gpus": torch.cuda.device_count() if args.device == "cuda" else 0, "config": str(args.config),
-            "dtype": args.dtype, "ok": not any(c["verdict"] == FAILED for c in checks), "checks": checks}
+            "dtype": args.dtype, "ok": not any(c["verdict"] == FAILED for c in checks), "checks": checks,
+            "self_check": self_check_results()}  # the dispatch's own checks during the training steps (CUDA)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -169,7 +173,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     device = torch.device(args.device)
     checks = preflight.parity(device, head_dim, head_dim)
     checks += distributed_model_checks(args)
-    checks += preflight.speed(device, preflight.DTYPES[args.dtype], args.lengths, heads, head_dim)
+    # Flash SDPA takes fp16/bf16 only: an fp32 run is timed in bf16.
+    speed_dtype = preflight.DTYPES["fp16" if args.dtype == "fp16" else "bf16"]
+    checks += preflight.speed(device, speed_dtype, args.lengths, heads, head_dim)
     result = report(args, checks)
     width = max(len(c["check"]) for c in checks)
     print(f"gpu_check {result['date']}: torch {result['torch']}, triton {result['triton']}, CUDA {result['cuda']}, "

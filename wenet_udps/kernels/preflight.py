@@ -78,7 +78,8 @@ def speed(device: torch.device, dtype: torch.dtype, lengths: Sequence[int], head
             leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
             with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
                 F.scaled_dot_product_attention(*leaves).backward(grad)
-        check = {"check": f"speed/memory T={t}", "batch": batch, "heads": heads, "head_dim": head_dim}
+        check = {"check": f"speed/memory T={t}", "dtype": str(dtype).replace("torch.", ""), "batch": batch,
+                 "heads": heads, "head_dim": head_dim}
         try:
             numbers = {"udps_ms": _median_ms(udps), "flash_ms": _median_ms(flash),
                        "udps_peak_mib": _peak_mib(udps), "flash_peak_mib": _peak_mib(flash)}
