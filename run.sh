@@ -39,6 +39,7 @@ num_nodes=1             # machines taking part in training
 node_rank=0             # this machine's rank (0 .. num_nodes-1)
 HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint) for multi-node training
 gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
+skip_gpu_check=false    # with --gpus: true skips the GPU preflight (wenet_udps.bin.gpu_check) before stage 4
 num_workers=2           # DataLoader workers per training process
 cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
                         # threads and its log in <exp>/train.log (1: one at a time, all cores, log to the terminal)
@@ -306,6 +307,15 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
+  gpu_json=
+  if [[ -n ${gpus} && ${skip_gpu_check} != true ]]; then   # kernel parity, a step per variant, a decode, speed
+    gpu_json=$(run_exp "${runs[0]}")/gpu_check.json
+    mkdir -p "${gpu_json%/*}"
+    log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check) -> ${gpu_json}"
+    CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
+      --dtype "${train_dtype}" --json "${gpu_json}" || die "stage 4: the GPU preflight failed (${gpu_json});" \
+      "attach it to a bug report; --skip_gpu_check true trains anyway"
+  fi
   for run in "${runs[@]}"; do
     udps=${run%%:*} seed=${run#*:}
     exp=$(run_exp "${run}")
@@ -329,6 +339,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
       log "stage 4: ${exp}/final.pt exists, skipping"; continue
     fi
     mkdir -p "${exp}"
+    [[ -z ${gpu_json} || ${gpu_json} == "${exp}/gpu_check.json" ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
     stamp_write "${exp}/.train.stamp" "${key}"
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
           --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"

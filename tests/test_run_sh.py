@@ -83,6 +83,7 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--average_mode", "best"], "--average_mode takes one of: val_best latest; got 'best'"),
     (["--att_udps", "maybe"], "--att_udps takes true, false or both"),
     (["--data_type", "tar"], "--data_type takes one of: raw shard"),
+    (["--skip_gpu_check", "yes"], "option --skip_gpu_check takes true or false, got 'yes'"),
     (["--gpus", "first"], "--gpus takes comma-separated GPU ids"),
     (["--cpu_jobs", "0"], "--cpu_jobs must be >= 1, got 0"),
     (["--cpu_jobs", "two"], "--cpu_jobs takes an integer"),

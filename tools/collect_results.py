@@ -12,6 +12,7 @@ column per decoding mode. Plots (PNG): losses (per step and per epoch), ``--metr
 learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import argparse
+import json
 import re
 import sys
 from collections import defaultdict
@@ -207,6 +208,22 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     return text
 
 
+def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
+    """The GPU preflight's verdict (run.sh --gpus writes <exp>/gpu_check.json) of each experiment that has one."""
+    lines = []
+    for exp in experiments:
+        path = exp.path / "gpu_check.json"
+        if path.is_file():
+            try:
+                report = json.loads(path.read_text(encoding="utf-8"))
+                verdict = (f"{'passed' if report['ok'] else 'FAILED'} on {report['device']} ({report['date']}, "
+                           f"torch {report['torch']}, triton {report['triton']}, CUDA {report['cuda']})")
+            except (ValueError, KeyError) as e:
+                verdict = f"unreadable ({type(e).__name__}: {e})"
+            lines.append(f"- GPU preflight of {exp.name}: {verdict}, {path}")
+    return lines
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--exp_dir", type=Path, default=Path("exp"))
@@ -234,7 +251,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{seeds_sections(experiments, args)}\n## Made with\n\n"
-            + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))) + "\n")
+            + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))
+                        + gpu_check_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(table, end="")

@@ -210,3 +210,19 @@ def test_seed_groups_plot_as_one_bar_with_the_std_as_error(tmp_path):
     out = tmp_path / "cer.png"
     tool.results_plots.plot_error_bars(tool.bar_rows(exps), ["test"], ["attention"], "CER", out)
     assert out.stat().st_size > 0
+
+
+def test_gpu_preflight_verdicts_in_made_with(tmp_path):
+    import json
+    exp = build_exp_dir(tmp_path)
+    (exp / "conformer_udps" / "gpu_check.json").write_text(json.dumps(
+        {"ok": False, "device": "NVIDIA H100", "date": "2026-11-24", "torch": "2.13.0", "triton": "3.9.0",
+         "cuda": "12.8", "checks": []}))
+    (exp / "conformer_sdp" / "gpu_check.json").write_text("{not json")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    made_with = (exp / "RESULTS.md").read_text().split("## Made with")[1]
+    assert "- GPU preflight of conformer_udps: FAILED on NVIDIA H100 (2026-11-24, torch 2.13.0, triton 3.9.0, " \
+           "CUDA 12.8)" in made_with
+    assert "- GPU preflight of conformer_sdp: unreadable (JSONDecodeError" in made_with
+    assert "transformer_enc_udps" not in made_with

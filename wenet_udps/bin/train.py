@@ -40,6 +40,7 @@ from torch.utils.data import DataLoader
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.model_builder import attention_sites, build_model, min_input_frames
+from wenet_udps.kernels import selfcheck
 from wenet_udps.transformer.attention import is_udps
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
@@ -189,7 +190,8 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
         train_losses = {f"train_{k}": v for k, v in stats.losses.items()}
         last = save_state(run, executor, f"epoch_{epoch}", epoch, None, cv,
                           {**train_losses, "skipped_batches": stats.skipped_batches,
-                           "train_data": stats.data.counts, "cv_data": cv_data.counts})
+                           "train_data": stats.data.counts, "cv_data": cv_data.counts,
+                           "udps_kernel_selfcheck": selfcheck.self_check_results()})
     return last
 
 
@@ -208,7 +210,8 @@ def finish(run: Run, last: Optional[str]) -> None:
         last = done
         logging.info("all %d epochs were trained already", max_epoch)
     link_final(model_dir, last)
-    logging.info("training done; final.pt -> %s", os.path.basename(last))
+    logging.info("training done; final.pt -> %s; UDPS Triton kernel self-check: %s", os.path.basename(last),
+                 selfcheck.summary())
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -9,4 +9,6 @@ One module per implementation, and :mod:`~wenet_udps.kernels.dispatch` on top, w
 | ``triton_udps`` | UDPS on CUDA: a FlashAttention-2 style Triton kernel, forward and deterministic backward |
 | ``scaled_dot`` | the scaled-dot baseline through torch's SDPA |
 | ``dispatch`` | picks the implementation by device, dtype, size and what is being recorded (export) |
+| ``selfcheck`` | checks the Triton kernel against the reference once per process and key; falls back on a failure |
+| ``preflight`` | the kernel checks of ``python -m wenet_udps.bin.gpu_check``: parity per dtype and mask, speed |
 """

@@ -6,9 +6,14 @@ UDPS (:func:`udps_attention`):
 |---|---|
 | tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
-| CUDA, fp32/fp16/bf16, triton importable | ``triton_udps`` |
+| CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
 | CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
-| anything else (short inputs on CPU, float64 on CUDA, no triton) | ``reference`` |
+| anything else (short inputs on CPU, float64 on CUDA, no triton, a failed self-check) | ``reference`` |
+
+The first Triton call per (dtype, head dim, value dim, mask kind) is checked against the reference
+(:mod:`~wenet_udps.kernels.selfcheck`); a failure warns once and the reference serves that key from then on.
+``WENET_UDPS_KERNEL=reference`` runs the reference for every UDPS call; ``WENET_UDPS_KERNEL=triton`` runs Triton for
+every call it can serve (no bias, no dropout, not recording a graph), unchecked.
 
 Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), re-exported here so the attention
 modules import every kernel from one place.
@@ -18,6 +23,7 @@ from typing import Optional
 
 import torch
 
+from wenet_udps.kernels import selfcheck
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
@@ -32,6 +38,8 @@ TILED_MIN_LEN = 64
 # process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
 TILED_MIN_SCORES = 1 << 20
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Devices whose tensors go to the Triton kernel; tests add "cpu" to run the whole path under TRITON_INTERPRET=1.
+TRITON_DEVICES = ("cuda",)
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,7 +58,14 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     # exporting() first: under tracing the size comparisons would be recorded as constants.
     if exporting() or bias is not None or (dropout_p > 0.0 and training):
         return "reference"
-    if q.device.type == "cuda":
+    forced = selfcheck.forced_kernel()
+    if forced == "reference":
+        return "reference"
+    if forced == "triton":
+        if not triton_available():
+            raise RuntimeError(f"{selfcheck.KERNEL_ENV}=triton, but triton does not import here")
+        return "triton"
+    if q.device.type in TRITON_DEVICES:
         same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES
         return "triton" if same and triton_available() else "reference"
     t1, t2 = q.size(-2), k_num.size(-2)
@@ -69,7 +84,7 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
     k_norm (B|1, H, T2), v (B, H, T2, dv), mask bool (B, 1|T1, T2) or empty/None -> (B, H, T1, dv).
     """
     kernel = choose_udps_kernel(q, k_num, bias, dropout_p, training)
-    if kernel == "triton":
+    if kernel == "triton" and (selfcheck.forced_kernel() == "triton" or selfcheck.triton_verified(q, v, mask)):
         from wenet_udps.kernels.triton_udps import udps_attention_triton
         return udps_attention_triton(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     if kernel == "cpu_tiled":

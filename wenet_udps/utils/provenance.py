@@ -15,7 +15,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 # Environment variables that change the numbers (docs/reproducibility.md); recorded when set.
-NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "WENET_UDPS_COMPILE", "OMP_NUM_THREADS", "MKL_CBWR", "TORCHINDUCTOR_CACHE_DIR")
+NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "WENET_UDPS_COMPILE", "WENET_UDPS_KERNEL", "OMP_NUM_THREADS", "MKL_CBWR",
+               "TORCHINDUCTOR_CACHE_DIR")
 
 
 def _git(*args: str) -> Optional[str]:
