@@ -45,7 +45,7 @@ def _args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error(f"--device cuda, but torch {torch.__version__} sees no CUDA device; --device cpu checks on the CPU")
+        parser.error(f"--device cuda, but torch {torch.__version__} sees no CUDA device (use --device cpu)")
     args.config = args.config or ROOT / "conf" / args.corpus / CONF_NAME
     if not args.config.is_file():
         parser.error(f"no conf at {args.config}; valid --corpus: "
