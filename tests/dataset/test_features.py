@@ -57,6 +57,23 @@ def test_spec_aug_zeroes_bands():
     assert (feats != 0).all()  # the input is not modified
 
 
+def test_spec_aug_mean_fills_bands_with_the_utterance_mean_of_each_bin():
+    feats = np.random.default_rng(0).normal(size=(200, 40)).astype(np.float32) + np.arange(40, dtype=np.float32)
+    mean = feats.mean(axis=0)
+    rng_zero, rng_mean = np.random.default_rng(1), np.random.default_rng(1)
+    zero = spec_aug(feats, rng_zero, max_t=30, max_f=8)
+    out = spec_aug(feats, rng_mean, max_t=30, max_f=8, mask_value="mean")
+    masked = zero == 0  # the same rng draws the same bands in both
+    assert masked.any() and not masked.all()
+    np.testing.assert_array_equal(out[~masked], feats[~masked])
+    np.testing.assert_allclose(out[masked], np.broadcast_to(mean, feats.shape)[masked], rtol=1e-6)
+
+
+def test_spec_aug_unknown_mask_value_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"mask_value.*'median'.*\['zero', 'mean'\]"):
+        spec_aug(np.ones((10, 4), dtype=np.float32), np.random.default_rng(0), mask_value="median")
+
+
 def test_spec_sub_copies_earlier_frames():
     feats = np.arange(100, dtype=np.float32)[:, None].repeat(4, axis=1)
     out = spec_sub(feats, np.random.default_rng(3), max_t=10, num_t_sub=3)

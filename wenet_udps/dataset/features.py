@@ -105,22 +105,34 @@ def feature_dim(dataset_conf: Dict[str, Any]) -> int:
     return int(_checked(dataset_conf.get("fbank_conf"), FbankConf, "dataset_conf.fbank_conf")["num_mel_bins"])
 
 
-def spec_aug(feats: np.ndarray, rng: np.random.Generator, num_t_mask: int = 2, num_f_mask: int = 2,
-             max_t: int = 50, max_f: int = 10, max_w: int = 80) -> np.ndarray:
-    """Zero ``num_t_mask`` time bands (1..max_t frames) and ``num_f_mask`` frequency bands (1..max_f bins).
+SPEC_AUG_MASK_VALUES = ("zero", "mean")
 
-    (T, F) -> (T, F), a copy. ``max_w`` (time warp) is accepted for WeNet configs and not applied, as in WeNet.
+
+def spec_aug(feats: np.ndarray, rng: np.random.Generator, num_t_mask: int = 2, num_f_mask: int = 2,
+             max_t: int = 50, max_f: int = 10, max_w: int = 80, mask_value: str = "zero") -> np.ndarray:
+    """Mask ``num_t_mask`` time bands (1..max_t frames) and ``num_f_mask`` frequency bands (1..max_f bins).
+
+    (T, F) -> (T, F), a copy. ``mask_value``: "zero" writes 0.0 as WeNet does; the model's global CMVN then turns
+    it into -mean/std, several deviations below the data, the same in every masked bin of every frame. "mean" writes
+    the utterance's mean of each bin, about 0 after CMVN: the SpecAugment paper's choice (its features were
+    normalised before masking, so its zero was the mean). UDPS attention, whose scores are not invariant to a
+    component shared by all keys, learns far more slowly under "zero" frequency masks (docs/fsdd_generalisation.md).
+    ``max_w`` (time warp) is accepted for WeNet configs and not applied, as in WeNet.
     """
+    if mask_value not in SPEC_AUG_MASK_VALUES:
+        raise ValueError(f"spec_aug_conf.mask_value: unknown value {mask_value!r}; valid: {list(SPEC_AUG_MASK_VALUES)}")
     out = feats.copy()
     frames, bins = out.shape
     if frames == 0:
         return out
+    fill = feats.mean(axis=0) if mask_value == "mean" else np.zeros(bins, dtype=feats.dtype)
     for _ in range(num_t_mask):
         start = int(rng.integers(0, frames))
-        out[start:min(frames, start + int(rng.integers(1, max_t + 1)))] = 0.0
+        out[start:min(frames, start + int(rng.integers(1, max_t + 1)))] = fill
     for _ in range(num_f_mask):
         start = int(rng.integers(0, bins))
-        out[:, start:min(bins, start + int(rng.integers(1, max_f + 1)))] = 0.0
+        end = min(bins, start + int(rng.integers(1, max_f + 1)))
+        out[:, start:end] = fill[start:end]
     return out
 
 
