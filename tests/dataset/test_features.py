@@ -93,3 +93,9 @@ def test_dither_is_seeded(wav16k):
     a = compute_fbank(wav16k, 16000, {"dither": 1.0}, np.random.default_rng(5))
     b = compute_fbank(wav16k, 16000, {"dither": 1.0}, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
+
+
+def test_bad_spec_aug_value_fails_when_the_pipeline_is_built():
+    from wenet_udps.dataset.transforms import UtteranceProcessor
+    with pytest.raises(ValueError, match=r"spec_aug_conf.mask_value.*'median'"):
+        UtteranceProcessor({"spec_aug": True, "spec_aug_conf": {"mask_value": "median"}})

@@ -93,6 +93,8 @@ class UtteranceProcessor:
         self.augmentations = [(func, dict(conf.get(f"{name}_conf") or {}))
                               for name, func in (("spec_aug", features.spec_aug), ("spec_sub", features.spec_sub),
                                                  ("spec_trim", features.spec_trim)) if conf.get(name, False)]
+        for func, kwargs in self.augmentations:  # a bad value fails here, naming its key, not later in a worker
+            func(np.zeros((2, self.feat_dim), dtype=np.float32), np.random.default_rng(0), **kwargs)
 
     def __call__(self, sample: Dict[str, Any], rng: np.random.Generator):
         source = sample["audio"] if "audio" in sample else sample["wav"]
