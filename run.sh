@@ -59,8 +59,8 @@ decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a 
 num_decoding_left_chunks=-1
 decode_batch_size=16
 loso=false              # fsdd: true = leave-one-speaker-out, a model per held-out speaker, variant and seed (--seeds,
-                        # default "1 2"), scored on that speaker; 5 speakers x 2 variants x 2 seeds: about 2 h here
-                        # (2 cores). <dir>/RESULTS.md and loso.png; recipes/fsdd/loso.sh
+                        # default "1 2"), scored on that speaker; 5 speakers x 2 variants x 2 seeds: about 3 h here
+                        # (2 cores, 17 min per pair of trainings). <dir>/RESULTS.md and loso.png; recipes/fsdd/loso.sh
 loso_compare=           # with --loso: an earlier LOSO exp dir over the same folds (old conf) for paired tests
 args_given=("$@")
 . tools/parse_options.sh
