@@ -41,7 +41,7 @@ def test_loso_over_two_speakers(tmp_path, fsdd_dir):
     again = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
                            timeout=900)
     assert again.returncode == 0, again.stderr[-2000:]
-    log = (exp / "george.log").read_text()
+    log = (exp / "george_seed1.log").read_text()
     assert log.count("final.pt exists, skipping") == 2 and log.count("stage 4: train ") == 2
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Leave-one-speaker-out (LOSO) over FSDD: run.sh --corpus fsdd --loso true runs this. For every speaker of the
 # recordings, one fold: its data (prepare.sh --unseen_speaker SPEAKER: the speaker is in test_unseen only), then
-# each variant and seed trained and decoded on test_unseen by run.sh. Folds run side by side, --cpu_jobs at a time,
-# each with nproc / cpu_jobs torch threads and its log in <exp_root>/<speaker>.log; stage 7 writes
-# <exp_root>/RESULTS.md and loso.png (wenet_udps.results.loso).
+# each variant and seed trained and decoded on test_unseen by run.sh. Jobs run side by side, --cpu_jobs at a time,
+# each with nproc / cpu_jobs torch threads: a fold's data (log <exp_root>/<speaker>.log), then a fold and seed's
+# trainings and decoding (log <exp_root>/<speaker>_seed<N>.log); stage 7 writes <exp_root>/RESULTS.md and loso.png
+# (wenet_udps.results.loso). Rerunning resumes: finished stages are skipped, a training continues from its last
+# valid checkpoint.
 #
 #   recipes/fsdd/loso.sh [--stage -1 --stop_stage 7 --seeds "1 2" --cpu_jobs 2 --exp_root E --data_root D] \
 #       -- RUN_SH_OPTIONS...
@@ -35,33 +37,46 @@ recordings=${download_dir}/recordings
 [[ -d ${recordings} ]] || die "missing ${recordings} (made by stage -1): run with --stage -1 (and --fsdd_dir)"
 speakers=$(find -L "${recordings}/" -maxdepth 1 -name '[0-9]_*_*.wav' -printf '%f\n' | cut -d_ -f2 | sort -u)
 [[ $(wc -w <<< "${speakers}") -ge 2 ]] || die "${recordings}: LOSO needs two speakers or more, found: ${speakers}"
-log "LOSO over $(wc -w <<< "${speakers}") speakers: $(echo ${speakers}); seeds: ${seeds}; ${cpu_jobs} folds at once"
+log "LOSO over $(wc -w <<< "${speakers}") speakers: $(echo ${speakers}); seeds: ${seeds}; ${cpu_jobs} jobs at once"
 
 fold_stage=$(( stage > 0 ? stage : 0 ))
 fold_stop=$(( stop_stage < 5 ? stop_stage : 5 ))
-if [[ ${fold_stage} -le ${fold_stop} ]]; then
-  mkdir -p "${exp_root}"
-  threads=$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))
+threads=$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))
+pids=() names=()
+wait_jobs() {  # wait for the background jobs; stop naming each one that failed, after all have ended
+  local i failed=()
+  for i in "${!pids[@]}"; do wait "${pids[i]}" || failed+=("${names[i]}"); done
   pids=() names=()
-  wait_folds() {
-    local i failed=()
-    for i in "${!pids[@]}"; do wait "${pids[i]}" || failed+=("${names[i]}"); done
-    pids=() names=()
-    [[ ${#failed[@]} -eq 0 ]] || die "LOSO fold(s) failed: ${failed[*]} (see ${exp_root}/<speaker>.log); rerun" \
-      "to resume them"
-  }
-  trap '[[ ${#pids[@]} -eq 0 ]] || kill "${pids[@]}" 2> /dev/null' EXIT
+  [[ ${#failed[@]} -eq 0 ]] || die "LOSO job(s) failed: ${failed[*]} (see ${exp_root}/<job>.log); rerun to resume them"
+}
+trap '[[ ${#pids[@]} -eq 0 ]] || kill "${pids[@]}" 2> /dev/null' EXIT
+fold_run() {  # fold_run SPEAKER LOG FROM TO RUN_SH_OPTIONS...: one fold's run.sh stages FROM..TO, in the background
+  local spk=$1 log_file=$2 from=$3 to=$4; shift 4
+  [[ ${#pids[@]} -lt ${cpu_jobs} ]] || wait_jobs
+  log "fold ${spk}: stages ${from}..${to} $*, log: ${log_file}"
+  OMP_NUM_THREADS=${threads} bash run.sh "${run_opts[@]}" --loso false --corpus fsdd \
+    --download_dir "${download_dir}" --stage "${from}" --stop_stage "${to}" \
+    --data "${data_root}/${spk}" --dir "${exp_root}/${spk}" \
+    --prepare_opts "${prepare_opts} --unseen_speaker ${spk}" --test_sets test_unseen --cpu_jobs 1 "$@" \
+    >> "${log_file}" 2>&1 &
+  pids+=($!) names+=("${log_file##*/}")
+}
+mkdir -p "${exp_root}"
+# Data first, every fold's (stages 0-3: seconds to a minute each), then one job per fold and seed (stages 4-5: its
+# variants trained one after the other, then decoded): many jobs of equal length keep the --cpu_jobs slots busy to
+# the end, also when the folds do not divide evenly among them.
+if [[ ${fold_stage} -le 3 && ${fold_stop} -ge 0 ]]; then
   for spk in ${speakers}; do
-    [[ ${#pids[@]} -lt ${cpu_jobs} ]] || wait_folds
-    log "fold ${spk}: stages ${fold_stage}..${fold_stop} in the background, log: ${exp_root}/${spk}.log"
-    OMP_NUM_THREADS=${threads} bash run.sh "${run_opts[@]}" --loso false --corpus fsdd \
-      --download_dir "${download_dir}" --stage "${fold_stage}" --stop_stage "${fold_stop}" \
-      --data "${data_root}/${spk}" --dir "${exp_root}/${spk}" \
-      --prepare_opts "${prepare_opts} --unseen_speaker ${spk}" --test_sets test_unseen --seeds "${seeds}" \
-      --cpu_jobs 1 >> "${exp_root}/${spk}.log" 2>&1 &
-    pids+=($!) names+=("${spk}")
+    fold_run "${spk}" "${exp_root}/${spk}.log" "${fold_stage}" $(( fold_stop < 3 ? fold_stop : 3 ))
   done
-  wait_folds
+  wait_jobs
+fi
+if [[ ${fold_stop} -ge 4 ]]; then
+  for seed in ${seeds}; do for spk in ${speakers}; do   # seed-major: a fold's two jobs rarely share a batch
+    fold_run "${spk}" "${exp_root}/${spk}_seed${seed}.log" $(( fold_stage > 4 ? fold_stage : 4 )) "${fold_stop}" \
+      --seeds "${seed}"
+  done; done
+  wait_jobs
 fi
 
 if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
