@@ -45,6 +45,26 @@ def test_loso_over_two_speakers(tmp_path, fsdd_dir):
     assert log.count("final.pt exists, skipping") == 2 and log.count("stage 4: train ") == 2
 
 
+def test_loso_names_every_failed_job(tmp_path, fsdd_dir):
+    """A fold that fails does not stop the others; the error names each failed job's log."""
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    for wav in fsdd_dir.glob("*.wav"):
+        if wav.name.split("_")[1] in ("george", "theo") and wav.name.startswith("0_"):
+            (recordings / wav.name).symlink_to(wav)
+    exp = tmp_path / "exp"
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "fsdd", "--loso", "true", "--fsdd_dir",
+                           str(recordings), "--download_dir", str(tmp_path / "dl"), "--data", str(tmp_path / "data"),
+                           "--dir", str(exp), "--prepare_opts", "--no_such_option 1", "--stop_stage", "3"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "LOSO job(s) failed: " in proc.stderr
+    named = proc.stderr.split("LOSO job(s) failed: ")[1].split(" (logs in")[0].split()
+    assert sorted(named) == ["george.log", "theo.log"]
+    for spk in ("george", "theo"):
+        assert "no_such_option" in (exp / f"{spk}.log").read_text()
+
+
 def test_loso_needs_fsdd():
     proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "tiny_zh", "--loso", "true"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

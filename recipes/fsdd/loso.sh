@@ -12,6 +12,7 @@
 # RUN_SH_OPTIONS (the user's run.sh options: --config, --fsdd_dir, --train_override, --att_udps, ...) are passed to
 # every fold's run.sh; the fold's own --data, --dir, --test_sets, --seeds and stages come after them and win.
 set -euo pipefail
+(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )) || { echo "$0: needs bash >= 5.1 (wait -n -p)" >&2; exit 1; }
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "${root}"
 . tools/log.sh
@@ -42,24 +43,28 @@ log "LOSO over $(wc -w <<< "${speakers}") speakers: $(echo ${speakers}); seeds: 
 fold_stage=$(( stage > 0 ? stage : 0 ))
 fold_stop=$(( stop_stage < 5 ? stop_stage : 5 ))
 threads=$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))
-pids=() names=()
-wait_jobs() {  # wait for the background jobs; stop naming each one that failed, after all have ended
-  local i failed=()
-  for i in "${!pids[@]}"; do wait "${pids[i]}" || failed+=("${names[i]}"); done
-  pids=() names=()
-  [[ ${#failed[@]} -eq 0 ]] || die "LOSO job(s) failed: ${failed[*]} (see ${exp_root}/<job>.log); rerun to resume them"
+declare -A running=()   # pid -> job log name, at most --cpu_jobs at a time
+failed=()
+reap_one() {  # wait for any one running job; a failure is collected, the others go on
+  local pid
+  if ! wait -n -p pid "${!running[@]}"; then failed+=("${running[${pid}]}"); fi
+  unset "running[${pid}]"
 }
-trap '[[ ${#pids[@]} -eq 0 ]] || kill "${pids[@]}" 2> /dev/null' EXIT
+drain() {  # wait for every running job; stop naming each one that failed
+  while [[ ${#running[@]} -gt 0 ]]; do reap_one; done
+  [[ ${#failed[@]} -eq 0 ]] || die "LOSO job(s) failed: ${failed[*]} (logs in ${exp_root}); rerun to resume them"
+}
+trap '[[ ${#running[@]} -eq 0 ]] || kill "${!running[@]}" 2> /dev/null' EXIT
 fold_run() {  # fold_run SPEAKER LOG FROM TO RUN_SH_OPTIONS...: one fold's run.sh stages FROM..TO, in the background
   local spk=$1 log_file=$2 from=$3 to=$4; shift 4
-  [[ ${#pids[@]} -lt ${cpu_jobs} ]] || wait_jobs
+  [[ ${#running[@]} -lt ${cpu_jobs} ]] || reap_one   # a slot frees as soon as any job ends (a finished one: at once)
   log "fold ${spk}: stages ${from}..${to} $*, log: ${log_file}"
   OMP_NUM_THREADS=${threads} bash run.sh "${run_opts[@]}" --loso false --corpus fsdd \
     --download_dir "${download_dir}" --stage "${from}" --stop_stage "${to}" \
     --data "${data_root}/${spk}" --dir "${exp_root}/${spk}" \
     --prepare_opts "${prepare_opts} --unseen_speaker ${spk}" --test_sets test_unseen --cpu_jobs 1 "$@" \
     >> "${log_file}" 2>&1 &
-  pids+=($!) names+=("${log_file##*/}")
+  running[$!]=${log_file##*/}
 }
 mkdir -p "${exp_root}"
 # Data first, every fold's (stages 0-3: seconds to a minute each), then one job per fold and seed (stages 4-5: its
@@ -69,14 +74,14 @@ if [[ ${fold_stage} -le 3 && ${fold_stop} -ge 0 ]]; then
   for spk in ${speakers}; do
     fold_run "${spk}" "${exp_root}/${spk}.log" "${fold_stage}" $(( fold_stop < 3 ? fold_stop : 3 ))
   done
-  wait_jobs
+  drain
 fi
 if [[ ${fold_stop} -ge 4 ]]; then
-  for seed in ${seeds}; do for spk in ${speakers}; do   # seed-major: a fold's two jobs rarely share a batch
+  for seed in ${seeds}; do for spk in ${speakers}; do   # seed-major: a fold's jobs seldom run at once
     fold_run "${spk}" "${exp_root}/${spk}_seed${seed}.log" $(( fold_stage > 4 ? fold_stage : 4 )) "${fold_stop}" \
       --seeds "${seed}"
   done; done
-  wait_jobs
+  drain
 fi
 
 if [[ ${stage} -le 7 && ${stop_stage} -ge 7 ]]; then
