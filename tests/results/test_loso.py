@@ -44,6 +44,8 @@ def test_rates_per_fold_pooled_and_paired(tmp_path):
     assert "| attention | udps | 37.50 ± 17.68 | 0.00 ± 0.00 | 18.75 ± 8.84 |" in text
     assert "| attention | scaled_dot | 0.00 ± 0.00 | 0.00 ± 0.00 | 0.00 ± 0.00 |" in text
     assert "per fold ann +37.50, bob +0.00; udps lower in 0 of 2 folds" in text
+    assert "| ann | none | TWO→TOO 2, FOUR→FOR 1 (of 3) |" in text
+    assert "| bob | none | none |" in text
     cmp = loso.paired(run, "scaled_dot", run, "udps", "attention")
     assert cmp.num_utts == 4 and cmp.num_seeds == 2 and cmp.difference == pytest.approx(18.75)
     plot = tmp_path / "loso.png"

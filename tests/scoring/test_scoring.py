@@ -2,7 +2,7 @@
 with WeNet's own script in tests/tools/test_compute_wer_parity.py)."""
 import pytest
 
-from wenet_udps.scoring import align, char_tokens, cluster_of, error_rate, read_text, score, tokenize
+from wenet_udps.scoring import align, char_tokens, cluster_of, confusions, error_rate, read_text, score, tokenize
 
 
 @pytest.mark.parametrize("text, tokens", [
@@ -76,3 +76,11 @@ def test_read_text(tmp_path):
     path = tmp_path / "text"
     path.write_bytes("\ufeffu1 a  b\r\nu2\n\nu3 中 文 \n".encode("utf-8"))
     assert read_text(str(path)) == {"u1": "a  b\r", "u2": "", "u3": "中 文 "}
+
+
+def test_confusions_count_substitutions_insertions_and_deletions():
+    report = score({"a": "ONE TWO THREE", "b": "FOUR FIVE"}, {"a": "ONE THREE THREE", "b": "FOUR FIVE SIX"},
+                       char=False)
+    assert confusions(report) == {("TWO", "THREE"): 1, ("", "SIX"): 1}
+    report = score({"a": "ONE TWO"}, {"a": "ONE"}, char=False)
+    assert confusions(report) == {("TWO", ""): 1}

@@ -13,19 +13,21 @@ LOSO runs over the same folds (an old conf against a new one), per variant and m
 """
 import argparse
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
 from wenet_udps.scoring.significance import Comparison, compare, mean_std, utterance_errors
 from wenet_udps.scoring.tokens import read_text
-from wenet_udps.scoring.wer import score
+from wenet_udps.scoring.wer import confusions, score
 
 TEST_SET = "test_unseen"
 BASELINE = BASELINE_SUFFIX[1:]  # the scaled-dot variant's label
 MODES = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
 Errors = Dict[str, Tuple[int, int]]  # utterance -> (errors, reference tokens)
+TOP_ERRORS = 3  # the most frequent errors listed per fold and variant
 
 
 @dataclass
@@ -33,6 +35,7 @@ class LosoRun:
     """Per-utterance errors of one LOSO experiment: ``errors[variant][seed][mode][fold]``."""
     errors: Dict[str, Dict[int, Dict[str, Dict[str, Errors]]]]
     folds: List[str]
+    confusions: Dict[str, Dict[str, Dict[str, Counter]]] = field(default_factory=dict)  # [variant][mode][fold]
 
     def variants(self) -> List[str]:
         """Variant labels, the scaled-dot baseline first."""
@@ -63,6 +66,7 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
         raise ValueError(f"no LOSO folds in {data_root}: expected <speaker>/{TEST_SET}/text")
     groups = group_by_seed([d.name for d in exp_root.iterdir() if d.is_dir()]) if exp_root.is_dir() else {}
     errors: Dict[str, Dict[int, Dict[str, Dict[str, Errors]]]] = {}
+    confused: Dict[str, Dict[str, Dict[str, Counter]]] = {}
     for fold in folds:
         refs = read_text(str(data_root / fold / TEST_SET / "text"))
         mine = {base[len(fold) + 1:]: members for base, members in groups.items() if base.startswith(fold + "_")}
@@ -77,7 +81,9 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
                     report = score(refs, read_text(str(hyp)), char=False)
                     errors.setdefault(variant, {}).setdefault(seed, {}).setdefault(mode, {})[fold] = \
                         utterance_errors(report)
-    run = LosoRun(errors, folds)
+                    confused.setdefault(variant, {}).setdefault(mode, {}).setdefault(fold, Counter()).update(
+                        confusions(report))
+    run = LosoRun(errors, folds, confused)
     for variant in run.variants():
         for seed in run.seeds(variant):
             for mode in modes:
@@ -130,6 +136,21 @@ def per_fold(run: LosoRun, b_variant: str, s_variant: str, mode: str) -> str:
     return f"per fold {listed}; {s_variant} lower in {lower} of {len(diffs)} folds"
 
 
+def top_errors(run: LosoRun, mode: str) -> str:
+    """Markdown: per fold and variant the most frequent errors, summed over seeds (``REF→HYP count``; ``∅`` is an
+    inserted or deleted word), and all errors: whether a new voice fails on a few words or on all of them."""
+    variants = run.variants()
+    lines = ["| fold | " + " | ".join(variants) + " |", "|---|" + "---|" * len(variants)]
+    for fold in run.folds:
+        cells = []
+        for v in variants:
+            counts = run.confusions[v][mode][fold]
+            top = ", ".join(f"{r or '∅'}→{h or '∅'} {n}" for (r, h), n in counts.most_common(TOP_ERRORS))
+            cells.append(f"{top} (of {sum(counts.values())})" if counts else "none")
+        lines.append(f"| {fold} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def report(run: LosoRun, modes: Sequence[str], old: Optional[LosoRun] = None, old_name: str = "old") -> str:
     """RESULTS.md text: the table, then the paired tests in words."""
     variants = run.variants()
@@ -147,6 +168,9 @@ def report(run: LosoRun, modes: Sequence[str], old: Optional[LosoRun] = None, ol
                 out.append(f"- {mode}: " + paired(run, base[0], run, v, mode).describe(base[0], v)
                            + f"; {per_fold(run, base[0], v, mode)}")
         out.append("")
+    mode = "attention_rescoring" if "attention_rescoring" in modes else modes[-1]
+    out += [f"## The most frequent errors on each held-out speaker ({mode}, summed over seeds)\n",
+            top_errors(run, mode)]
     if old is not None:
         out.append(f"## This run against {old_name}, same folds, paired\n")
         for v in (v for v in variants if v in old.errors):

@@ -6,7 +6,7 @@
 """
 from wenet_udps.scoring.align import Alignment, Counts, align
 from wenet_udps.scoring.tokens import char_tokens, cluster_of, read_ignore_words, read_text, tokenize
-from wenet_udps.scoring.wer import MISSING_POLICIES, Report, error_rate, notes, score, write_report
+from wenet_udps.scoring.wer import MISSING_POLICIES, Report, confusions, error_rate, notes, score, write_report
 
 __all__ = ["Alignment", "Counts", "align", "char_tokens", "cluster_of", "read_ignore_words", "read_text",
-           "tokenize", "MISSING_POLICIES", "Report", "error_rate", "notes", "score", "write_report"]
+           "tokenize", "MISSING_POLICIES", "Report", "confusions", "error_rate", "notes", "score", "write_report"]

@@ -19,6 +19,7 @@ that drops utterances. Either way the number of missing hypotheses, and of hypot
 written on a line before ``Overall`` (only when there are some).
 """
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, TextIO, Tuple
 
@@ -135,6 +136,12 @@ def write_report(report: Report, out: TextIO, *, verbose: bool = True, pad: str 
     for name, counts in report.clusters.items():
         out.write(f"{name} -> {counts}\n")
     out.write(f"\n{SEPARATOR}\n")
+
+
+def confusions(report: Report) -> Counter:
+    """``Counter`` of every error of a report: ``(ref, hyp)`` pairs that differ; ``""`` stands for the missing side
+    of an insertion or deletion."""
+    return Counter(pair for _, result in report.utterances for pair in result.pairs if pair[0] != pair[1])
 
 
 def error_rate(refs: Mapping[str, str], hyps: Mapping[str, str], *, char: bool) -> float:
