@@ -58,9 +58,9 @@ reverse_weight=0.0      # right-to-left decoder weight (bitransformer)
 decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a streaming conf, e.g. *_u2pp_*)
 num_decoding_left_chunks=-1
 decode_batch_size=16
-loso=false              # fsdd: true = leave-one-speaker-out, a model per held-out speaker, variant and seed (--seeds,
-                        # default "1 2"), scored on that speaker; 5 speakers x 2 variants x 2 seeds: about 3 h here
-                        # (2 cores, 17 min per pair of trainings). <dir>/RESULTS.md and loso.png; recipes/fsdd/loso.sh
+loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 variants x 2 seeds: about 4 h on 2 cores
+                        # (two folds at a time, 48 min per fold's pair of trainings). A model per held-out speaker,
+                        # variant and seed (--seeds, default "1 2"), scored on that speaker; <dir>/RESULTS.md, loso.png
 loso_compare=           # with --loso: an earlier LOSO exp dir over the same folds (old conf) for paired tests
 args_given=("$@")
 . tools/parse_options.sh

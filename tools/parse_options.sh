@@ -26,6 +26,7 @@ _po_print_help() {
   while IFS= read -r line || [[ -n ${line} ]]; do
     # Defaults end where this file is sourced.
     [[ ${line} =~ ^[[:space:]]*(\.|source)[[:space:]]+[^[:space:]]*parse_options\.sh ]] && break
+    [[ ${line} =~ ^[A-Za-z_][A-Za-z0-9_]*=\( ]] && continue  # an array is not an option
     [[ ${line} =~ ^([A-Za-z_][A-Za-z0-9_]*)= ]] || continue
     name=${BASH_REMATCH[1]}
     comment=""

@@ -12,6 +12,7 @@ stage=0            # first stage to run
 stop_stage=5
 train_config=conf/a.yaml
 use_amp=false
+saved=("$@")
 . {root}/tools/parse_options.sh
 echo "stage=$stage stop_stage=$stop_stage train_config=$train_config use_amp=$use_amp args=$*"
 """
@@ -65,6 +66,7 @@ def test_help_lists_options_with_defaults(tmp_path):
     assert any(re.match(r"^\s+--stage\s+0\s+# first stage to run$", line) for line in lines)
     assert any(re.match(r"^\s+--use_amp\s+false$", line) for line in lines)
     assert "args=" not in proc.stdout
+    assert "--saved" not in proc.stdout  # an array assignment is not an option
 
 
 def test_log_and_die_format(tmp_path):
