@@ -43,6 +43,12 @@ def test_loso_over_two_speakers(tmp_path, fsdd_dir):
     assert again.returncode == 0, again.stderr[-2000:]
     log = (exp / "george_seed1.log").read_text()
     assert log.count("final.pt exists, skipping") == 2 and log.count("stage 4: train ") == 2
+    # --stage 7 alone (the report, e.g. with --loso_compare) starts no fold job.
+    (exp / "RESULTS.md").unlink()
+    report = subprocess.run(["bash", str(ROOT / "run.sh"), *args, "--stage", "7"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "fold george" not in report.stderr and (exp / "RESULTS.md").is_file()
 
 
 def test_loso_names_every_failed_job(tmp_path, fsdd_dir):

@@ -76,7 +76,7 @@ if [[ ${fold_stage} -le 3 && ${fold_stop} -ge 0 ]]; then
   done
   drain
 fi
-if [[ ${fold_stop} -ge 4 ]]; then
+if [[ ${fold_stage} -le 5 && ${fold_stop} -ge 4 ]]; then
   for seed in ${seeds}; do for spk in ${speakers}; do   # seed-major: a fold's jobs seldom run at once
     fold_run "${spk}" "${exp_root}/${spk}_seed${seed}.log" $(( fold_stage > 4 ? fold_stage : 4 )) "${fold_stop}" \
       --seeds "${seed}"

@@ -43,7 +43,8 @@ def test_rates_per_fold_pooled_and_paired(tmp_path):
     text = loso.report(run, ["attention"])
     assert "| attention | udps | 37.50 ± 17.68 | 0.00 ± 0.00 | 18.75 ± 8.84 |" in text
     assert "| attention | scaled_dot | 0.00 ± 0.00 | 0.00 ± 0.00 | 0.00 ± 0.00 |" in text
-    assert "per fold ann +37.50, bob +0.00; udps lower in 0 of 2 folds" in text
+    assert "per fold ann +37.50, bob +0.00; udps lower in 0 of 2 folds; lower in 0 of 4 fold-seed pairs (2 tied), " \
+        "sign test p = 0.5" in text
     assert "| ann | none | TWO→TOO 2, FOUR→FOR 1 (of 3) |" in text
     assert "| bob | none | none |" in text
     cmp = loso.paired(run, "scaled_dot", run, "udps", "attention")
@@ -83,3 +84,15 @@ def test_cli_exit_2_without_folds(tmp_path, capsys):
     assert loso.main(["--exp_root", str(tmp_path), "--data_root", str(tmp_path / "none"),
                       "--out", str(tmp_path / "R.md")]) == 2
     assert "no LOSO folds" in capsys.readouterr().err
+
+
+def test_sign_test_counts_each_fold_and_seed(tmp_path):
+    hyps = {}
+    for seed in (1, 2):
+        for fold, texts in REFS.items():
+            hyps[(fold, "udps", seed)] = perfect(fold)
+            hyps[(fold, "scaled_dot", seed)] = [texts[0].split()[0], texts[1]]  # one deletion per fold and seed
+    exp, data = make(tmp_path, hyps)
+    run = loso.load(exp, data, ["attention"])
+    assert loso.per_pair(run, "scaled_dot", "udps", "attention") == \
+        "lower in 4 of 4 fold-seed pairs, sign test p = 0.125"
