@@ -26,6 +26,28 @@ fetch() {
   fi
 }
 
+# fetch_part URL MD5 DIR PART: download URL (a LibriSpeech-format archive of DIR/LibriSpeech/PART) and unpack it.
+# The part is unpacked into a temporary folder and moved into place when complete, so DIR/LibriSpeech/PART exists
+# only whole: an existing one is skipped without writing anything (DIR may be a read-only copy).
+fetch_part() {
+  local url=$1 md5=$2 dir=$3 part=$4
+  if [[ -d ${dir}/LibriSpeech/${part} ]]; then
+    log "${dir}/LibriSpeech/${part} already unpacked"
+    return 0
+  fi
+  fetch "${url}" "${dir}" "${md5}"
+  log "unpacking ${url##*/}"
+  rm -rf "${dir}/.unpack_${part}"
+  mkdir -p "${dir}/.unpack_${part}" "${dir}/LibriSpeech"
+  tar -xzf "${dir}/${url##*/}" -C "${dir}/.unpack_${part}"
+  mv "${dir}/.unpack_${part}/LibriSpeech/${part}" "${dir}/LibriSpeech/${part}"
+  for f in "${dir}/.unpack_${part}/LibriSpeech/"*.TXT; do   # SPEAKERS.TXT, CHAPTERS.TXT, ...: every part has them
+    if [[ -e ${f} && ! -e ${dir}/LibriSpeech/${f##*/} ]]; then mv "${f}" "${dir}/LibriSpeech/"; fi
+  done
+  rm -rf "${dir}/.unpack_${part}"
+  [[ ${keep_archives:-false} == true ]] || rm -f "${dir}/${url##*/}"
+}
+
 # prepare_args SUBDIR DOWNLOAD_DIR DATA_DIR: a prepare.sh's two arguments. Sets src (DOWNLOAD_DIR, or
 # DOWNLOAD_DIR/SUBDIR when it holds one: either the download folder or the corpus folder itself may be passed) and
 # data_dir.

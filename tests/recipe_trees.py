@@ -57,3 +57,26 @@ def make_librispeech(root: Path, parts: Iterable[str], utts: int = 3, train_utts
                 word += 4
             (d / f"{spk}-{chapter}.trans.txt").write_text("".join(lines))
     return root
+
+
+# The default split of recipes/mini_librispeech/prepare.sh: test 4680 1867, dev 19 2136; the rest trains.
+MINI_SPEAKERS = ("19", "2136", "4680", "1867", "32", "118", "163")
+
+
+def make_mini_librispeech(root: Path, speakers: Iterable[str] = MINI_SPEAKERS, utts: int = 2,
+                          dev_clean_2: Iterable[str] = ()) -> Path:
+    """``root/LibriSpeech/{train-clean-5,dev-clean-2}/<spk>/<chapter>/...``: real FLAC noise, one chapter of
+    ``utts`` utterances per speaker (3-word transcripts); dev-clean-2 only for the speakers in ``dev_clean_2``."""
+    seed = 0
+    for part, spks in (("train-clean-5", speakers), ("dev-clean-2", dev_clean_2)):
+        for spk in spks:
+            chapter = f"{spk}0"
+            d = root / "LibriSpeech" / part / spk / chapter
+            lines = []
+            for u in range(utts):
+                key = f"{spk}-{chapter}-{u:04d}"
+                noise(d / f"{key}.flac", 0.5, seed, "FLAC")
+                lines.append(f"{key} {' '.join(WORDS[(seed + i) % len(WORDS)] for i in range(3))}\n")
+                seed += 1
+            (d / f"{spk}-{chapter}.trans.txt").write_text("".join(lines))
+    return root

@@ -33,14 +33,6 @@ declare -A md5=(
 )
 mkdir -p "${dir}"
 for part in dev-clean dev-other test-clean test-other ${train_parts}; do
-  if [[ -f ${dir}/LibriSpeech/${part}/.complete ]]; then
-    log "${dir}/LibriSpeech/${part} already unpacked"
-    continue
-  fi
-  fetch "${mirror}/${part}.tar.gz" "${dir}" "${md5[${part}]}"
-  log "unpacking ${part}.tar.gz"
-  tar -xzf "${dir}/${part}.tar.gz" -C "${dir}"
-  touch "${dir}/LibriSpeech/${part}/.complete"
-  [[ ${keep_archives} == true ]] || rm -f "${dir}/${part}.tar.gz"
+  fetch_part "${mirror}/${part}.tar.gz" "${md5[${part}]}" "${dir}" "${part}"
 done
 log "LibriSpeech is in ${dir}/LibriSpeech; next: recipes/librispeech/prepare.sh ${dir} DATA_DIR"

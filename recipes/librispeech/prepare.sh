@@ -18,16 +18,10 @@ for part in dev-clean dev-other test-clean test-other train-clean-100; do
 done
 src=$(cd "${src}" && pwd)
 
-# prepare_part PART SET: one LibriSpeech part -> DATA_DIR/SET.
+# prepare_part PART SET: one LibriSpeech part -> DATA_DIR/SET (skipped utterances are counted and named).
 prepare_part() {
-  local part_dir=${src}/$1 out=${data_dir}/$2
-  mkdir -p "${out}"
-  find "${part_dir}" -name '*.flac' | LC_ALL=C awk '{
-      n = split($0, parts, "/"); key = parts[n]; sub(/\.flac$/, "", key); print key, $0
-    }' | LC_ALL=C sort -k1,1 > "${out}/wav.scp"
-  find "${part_dir}" -name '*.trans.txt' -exec cat {} + | tr -d '\r' | LC_ALL=C sort -k1,1 > "${out}/text"
-  [[ -s ${out}/wav.scp ]] || die "no flac files under ${part_dir}"
-  check_kaldi_dir "${out}"
+  python3 -m wenet_udps.corpora.librispeech "${src}/$1" "${data_dir}/$2"
+  check_kaldi_dir "${data_dir}/$2"
 }
 
 # merge_sets OUT SET...: concatenate prepared sets.

@@ -1,0 +1,137 @@
+"""One LibriSpeech-format part (``<part>/<speaker>/<chapter>/{<key>.flac, <speaker>-<chapter>.trans.txt}``) as a
+Kaldi data dir, optionally restricted to some speakers:
+
+    python -m wenet_udps.corpora.librispeech PART_DIR OUT_DIR [--speakers "19 2136"] [--exclude_speakers "..."]
+
+Used by the LibriSpeech and mini LibriSpeech recipes' stage 0. Nothing is lost silently: an utterance whose audio
+has no transcript line (a missing ``.trans.txt`` included), and a transcript line without audio or without words,
+is skipped, counted, and named in one warning per reason; a duplicate key or a malformed line is an error naming the
+file and line. Speakers asked for but absent are an error (a typo would otherwise move a speaker into training).
+"""
+import argparse
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from wenet_udps.corpora.common import write_kaldi_dir
+
+SHOWN = 3  # problem examples named per reason
+
+
+@dataclass
+class Part:
+    """What one part holds: ``rows`` (key, flac path, transcript) and every skipped utterance by reason."""
+    rows: List[Tuple[str, str, str]] = field(default_factory=list)
+    skipped: Dict[str, List[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def speakers(self) -> Set[str]:
+        return {speaker_of(k) for k, _, _ in self.rows}
+
+
+def speaker_of(key: str) -> str:
+    """``19-198-0001`` -> ``19``."""
+    return key.split("-", 1)[0]
+
+
+def read_transcripts(trans: Path, part: Part) -> Dict[str, Tuple[str, str]]:
+    """``key -> (transcript, "file:line")`` of one ``.trans.txt``; a key-only line maps to an empty transcript."""
+    out: Dict[str, Tuple[str, str]] = {}
+    with open(trans, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            where = f"{trans}:{n}"
+            fields = line.strip().split(None, 1)
+            if not fields:
+                continue
+            key = fields[0]
+            if key.count("-") != 2 or not key.startswith(f"{trans.name.split('.')[0]}-"):
+                raise ValueError(f"{where}: expected '<speaker>-<chapter>-<utt> WORDS ...' of this chapter, "
+                                 f"got {line.strip()[:60]!r}")
+            if key in out:
+                raise ValueError(f"{where}: duplicate key {key} (first at {out[key][1]})")
+            out[key] = (" ".join(fields[1].split()) if len(fields) > 1 else "", where)
+    return out
+
+
+def scan_part(part_dir: Path) -> Part:
+    """Pair every ``.flac`` under ``part_dir`` with its chapter's transcript line."""
+    part = Part()
+    chapters: Dict[Path, List[Path]] = defaultdict(list)
+    for flac in sorted(part_dir.rglob("*.flac")):
+        chapters[flac.parent].append(flac)
+    for trans in sorted(part_dir.rglob("*.trans.txt")):
+        chapters.setdefault(trans.parent, [])
+    for chapter, flacs in sorted(chapters.items()):
+        trans = chapter / f"{chapter.parent.name}-{chapter.name}.trans.txt"
+        if not trans.is_file():
+            part.skipped["no transcript file"] += [f"{f} ({trans.name} missing)" for f in flacs]
+            continue
+        lines = read_transcripts(trans, part)
+        audio = {f.name[:-len(".flac")]: f for f in flacs}
+        for key in sorted(audio.keys() - lines.keys()):
+            part.skipped["audio without a transcript line"].append(f"{audio[key]} (not in {trans})")
+        for key in sorted(lines.keys() - audio.keys()):
+            part.skipped["transcript line without audio"].append(f"{lines[key][1]} ({key}.flac missing)")
+        for key in sorted(audio.keys() & lines.keys()):
+            if lines[key][0]:
+                part.rows.append((key, str(audio[key].resolve()), lines[key][0]))
+            else:
+                part.skipped["empty transcript"].append(lines[key][1])
+    return part
+
+
+def select(part: Part, speakers: Optional[Set[str]], exclude: Set[str]) -> List[Tuple[str, str, str]]:
+    """The rows of ``speakers`` (all when None) minus ``exclude``; a named speaker absent from the part raises."""
+    present = part.speakers()
+    missing = sorted(((speakers or set()) | exclude) - present, key=int)
+    if missing:
+        raise ValueError(f"speaker(s) {' '.join(missing)} not in this part (it has {' '.join(sorted(present, key=int))})")
+    return [r for r in part.rows
+            if (speakers is None or speaker_of(r[0]) in speakers) and speaker_of(r[0]) not in exclude]
+
+
+def warn_skipped(part: Part, part_dir: Path) -> None:
+    """One warning line per skip reason, with its count and the first few places."""
+    for reason, places in part.skipped.items():
+        more = f" and {len(places) - SHOWN} more" if len(places) > SHOWN else ""
+        print(f"warning: {part_dir}: skipped {len(places)} utterance(s), {reason}: {'; '.join(places[:SHOWN])}{more}",
+              file=sys.stderr)
+
+
+def speaker_set(text: str) -> Set[str]:
+    ids = set(text.split())
+    bad = [s for s in ids if not s.isdigit()]
+    if bad:
+        raise argparse.ArgumentTypeError(f"speaker ids are numbers, got {' '.join(sorted(bad))}")
+    return ids
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="librispeech", description=__doc__.split("\n\n")[0])
+    parser.add_argument("part_dir", type=Path, help="a LibriSpeech part, e.g. LibriSpeech/train-clean-5")
+    parser.add_argument("out_dir", type=Path, help="Kaldi data dir to write (wav.scp, text)")
+    parser.add_argument("--speakers", type=speaker_set, default=None, help="only these speaker ids (space-separated)")
+    parser.add_argument("--exclude_speakers", type=speaker_set, default=set(), help="leave these speakers out")
+    args = parser.parse_args(argv)
+    if not args.part_dir.is_dir():
+        parser.error(f"{args.part_dir} is not a directory")
+    try:
+        part = scan_part(args.part_dir)
+        rows = select(part, args.speakers, args.exclude_speakers)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        print(f"librispeech: error: {e}", file=sys.stderr)
+        return 1
+    warn_skipped(part, args.part_dir)
+    if not rows:
+        print(f"librispeech: error: {args.part_dir}: no utterance with both audio and a transcript"
+              f"{' for the speakers asked for' if args.speakers else ''}", file=sys.stderr)
+        return 1
+    write_kaldi_dir(args.out_dir, rows)
+    spk = sorted({speaker_of(k) for k, _, _ in rows}, key=int)
+    print(f"{args.out_dir}: {len(rows)} utterances of {len(spk)} speaker(s) from {args.part_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
