@@ -86,7 +86,8 @@ def select(part: Part, speakers: Optional[Set[str]], exclude: Set[str]) -> List[
     present = part.speakers()
     missing = sorted(((speakers or set()) | exclude) - present, key=int)
     if missing:
-        raise ValueError(f"speaker(s) {' '.join(missing)} not in this part (it has {' '.join(sorted(present, key=int))})")
+        have = " ".join(sorted(present, key=int))
+        raise ValueError(f"speaker(s) {' '.join(missing)} not in this part (it has {have})")
     return [r for r in part.rows
             if (speakers is None or speaker_of(r[0]) in speakers) and speaker_of(r[0]) not in exclude]
 
@@ -110,7 +111,7 @@ def speaker_set(text: str) -> Set[str]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="librispeech", description=__doc__.split("\n\n")[0])
     parser.add_argument("part_dir", type=Path, help="a LibriSpeech part, e.g. LibriSpeech/train-clean-5")
-    parser.add_argument("out_dir", type=Path, help="Kaldi data dir to write (wav.scp, text)")
+    parser.add_argument("out_dir", type=Path, help="Kaldi data dir to write (wav.scp, text, utt2spk)")
     parser.add_argument("--speakers", type=speaker_set, default=None, help="only these speaker ids (space-separated)")
     parser.add_argument("--exclude_speakers", type=speaker_set, default=set(), help="leave these speakers out")
     args = parser.parse_args(argv)
@@ -128,6 +129,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{' for the speakers asked for' if args.speakers else ''}", file=sys.stderr)
         return 1
     write_kaldi_dir(args.out_dir, rows)
+    # utt2spk (Kaldi's): results are also reported per speaker (tools/collect_results.py).
+    (args.out_dir / "utt2spk").write_text("".join(f"{k} {speaker_of(k)}\n" for k, _, _ in sorted(rows)),
+                                          encoding="utf-8")
     spk = sorted({speaker_of(k) for k, _, _ in rows}, key=int)
     print(f"{args.out_dir}: {len(rows)} utterances of {len(spk)} speaker(s) from {args.part_dir}", file=sys.stderr)
     return 0

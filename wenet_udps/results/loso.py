@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from scipy import stats
-
 from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
-from wenet_udps.scoring.significance import Comparison, compare, mean_std, utterance_errors
+from wenet_udps.scoring.significance import Comparison, compare, mean_std, sign_count, utterance_errors
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
 
@@ -140,18 +138,11 @@ def per_fold(run: LosoRun, b_variant: str, s_variant: str, mode: str) -> str:
 
 
 def per_pair(run: LosoRun, b_variant: str, s_variant: str, mode: str) -> str:
-    """In how many (fold, seed) pairs the system is lower, the same seed paired, and the two-sided sign test.
-
-    Unlike the utterance-level test this counts each training once, so seed-to-seed spread is not hidden;
-    ties are left out of the sign test."""
+    """In how many (fold, seed) pairs the system is lower, the same seed paired, and the two-sided sign test."""
     seeds = sorted(set(run.seeds(b_variant)) & set(run.seeds(s_variant)))
     diffs = [rate(run.errors[s_variant][s][mode][f]) - rate(run.errors[b_variant][s][mode][f])
              for f in run.folds for s in seeds]
-    lower, higher = sum(d < 0 for d in diffs), sum(d > 0 for d in diffs)
-    ties = len(diffs) - lower - higher
-    p = stats.binomtest(lower, lower + higher).pvalue if lower + higher else 1.0
-    tied = f" ({ties} tied)" if ties else ""
-    return f"lower in {lower} of {len(diffs)} fold-seed pairs{tied}, sign test p = {p:.3g}"
+    return sign_count(diffs, "fold-seed pairs")
 
 
 def top_errors(run: LosoRun, mode: str) -> str:

@@ -77,6 +77,17 @@ def over_seeds(rates: Mapping[int, float]) -> str:
     return f"{mean:.2f} ± {std:.2f} (seeds {per_seed})"
 
 
+def sign_count(diffs: Sequence[float], unit: str) -> str:
+    """In how many trainings a system is lower (``diffs``: system - baseline, one per training) and the two-sided
+    sign test (ties left out). Unlike the utterance-level test this counts each training once, so seed-to-seed
+    spread is not hidden."""
+    lower, higher = sum(d < 0 for d in diffs), sum(d > 0 for d in diffs)
+    ties = len(diffs) - lower - higher
+    p = stats.binomtest(lower, lower + higher).pvalue if lower + higher else 1.0
+    tied = f" ({ties} tied)" if ties else ""
+    return f"lower in {lower} of {len(diffs)} {unit}{tied}, sign test p = {p:.3g}"
+
+
 def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:
     """``{key: (errors S+D+I, reference tokens N)}`` of every scored utterance of a report."""
     return {key: (a.counts.S + a.counts.D + a.counts.I, a.counts.N) for key, a in report.utterances}

@@ -1,0 +1,106 @@
+"""Error rates per speaker, and the letter error rate (CER) of a word-scored corpus.
+
+A data set with Kaldi's ``utt2spk`` (``<key> <speaker>`` lines) gets one row per speaker and experiment group in
+RESULTS.md: with a handful of test speakers, a pooled difference between two attention types can come from one
+voice, and this table shows whether it does. Seeded experiments (``<exp>_seed<N>``) are one group: mean ± std over
+their seeds.
+"""
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+from wenet_udps.results.seeds import group_by_seed
+from wenet_udps.scoring.significance import mean_std
+from wenet_udps.scoring.tokens import read_text
+from wenet_udps.scoring.wer import error_rate
+
+Rates = Dict[Tuple[str, str], float]  # (set, mode) -> %
+
+
+def read_utt2spk(path: Path) -> Dict[str, str]:
+    """``{key: speaker}``; a line without a speaker raises ValueError naming the file and line."""
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"{path}:{n}: expected '<key> <speaker>', got {line[:60]!r}")
+        out[fields[0]] = fields[1]
+    return out
+
+
+def by_speaker(refs: Mapping[str, str], hyps: Mapping[str, str], utt2spk: Mapping[str, str], *, char: bool
+               ) -> Dict[str, float]:
+    """``{speaker: error rate %}`` over each speaker's reference utterances (a missing hypothesis counts as
+    deletions, as in the pooled score); utterances absent from utt2spk are speaker ``?``."""
+    groups: Dict[str, Dict[str, str]] = defaultdict(dict)
+    for key, text in refs.items():
+        groups[utt2spk.get(key, "?")][key] = text
+    return {spk: error_rate(sub, hyps, char=char) for spk, sub in sorted(groups.items())}
+
+
+def letters(texts: Mapping[str, str]) -> Dict[str, str]:
+    """Each transcript as space-separated letters, spaces dropped: ``"IT'S OK"`` -> ``"I T ' S O K"``. Word-level
+    scoring of these is the letter error rate (CER) of a word-scored corpus; WeNet's character mode would keep
+    English words whole."""
+    return {k: " ".join(c for c in t if not c.isspace()) for k, t in texts.items()}
+
+
+def letter_cer(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str]
+               ) -> Dict[str, Rates]:
+    """``{experiment: {(set, mode): CER %}}`` of the decoded ``<exp>/<set>/<mode>/text`` against
+    ``<data_dir>/<set>/text``, letter by letter (:func:`letters`)."""
+    out: Dict[str, Rates] = {}
+    for name in names:
+        for s in sets:
+            ref = data_dir / s / "text"
+            for m in modes:
+                hyp = exp_dir / name / s / m / "text"
+                if ref.is_file() and hyp.is_file():
+                    out.setdefault(name, {})[(s, m)] = error_rate(letters(read_text(str(ref))),
+                                                                  letters(read_text(str(hyp))), char=False)
+    return out
+
+
+def groups_of(names: Sequence[str]) -> Dict[str, List[str]]:
+    """Experiment groups: ``<base>`` -> its ``<base>_seed<N>`` members in seed order; other experiments alone."""
+    seeded = group_by_seed(names)
+    grouped = {n for members in seeded.values() for n in members.values()}
+    out = {base: [members[s] for s in sorted(members)] for base, members in seeded.items()}
+    out.update({n: [n] for n in names if n not in grouped})
+    return dict(sorted(out.items()))
+
+
+def speaker_table(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str],
+                  *, char: bool, metric: str) -> str:
+    """Markdown: per set that has ``utt2spk``, one row per experiment group and speaker, one column per mode
+    (mean ± std over seeds for a seeded group). Empty when no set has ``utt2spk``."""
+    header = ["exp", "set", "speaker"] + [f"{m} {metric}" for m in modes]
+    lines = []
+    for s in sets:
+        spk_file, ref_file = data_dir / s / "utt2spk", data_dir / s / "text"
+        if not spk_file.is_file() or not ref_file.is_file():
+            continue
+        utt2spk, refs = read_utt2spk(spk_file), read_text(str(ref_file))
+        for group, members in groups_of(names).items():
+            cells: Dict[str, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
+            for name in members:
+                for m in modes:
+                    hyp = exp_dir / name / s / m / "text"
+                    if hyp.is_file():
+                        for spk, r in by_speaker(refs, read_text(str(hyp)), utt2spk, char=char).items():
+                            cells[spk][m].append(r)
+            for spk, per_mode in sorted(cells.items()):
+                row = [group, s, spk] + [_cell(per_mode.get(m, [])) for m in modes]
+                lines.append("| " + " | ".join(row) + " |")
+    if not lines:
+        return ""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + lines) + "\n"
+
+
+def _cell(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    mean, std = mean_std(values)
+    return f"{mean:.2f}" if len(values) == 1 else f"{mean:.2f} ± {std:.2f}"
