@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from wenet_udps.results import plots as results_plots
+from wenet_udps.results import speakers
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils.provenance import provenance, provenance_markdown
@@ -208,6 +209,15 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     return text
 
 
+def speaker_sections(experiments: Sequence[Experiment], args) -> str:
+    """With --data_dir: the letter CER of a word-scored corpus and the error rate per speaker (utt2spk)."""
+    if args.data_dir is None or not experiments:
+        return ""
+    modes, sets = modes_and_sets(experiments)
+    return speakers.sections(args.exp_dir, args.data_dir, [e.name for e in experiments], sets, modes,
+                             char=bool(args.wer_char), metric=args.metric)
+
+
 def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
     """The GPU preflight's verdict (run.sh --gpus writes <exp>/gpu_check.json) of each experiment that has one."""
     lines = []
@@ -250,7 +260,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}{seeds_sections(experiments, args)}\n## Made with\n\n"
+            f"{table}{seeds_sections(experiments, args)}{speaker_sections(experiments, args)}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))
                         + gpu_check_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)

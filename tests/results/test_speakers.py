@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from wenet_udps.results.speakers import by_speaker, groups_of, letter_cer, letters, read_utt2spk, speaker_table
+from wenet_udps.results.speakers import (by_speaker, groups_of, letter_cer, letters, read_utt2spk, sections,
+                                         speaker_table)
 
 MODES = ["ctc_greedy_search", "attention"]
 
@@ -54,3 +55,18 @@ def test_speaker_table_and_cer_rescoring(tmp_path):
     cer = letter_cer(exp, data, names, ["test"], MODES)
     assert cer["m_udps_seed1"][("test", "attention")] == pytest.approx(100 / 6)
     assert speaker_table(exp, data, names, ["dev"], MODES, char=False, metric="WER") == ""
+
+
+def test_sections_add_cer_for_word_scored_sets_only(tmp_path):
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    write(data / "test" / "text", ["1-a AB CD"])
+    write(data / "test" / "utt2spk", ["1-a 1"])
+    for seed in (1, 2):
+        write(exp / f"m_udps_seed{seed}" / "test" / "attention" / "text", ["1-a AB CX"])
+    names = ["m_udps_seed1", "m_udps_seed2"]
+    words = sections(exp, data, names, ["test"], ["attention"], char=False, metric="WER")
+    assert "## CER" in words and "| m_udps_seed1 | test | 25.00 |" in words
+    assert "| m_udps | test | 25.00 ± 0.00 (seeds 1: 25.00, 2: 25.00) |" in words
+    assert "## Per speaker" in words and "| m_udps | test | 1 | 50.00 ± 0.00 |" in words
+    chars = sections(exp, data, names, ["test"], ["attention"], char=True, metric="CER")
+    assert "## CER" not in chars and "## Per speaker" in chars

@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence, Tuple
 
-from wenet_udps.results.seeds import group_by_seed
+from wenet_udps.results.seeds import group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import error_rate
@@ -104,3 +104,26 @@ def _cell(values: Sequence[float]) -> str:
         return "-"
     mean, std = mean_std(values)
     return f"{mean:.2f}" if len(values) == 1 else f"{mean:.2f} ± {std:.2f}"
+
+
+def sections(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str], *,
+             char: bool, metric: str) -> str:
+    """RESULTS.md's sections after the main table: the letter CER of a word-scored corpus (per experiment, and
+    mean ± std per seed group), then the error rate per speaker of every set with ``utt2spk``."""
+    text = ""
+    if not char:
+        cer = letter_cer(exp_dir, data_dir, names, sets, modes)
+        if cer:
+            header = ["exp", "set"] + [f"{m} CER" for m in modes]
+            rows = [" | ".join([n, s] + [f"{cer[n][(s, m)]:.2f}" if (s, m) in cer[n] else "-" for m in modes])
+                    for n in sorted(cer) for s in sets if any(k[0] == s for k in cer[n])]
+            groups = group_by_seed(sorted(cer))
+            text += ("\n## CER\n\nLetter error rate (%): the decoded words and the reference as letters, spaces not "
+                     "counted (wenet_udps.results.speakers.letters).\n\n| " + " | ".join(header) + " |\n|"
+                     + "|".join("---" for _ in header) + "|\n" + "".join(f"| {r} |\n" for r in rows)
+                     + (f"\n{seeds_table(groups, cer, sets, modes, 'CER')}" if groups else ""))
+    per = speaker_table(exp_dir, data_dir, names, sets, modes, char=char, metric=metric)
+    if per:
+        text += (f"\n## Per speaker\n\n{metric} (%) of each speaker's utterances (`<data>/<set>/utt2spk`); a seed "
+                 f"group shows mean ± std over its seeds.\n\n{per}")
+    return text
