@@ -59,7 +59,7 @@ def build_exp_dir(tmp_path: Path) -> Path:
 def test_describe_model(tmp_path):
     mod = load_tool("collect_results")
     y = tmp_path / "train.yaml"
-    y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": False,
+    y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": None,
                                  "decoder_conf": {"src_attention_layer_type": "udps_crossattn"}}))
     assert mod.describe_model(y) == ("transformer", "udps (dec-cross)")
     y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": True}))
@@ -67,9 +67,11 @@ def test_describe_model(tmp_path):
     y.write_text(yaml.safe_dump({"encoder": "conformer",
                                  "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}))
     assert mod.describe_model(y) == ("conformer", "scaled-dot")
-    # att_udps false but a UDPS type at one site: the built model decides the label, not the flag.
+    # The label is the built model's: att_udps false is scaled-dot at every site, a site set only those sites.
     y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": False,
                                  "encoder_conf": {"selfattention_layer_type": "rel_udps_selfattn"}}))
+    assert mod.describe_model(y) == ("conformer", "scaled-dot")
+    y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": "enc_self"}))
     assert mod.describe_model(y) == ("conformer", "udps (enc-self)")
 
 
