@@ -122,9 +122,15 @@ one_of keep_checkpoints "${keep_checkpoints}" all averaged
 if [[ -n ${udps_sites} ]]; then
   [[ -z ${att_udps} ]] || die "--udps_sites and --att_udps both pick the variants: give one"
   [[ " ${udps_sites} " == *" none "* ]] || die "--udps_sites needs none: the scaled-dot model the others are tested against"
-  variants=$(for s in ${udps_sites}; do case ${s} in none) echo false ;; all) echo true ;; *) echo "${s}" ;; esac
-             done | tr '\n' ' ')
-  variants=${variants% }
+  variants=
+  for s in ${udps_sites}; do   # none/all are att_udps false/true; a site set is att_udps' own value
+    case ${s} in
+      none) variants+=" false" ;; all) variants+=" true" ;;
+      true|false) die "--udps_sites takes none, all or sites joined by + (enc_self dec_self dec_cross), got '${s}'" ;;
+      *) variants+=" ${s}" ;;
+    esac
+  done
+  variants=${variants# }
 else
   [[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
   case ${att_udps} in
