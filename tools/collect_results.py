@@ -269,13 +269,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         table = markdown_table(experiments, args.metric)
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
+    ablation = ablation_section(experiments, args)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}{seeds_sections(experiments, args)}{ablation_section(experiments, args)}\n## Made with\n\n"
+            f"{table}{seeds_sections(experiments, args)}{ablation}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))
                         + gpu_check_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(table, end="")
+    print(table + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for
     for p in make_plots(experiments, args.exp_dir, plots_dir, args.metric):
         print(f"collect_results.py: wrote {p}", file=sys.stderr)
     return 0

@@ -230,7 +230,7 @@ def test_gpu_preflight_verdicts_in_made_with(tmp_path):
     assert "transformer_enc_udps" not in made_with
 
 
-def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tmp_path):
+def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tmp_path, capsys):
     """run.sh --udps_sites "none enc_self dec_self+dec_cross all", unseeded: one table, the fork's row named."""
     data = tmp_path / "data" / "test"
     data.mkdir(parents=True)
@@ -249,6 +249,7 @@ def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tm
                       str(tmp_path / "data"), "--metric", "WER"]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     table = text.split("## Attention-site ablation")[1].split("\n## ")[0]
+    assert table in capsys.readouterr().out   # stage 7 prints it too
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| --udps_sites")]
     assert [r.split(" | ")[0] for r in rows] == ["| none", "| enc_self", "| dec_self+dec_cross", "| all"]
     assert rows[0] == "| none | no site (scaled-dot everywhere) | 50.00 |"
