@@ -19,7 +19,11 @@ corpus=tiny_zh          # a folder of recipes/ with a settings.sh: tiny_zh tiny_
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)
-att_udps=               # true | false | both; empty: both, or with --config what the conf's own att_udps says
+att_udps=               # true | false | both: false = scaled-dot at every site, whatever the conf says; empty: both,
+                        # or with --config what the conf's own att_udps says (docs/udps.md)
+udps_sites=             # site ablation, one model per set: none | all | sites joined by + from enc_self dec_self
+                        # dec_cross, e.g. "none enc_self dec_self+dec_cross all" (enc_self = the paper author's fork)
+keep_checkpoints=all    # all | averaged: after stage 5 averages, delete epoch_N.pt/step_N.pt (final.pt stays)
 dir=                    # experiment dir prefix; empty: exp/<corpus>/<config name>; _<attention> is appended
 data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
@@ -62,6 +66,17 @@ loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 var
                         # (two folds at a time, 48 min per fold's pair of trainings). A model per held-out speaker,
                         # variant and seed (--seeds, default "1 2"), scored on that speaker; <dir>/RESULTS.md, loso.png
 loso_compare=           # with --loso: an earlier LOSO exp dir over the same folds (old conf) for paired tests
+declare -r help_message="Usage: bash run.sh [options]   (the main job: bash run.sh)
+Stages (--stage N --stop_stage N reruns one):
+  -1  download the corpus (recipes/<corpus>/download.sh; tiny_* synthesise it with espeak-ng)
+   0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
+   1  global CMVN statistics of the training set (global_cmvn)
+   2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model
+   3  data.list (raw) or tar shards per set
+   4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml
+   5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer)
+   6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
+   7  sherpa-onnx CER and RTF, RESULTS.md (one row per model, paired tests) and plots"
 args_given=("$@")
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"
@@ -101,18 +116,35 @@ one_of wer_char "${wer_char}" 0 1
 [[ ${token_type} == char || ${nbpe} -gt 0 ]] || die "--token_type bpe needs --nbpe > 0"
 [[ -n ${test_sets// /} ]] || die "--test_sets is empty: name the sets to decode"
 
-# --config alone trains what the conf says; otherwise both attentions unless --att_udps picks one.
-[[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
-case ${att_udps} in
-  both) variants="false true" ;;
-  true|false|conf) variants=${att_udps} ;;
-  *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
-esac
+# --config alone trains what the conf says; otherwise both attentions unless --att_udps picks one. A variant is
+# the att_udps value its model trains with (wenet_udps.model_builder maps it to each site's type).
+one_of keep_checkpoints "${keep_checkpoints}" all averaged
+if [[ -n ${udps_sites} ]]; then
+  [[ -z ${att_udps} ]] || die "--udps_sites and --att_udps both pick the variants: give one"
+  [[ " ${udps_sites} " == *" none "* ]] || die "--udps_sites needs none: the scaled-dot model the others are tested against"
+  variants=
+  for s in ${udps_sites}; do   # none/all are att_udps false/true; a site set is att_udps' own value
+    case ${s} in
+      none) variants+=" false" ;; all) variants+=" true" ;;
+      true|false) die "--udps_sites takes none, all or sites joined by + (enc_self dec_self dec_cross), got '${s}'" ;;
+      *) variants+=" ${s}" ;;
+    esac
+  done
+  variants=${variants# }
+else
+  [[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
+  case ${att_udps} in
+    both) variants="false true" ;;
+    true|false|conf) variants=${att_udps} ;;
+    *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
+  esac
+fi
 config=${config:-${default_config}}
 [[ -f ${config} ]] || die "config ${config} not found; pick one under conf/${corpus}/"
 one_of loso "${loso}" true false
 if [[ ${loso} == true ]]; then
   [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
+  [[ -z ${udps_sites} ]] || die "--loso true compares scaled-dot with UDPS; it does not take --udps_sites"
   exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
     --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
@@ -144,9 +176,13 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 4 ]]; then
   [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "${checkpoint}")
   tmp=$(mktemp -d)
   trap 'rm -rf "${tmp}"' EXIT
-  described=$(python3 -m wenet_udps.bin.describe "${desc[@]}" 2> "${tmp}/describe.err") \
+  described=$(python3 -m wenet_udps.bin.describe --porcelain "${desc[@]}" 2> "${tmp}/describe.err") \
     || die "$(tail -n 1 "${tmp}/describe.err")"
   while read -r udps label streaming; do
+    for v in "${!exp_of[@]}"; do
+      [[ ${exp_of[${v}]} != "${exp_prefix}_${label}" ]] || die "att_udps ${v} and ${udps}: ${config} builds the" \
+        "same attention (${label}) either way; drop one"
+    done
     exp_of[${udps}]=${exp_prefix}_${label}
     if [[ ${decoding_chunk_size} -gt 0 && ${streaming} != true ]]; then
       die "--decoding_chunk_size ${decoding_chunk_size}: ${config} trains a non-streaming encoder (no" \
@@ -154,10 +190,6 @@ if [[ ${stage} -le 7 && ${stop_stage} -ge 4 ]]; then
           "$(ls conf/*/*u2pp*.yaml | tr '\n' ' ')"
     fi
   done <<< "${described}"
-  if [[ ${variants} == "false true" && ${exp_of[false]} == "${exp_of[true]}" ]]; then
-    die "--att_udps both: ${config} builds the same attention (${exp_of[true]#"${exp_prefix}_"}) either way;" \
-        "pass --att_udps true|false"
-  fi
 fi
 for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"; done
 [[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
@@ -369,8 +401,9 @@ averaged() {
   [[ ${n} -gt 0 ]] || die "missing ${exp}/epoch_N.pt checkpoints (made by stage 4): run with --stage 4"
   avg_k=$(( average_num < n ? average_num : n ))
   avg=${exp}/avg_${avg_k}.pt
+  # The epoch YAMLs record each checkpoint's SHA-256, and stay when --keep_checkpoints averaged deletes the .pt.
   avg_key=$(stamp_text average_mode="${average_mode}" average_num="${avg_k}" \
-            checkpoints="$(cd "${exp}" && stat -c '%n:%s:%Y' epoch_*.pt | tr '\n' ' ')")
+            checkpoints="$(cd "${exp}" && cat epoch_*.yaml | md5sum | cut -c1-32)")
   if [[ ${avg_k} -lt ${average_num} ]]; then
     log "${exp} has ${n} epoch checkpoints, fewer than --average_num ${average_num}: using ${avg##*/}"
   fi
@@ -388,12 +421,15 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
     if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
       log "stage 5: ${avg} is up to date, skipping averaging"
     else
+      compgen -G "${exp}/epoch_*.pt" > /dev/null || die "stage 5: ${exp} has no epoch_N.pt left to average" \
+        "(--keep_checkpoints averaged deleted them): keep the earlier --average_num/--average_mode or retrain"
       log "stage 5: average ${avg_k} checkpoints (${average_mode}) -> ${avg}"
       avg_args=(--dst_model "${avg}" --src_path "${exp}" --num "${avg_k}")
       [[ ${average_mode} == val_best ]] && avg_args+=(--val_best)
       python3 -m wenet_udps.bin.average_model "${avg_args[@]}"
       stamp_write "${avg}.stamp" "${avg_key}"
     fi
+    [[ ${keep_checkpoints} == all ]] || prune_checkpoints "${exp}"
     for x in ${test_sets}; do
       require "${data}/${x}/$(list_name)" 3
       result_dir=${exp}/${x}

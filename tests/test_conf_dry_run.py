@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
+from wenet_udps.config import load_config, read_conf
 from wenet_udps.model_builder import attention_sites, build_model
 from wenet_udps.transformer.attention import is_udps
 
@@ -16,7 +16,8 @@ VOCAB = 40
 @pytest.mark.skipif(not YAMLS, reason="no YAML under conf/ yet")
 @pytest.mark.parametrize("path", YAMLS, ids=[str(p.relative_to(CONF_DIR)) for p in YAMLS])
 def test_conf_builds_and_runs(path):
-    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    load_config(str(path))   # complete (or completed by its base) and schema-checked, as train reads it
+    config = read_conf(str(path))
     assert isinstance(config, dict), f"{path}: not a YAML mapping"
     assert "att_udps" in config, f"{path}: every training config states att_udps"
     fbank = (config.get("dataset_conf") or {}).get("fbank_conf") or {}

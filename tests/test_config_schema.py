@@ -58,7 +58,10 @@ def test_values_that_do_not_convert_name_key_and_type(tmp_path):
     with pytest.raises(ConfigError, match=r"train.yaml: encoder_conf.num_blocks: expected int, got 'two'"):
         load_config(path)
     path = _write(tmp_path, lambda c: c.update(att_udps="yes please"))
-    with pytest.raises(ConfigError, match=r"att_udps: expected bool"):
+    with pytest.raises(ConfigError, match=r"att_udps: 'yes please': unknown site 'yes please'; valid: true, false"):
+        load_config(path)
+    path = _write(tmp_path, lambda c: c.update(att_udps=3))
+    with pytest.raises(ConfigError, match=r"att_udps: expected bool or str or NoneType, got 3"):
         load_config(path)
 
 

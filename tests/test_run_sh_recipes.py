@@ -34,11 +34,11 @@ def ok(proc):
 def test_aishell_recipe(tmp_path):
     make_aishell(tmp_path / "dl")
     prefix = tmp_path / "exp" / "ai"
-    # --config without --att_udps trains what the conf says; a per-site override makes only the encoder UDPS,
+    # --config without --att_udps trains what the conf says; a site-set override makes only the encoder UDPS,
     # and the exp dir and table row say so.
     common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
               "--dir", prefix, "--config", "conf/aishell/train_conformer.yaml"]
-    overrides = TINY + " save_interval=1 encoder_conf.selfattention_layer_type=rel_udps_selfattn"
+    overrides = TINY + " save_interval=1 att_udps=enc_self"
     log = ok(run_sh(*common, "--stage", 0, "--stop_stage", 7, "--train_override", overrides))
     exp = Path(f"{prefix}_udps_enc_self")
     assert (exp / "final.pt").is_file() and not Path(f"{prefix}_scaled_dot").exists()

@@ -8,8 +8,10 @@ every decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model
 type, the attention label what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``,
 wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a
 ``checkpoint: PATH`` line) in the mode, set or experiment folder. Table: one row per experiment and set, one
-column per decoding mode. Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the
-learned UDPS α/β (wenet_udps/results/plots.py).
+column per decoding mode, then an RTF column per mode whose folder has an ``rtf`` file (stage 7's sherpa-onnx decodes:
+one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table with the paired test of
+every site set against all-scaled-dot (wenet_udps.results.sites). Plots (PNG): losses (per step and per epoch),
+``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import argparse
 import json
@@ -22,13 +24,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from wenet_udps.model_builder import SITES
 from wenet_udps.results import plots as results_plots
 from wenet_udps.results import speakers
+from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
+RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 # WeNet's order of decoding modes; others follow alphabetically.
 MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring")
 
@@ -43,6 +48,7 @@ class Experiment:
     attention: str = "?"
     wer: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> %
     checkpoints: Dict[Tuple[str, str], str] = field(default_factory=dict)    # (set, mode) -> path
+    rtf: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> real-time factor
 
 
 def parse_wer_file(path: Path) -> Optional[float]:
@@ -106,6 +112,9 @@ def collect(exp_dir: Path) -> List[Experiment]:
         key = (test_dir.name, mode_dir.name)
         experiments[exp_path].wer[key] = value
         experiments[exp_path].checkpoints[key] = read_checkpoint(mode_dir, test_dir, exp_path)
+        rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
+        if rtf:
+            experiments[exp_path].rtf[key] = float(rtf.group(1))
     return sorted(experiments.values(), key=lambda e: (e.model, e.attention, e.name))
 
 
@@ -124,15 +133,19 @@ def modes_and_sets(experiments: Sequence[Experiment]) -> Tuple[List[str], List[s
 
 
 def markdown_table(experiments: Sequence[Experiment], metric: str) -> str:
-    """One row per experiment and scored set, one column per decoding mode; ``metric`` in %."""
+    """One row per experiment and scored set, one column per decoding mode (``metric`` in %), then the RTF of the
+    modes that measured one."""
     modes, sets = modes_and_sets(experiments)
-    header = ["model", "attention type", "set"] + [f"{m} {metric}" for m in modes] + ["exp", "checkpoint"]
+    timed = [m for m in modes if any(k[1] == m for e in experiments for k in e.rtf)]
+    header = (["model", "attention type", "set"] + [f"{m} {metric}" for m in modes] + [f"{m} RTF" for m in timed]
+              + ["exp", "checkpoint"])
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for e in experiments:
         for s in sets:
             if not any(t == s for t, _ in e.wer):
                 continue
             cells = [e.model, e.attention, s] + [f"{e.wer[(s, m)]:.2f}" if (s, m) in e.wer else "-" for m in modes]
+            cells += [f"{e.rtf[(s, m)]:.4f}" if (s, m) in e.rtf else "-" for m in timed]
             ckpts = sorted({e.checkpoints[k] for k in e.wer if k[0] == s})
             lines.append("| " + " | ".join(cells + [str(e.path), ", ".join(ckpts)]) + " |")
     return "\n".join(lines) + "\n"
@@ -218,6 +231,13 @@ def speaker_sections(experiments: Sequence[Experiment], args) -> str:
                              char=bool(args.wer_char), metric=args.metric)
 
 
+def ablation_section(experiments: Sequence[Experiment], args) -> str:
+    """The site-ablation tables (run.sh --udps_sites), each site set against all-scaled-dot."""
+    modes, sets = modes_and_sets(experiments)
+    return site_ablation.section([e.name for e in experiments], args.exp_dir, args.data_dir, sets, modes,
+                                 args.metric, list(SITES), char=bool(args.wer_char))
+
+
 def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
     """The GPU preflight's verdict (run.sh --gpus writes <exp>/gpu_check.json) of each experiment that has one."""
     lines = []
@@ -259,13 +279,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         table = markdown_table(experiments, args.metric)
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
+    ablation = ablation_section(experiments, args)
+    sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}{seeds_sections(experiments, args)}{speaker_sections(experiments, args)}\n## Made with\n\n"
+            f"{table}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))
                         + gpu_check_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(table, end="")
+    print(table + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for
     for p in make_plots(experiments, args.exp_dir, plots_dir, args.metric):
         print(f"collect_results.py: wrote {p}", file=sys.stderr)
     return 0

@@ -45,10 +45,12 @@ file_sum() {
   if [[ -f $1 ]]; then md5sum < "$1" | cut -c1-32; else echo absent; fi
 }
 
-# conf_sum YAML [KEY...]: md5 of the parsed YAML (comments and layout do not count), or of dataset_conf's KEYs only.
+# conf_sum YAML [KEY...]: md5 of the parsed YAML with its base chain resolved (comments and layout do not count, an
+# edited base does), or of dataset_conf's KEYs only.
 conf_sum() {
-  python3 -c "import hashlib, json, sys, yaml
-c = yaml.safe_load(open(sys.argv[1], encoding='utf-8'))
+  python3 -c "import hashlib, json, sys
+from wenet_udps.config import read_conf
+c = read_conf(sys.argv[1])
 if sys.argv[2:]: c = {k: (c.get('dataset_conf') or {}).get(k) for k in sys.argv[2:]}
 print(hashlib.md5(json.dumps(c, sort_keys=True).encode()).hexdigest())" "$@"
 }
@@ -63,4 +65,17 @@ print(newest(sys.argv[1]) or '')" "$1"
 one_of() {
   local name=$1 value=$2; shift 2
   [[ " $* " == *" ${value} "* ]] || die "--${name} takes one of: $*; got '${value}'"
+}
+
+# prune_checkpoints EXP: delete EXP's epoch_N.pt/step_N.pt once stage 5 has averaged them (run.sh
+# --keep_checkpoints averaged). Their .yaml files stay: they record each checkpoint's SHA-256 and cv loss, which the
+# averaging stamp and the val_best order are made from. final.pt is a hard link to the last epoch, so it keeps
+# that checkpoint's bytes: training continues from it with --checkpoint EXP/final.pt.
+prune_checkpoints() {
+  local files
+  files=$(find "$1" -maxdepth 1 \( -name 'epoch_*.pt' -o -name 'step_*.pt' \) -type f)
+  [[ -n ${files} ]] || return 0
+  log "$1: --keep_checkpoints averaged: deleting $(wc -l <<< "${files}") epoch/step checkpoints" \
+      "($(xargs du -ch <<< "${files}" | tail -n 1 | cut -f1); final.pt and avg_*.pt stay)"
+  xargs rm -f <<< "${files}"
 }

@@ -8,18 +8,25 @@ to the declared types (PyYAML 1.1 reads ``2e-3`` as a string; it becomes a float
 
 An override ``a.b.c=value`` (value parsed as YAML) may set any key the schema knows, creating missing sections; the
 result is checked as a whole, so a typo is rejected like one in the file.
+
+No default applies silently: a conf file either gives every key of :data:`REQUIRED` (the sections whose WeNet
+defaults would build a different model or training) or names a complete conf to start from, ``base: <path>``
+(relative to the directory of the file that names it, or absolute). A base may name its own base (a cycle is
+refused); the file's keys are deep-merged over its base's (mappings key by key, any other value replaced), and the
+merged conf is what is checked and written whole to ``model_dir/train.yaml``. Each attention site's type is written
+out as ``att_udps`` resolves it (wenet_udps.model_builder), so train.yaml names every site's type.
 """
 import copy
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 import yaml
 
 from wenet_udps.dataset.dataset import DataConfig
 from wenet_udps.dataset.features import feature_dim
 from wenet_udps.dataset.processor import batch_plan
-from wenet_udps.model_builder import ModelConfig, resolve_model_config
+from wenet_udps.model_builder import SITES, ModelConfig, check_written_sites, resolve_model_config
 from wenet_udps.text import TokenizerConfig, init_tokenizer
 from wenet_udps.train.executor import TrainLoopConfig
 from wenet_udps.train.scheduler import OPTIM_DEFAULTS, OptimConfig
@@ -31,15 +38,26 @@ class TrainConfig(ModelConfig, TokenizerConfig, DataConfig, OptimConfig, TrainLo
     """Every top-level train.yaml key: the union of what each part declares."""
 
 
-def validate_config(config: Mapping[str, Any], source: str = "") -> Dict[str, Any]:
-    """``config`` checked against :class:`TrainConfig` and converted (a new dict).
+# What a conf file must give (itself or through its base): without them the model, tokenizer, data pipeline or
+# optimisation would be WeNet's defaults (a 6-block Conformer of 26 M parameters, adam at 1e-3, 100 epochs).
+REQUIRED = ("encoder", "encoder_conf", "decoder", "decoder_conf", "model_conf", "tokenizer", "tokenizer_conf",
+            "dataset_conf", "optim", "optim_conf", "scheduler", "scheduler_conf", "max_epoch")
+
+
+def validate_config(config: Mapping[str, Any], source: str = "", *, check_sites: bool = False) -> Dict[str, Any]:
+    """``config`` checked against :class:`TrainConfig` and converted (a new dict), with each attention site's type
+    as ``att_udps`` resolves it. ``check_sites``: a written UDPS type that ``att_udps`` would replace is an error.
 
     Raises:
         ConfigError: naming ``source`` (the file or the override), the key path and the valid keys.
     """
     try:
         checked = check_section(config, TrainConfig, "")
-        resolve_model_config(checked)  # the attention_conf / udps_conf routing depends on the chosen types
+        if check_sites:
+            check_written_sites(checked)
+        resolved = resolve_model_config(checked)  # attention_conf / udps_conf routing depends on the chosen types
+        for part, key in SITES.values():
+            checked[f"{part}_conf"] = {**(checked.get(f"{part}_conf") or {}), key: resolved[f"{part}_conf"][key]}
         batch_plan((checked.get("dataset_conf") or {}).get("batch_conf"))
     except ConfigError as e:
         raise e.in_source(source) from None
@@ -63,8 +81,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:
-    """Read and check a train.yaml, then apply and check each override in order."""
+def _read_yaml(path: str) -> Dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
             config = yaml.load(f, Loader=_UniqueKeyLoader)
@@ -74,7 +91,48 @@ def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:
         raise ConfigError("", f"not valid YAML: {e}", path) from None
     if not isinstance(config, dict):
         raise ConfigError("", f"expected a YAML mapping at the top level, got {type(config).__name__}", path)
-    return apply_overrides(validate_config(config, path), overrides)
+    return config
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> Dict[str, Any]:
+    """``over`` on top of ``base``: mappings merged key by key, any other value (lists too) replaced."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def read_conf(path: str, _chain: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """A conf file with its ``base`` chain resolved (not yet checked against the schema)."""
+    real = os.path.realpath(path)
+    if real in _chain:
+        raise ConfigError("base", "cycle: " + " -> ".join(_chain + (real,)), path)
+    config = _read_yaml(path)
+    if "base" not in config:
+        return config
+    base = config.pop("base")
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError("base", f"expected the path of a conf file, got {base!r}", path)
+    base_path = os.path.join(os.path.dirname(path), base)   # an absolute base stays absolute
+    if not os.path.isfile(base_path):
+        raise ConfigError("base", f"{base_path} not found (a base is relative to the directory of the conf that "
+                          f"names it)", path)
+    return deep_merge(read_conf(base_path, _chain + (real,)), config)
+
+
+def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:
+    """Read a conf (its ``base`` chain resolved), refuse it when it lacks a :data:`REQUIRED` key, check it, then
+    apply and check each override in order."""
+    config = read_conf(path)
+    missing = [key for key in REQUIRED if config.get(key) is None]
+    if missing:
+        raise ConfigError("", f"missing {', '.join(missing)}: a conf gives every one of these (WeNet's defaults "
+                          f"are never filled in), or starts from a complete conf with 'base: <path>' (relative to "
+                          f"its own directory), e.g. base: train_conformer.yaml beside it", path)
+    return apply_overrides(validate_config(config, path, check_sites=True), overrides)
 
 
 def apply_override(config: Dict[str, Any], override: str) -> Dict[str, Any]:
@@ -100,7 +158,8 @@ def apply_override(config: Dict[str, Any], override: str) -> Dict[str, Any]:
                               source)
         node = node[part]
     node[parts[-1]] = value
-    return validate_config(config, source)
+    # An att_udps override (run.sh --att_udps) replaces every site's type on purpose; any other may not contradict it.
+    return validate_config(config, source, check_sites=key.strip() != "att_udps")
 
 
 def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> Dict[str, Any]:

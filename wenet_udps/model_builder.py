@@ -5,14 +5,16 @@ Keys read: ``input_dim``, ``output_dim``, ``encoder`` / ``encoder_conf``, ``deco
 ``tokenizer_conf.special_tokens``. Every other key (dataset_conf, optim, scheduler, ...) belongs to other parts
 and is ignored here.
 
-UDPS selection (docs/design.md): ``att_udps: true`` maps the encoder self-attention and both decoder attention
-sites to their UDPS counterpart (``attention.udps_counterpart``); ``false`` keeps the per-site ``*_layer_type`` keys. ``udps_conf`` reaches
-only UDPS sites, each getting the keys its class accepts.
+UDPS selection (docs/udps.md), the one place that maps ``att_udps`` to layer types: ``true`` makes every attention
+site UDPS, ``false`` every site scaled-dot, a site set such as ``enc_self`` or ``dec_self+dec_cross`` (names in
+:data:`SITES`) those sites UDPS and the others scaled-dot, each through ``attention.udps_counterpart``; absent or
+null keeps each site's ``*_layer_type`` as written. ``udps_conf`` reaches only UDPS sites, each getting the keys its
+class accepts.
 """
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Dict, FrozenSet, Mapping, Optional, Union
 
 from torch import nn
 
@@ -30,9 +32,10 @@ CMVN_CLASSES = {"global_cmvn": GlobalCMVN}
 CTC_CLASSES = {"ctc": CTC}
 MODEL_CLASSES = {"asr_model": ASRModel}
 
-# Where each attention site's type lives: (conf key, type key).
-ENCODER_SITES = ("selfattention_layer_type",)
-DECODER_SITES = ("selfattention_layer_type", "src_attention_layer_type")
+# The attention sites: short name (att_udps site sets, run labels, run.sh --udps_sites) -> (part, type key).
+SITES = {"enc_self": ("encoder", "selfattention_layer_type"),
+         "dec_self": ("decoder", "selfattention_layer_type"),
+         "dec_cross": ("decoder", "src_attention_layer_type")}
 
 # Constructor arguments that the parts receive from the code, never from the config.
 _ATTENTION_SUPPLIED = ("n_head", "n_feat", "dropout_rate")
@@ -55,7 +58,7 @@ class ModelConfig:
     """The train.yaml keys :func:`build_model` reads (part names default to WeNet's)."""
     input_dim: Optional[int] = None
     output_dim: Optional[int] = None
-    att_udps: bool = False
+    att_udps: Optional[Union[bool, str]] = None
     udps_conf: Optional[dict] = section(udps_classes, supplied=_ATTENTION_SUPPLIED, lazy=True)
     encoder: str = "conformer"
     encoder_conf: Optional[dict] = section(choice="encoder", registry=ENCODER_CLASSES,
@@ -72,18 +75,54 @@ class ModelConfig:
                                          supplied=("vocab_size", "encoder", "decoder", "ctc", "special_tokens"))
 
 
-def _site_type(conf: Dict, key: str, cls: type, where: str, att_udps: bool) -> str:
+def udps_sites(att_udps: Union[None, bool, str]) -> Optional[FrozenSet[str]]:
+    """The sites ``att_udps`` makes UDPS (every other one scaled-dot), or None when it is absent (types as written).
+
+    Raises:
+        ConfigError: a site set naming an unknown site (listing the valid values).
+    """
+    if att_udps is None or isinstance(att_udps, bool):
+        return None if att_udps is None else frozenset(SITES if att_udps else ())
+    names = [n.strip() for n in att_udps.split("+")]
+    unknown = [n for n in names if n not in SITES]
+    if unknown:
+        raise ConfigError("att_udps", f"{att_udps!r}: unknown site {unknown[0]!r}; valid: true, false, null or "
+                          f"sites joined by '+' from {', '.join(SITES)} (e.g. enc_self, dec_self+dec_cross)")
+    return frozenset(names)
+
+
+def _site_type(conf: Dict, site: str, cls: type, where: str, att_udps: Union[None, bool, str]) -> str:
     """The attention type of one site after the ``att_udps`` rule; written back into ``conf``."""
+    key = SITES[site][1]
     name = conf.get(key, defaults_of(cls).get(key))
     lookup(ATTENTION_CLASSES, name, f"{where}.{key}")
-    if att_udps:
-        if udps_counterpart(name) is None:
-            with_one = sorted(n for n in ATTENTION_CLASSES if udps_counterpart(n))
-            raise ConfigError(f"{where}.{key}", f"{name!r} has no UDPS counterpart for att_udps: true; types with "
-                              f"one: {', '.join(with_one)}")
-        name = udps_counterpart(name)
+    chosen = udps_sites(att_udps)
+    if chosen is not None:
+        udps = site in chosen
+        target = udps_counterpart(name, udps)
+        if target is None:
+            family = "UDPS" if udps else "scaled-dot"
+            with_one = sorted(n for n in ATTENTION_CLASSES if udps_counterpart(n, udps))
+            raise ConfigError(f"{where}.{key}", f"{name!r} has no {family} counterpart for att_udps: {att_udps}; "
+                              f"types with one: {', '.join(with_one)}")
+        name = target
     conf[key] = name
     return name
+
+
+def check_written_sites(config: Mapping) -> None:
+    """ConfigError when a site's ``*_layer_type`` as written is UDPS but ``att_udps`` makes that site scaled-dot:
+    the written type would be replaced silently. Checked on a conf file and on an override of a type key (an
+    ``att_udps`` override, such as run.sh --att_udps false, replaces the types on purpose)."""
+    chosen = udps_sites(config.get("att_udps"))
+    if chosen is None:
+        return
+    for site, (part, key) in SITES.items():
+        name = (config.get(f"{part}_conf") or {}).get(key)
+        if name and is_udps(name) and site not in chosen:
+            raise ConfigError(f"{part}_conf.{key}", f"{name!r} is UDPS, but att_udps: {config['att_udps']} makes "
+                              f"the {site} site scaled-dot; name the UDPS sites in att_udps (e.g. att_udps: "
+                              f"{site}) or set att_udps: null to build the types as written")
 
 
 def _attention_conf(conf: Dict, site_types, udps_conf: Dict, where: str) -> None:
@@ -160,13 +199,13 @@ def resolve_model_config(config: Mapping) -> Dict:
                           ("model", MODEL_CLASSES)):
         config[key] = config.get(key) or fields[key]
         lookup(registry, config[key], key)
-    att_udps = config.get("att_udps", fields["att_udps"])
+    att_udps = config.get("att_udps")
     udps_conf = config.get("udps_conf") or {}
-    for part, registry, sites in (("encoder", ENCODER_CLASSES, ENCODER_SITES),
-                                  ("decoder", DECODER_CLASSES, DECODER_SITES)):
+    for part, registry in (("encoder", ENCODER_CLASSES), ("decoder", DECODER_CLASSES)):
         where = f"{part}_conf"
         conf = copy.deepcopy(config.get(where) or {})
-        types = [_site_type(conf, k, registry[config[part]], where, att_udps) for k in sites]
+        types = [_site_type(conf, site, registry[config[part]], where, att_udps)
+                 for site, (site_part, _) in SITES.items() if site_part == part]
         _attention_conf(conf, types, udps_conf, where)
         config[where] = conf
     return config

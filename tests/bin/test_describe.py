@@ -1,4 +1,7 @@
 """wenet_udps.bin.describe: the attention a config really builds, streaming, and checkpoint fit."""
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -6,6 +9,7 @@ import torch
 import yaml
 
 from wenet_udps.bin import describe as d
+from wenet_udps.dataset.features import feature_dim
 from wenet_udps.model_builder import build_model
 
 CONF = str(Path(__file__).resolve().parents[2] / "conf" / "tiny_zh" / "train_conformer.yaml")
@@ -23,8 +27,13 @@ def tiny(**changes):
 def test_labels_follow_the_built_model_not_the_flag():
     assert d.attention_label(d.site_types(tiny(att_udps=False))) == "scaled_dot"
     assert d.attention_label(d.site_types(tiny(att_udps=True))) == "udps"
-    mixed = tiny(**{"att_udps": False, "decoder_conf.src_attention_layer_type": "udps_crossattn"})
+    # att_udps null: the per-site types as written decide.
+    mixed = tiny(**{"att_udps": None, "decoder_conf.src_attention_layer_type": "udps_crossattn"})
     assert d.attention_label(d.site_types(mixed)) == "udps_dec_cross"
+    # A site set: those sites UDPS, every other scaled-dot, whatever the types say.
+    assert d.site_types(tiny(att_udps="enc_self", **{"decoder_conf.src_attention_layer_type": "udps_crossattn"})) \
+        == {"enc_self": ["rel_udps_selfattn"], "dec_self": ["selfattn"] * 2, "dec_cross": ["crossattn"] * 2}
+    assert d.attention_label(d.site_types(tiny(att_udps="dec_self+dec_cross"))) == "udps_dec_self_dec_cross"
     assert d.display_label("udps_enc_self_dec_cross") == "udps (enc-self, dec-cross)"
     assert d.display_label("scaled_dot") == "scaled-dot"
 
@@ -47,6 +56,36 @@ def test_describe_lines_and_checkpoint_fit(tmp_path, capsys):
         d.describe(CONF, ov, ["true"], str(tmp_path / "sdp.pt"))
     with pytest.raises(ValueError, match="belongs to one model"):
         d.describe(CONF, ov, ["false", "true"], str(tmp_path / "sdp.pt"))
-    assert d.main(["--config", CONF, "--override", "max_epochs=1"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "max_epochs: unknown key (did you mean 'max_epoch'" in err[0]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--override", "max_epochs=1"], "max_epochs: unknown key (did you mean 'max_epoch'"),
+    (["--variant", "enc_selff"], "att_udps: 'enc_selff': unknown site 'enc_selff'; valid: true, false, null"),
+])
+def test_a_bad_conf_is_one_error_line_and_exit_2(args, message):
+    """docs/failure_behaviour.md: ``<program>: error: <message>`` once on stderr, exit 2, the file named once."""
+    proc = subprocess.run([sys.executable, "-m", "wenet_udps.bin.describe", "--config", CONF, *args],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("describe: error: ") and message in err[0], proc.stderr
+    assert err[0].count("train_conformer.yaml") <= 1
+    missing = subprocess.run([sys.executable, "-m", "wenet_udps.bin.describe", "--config", "no/such.yaml"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.count("no/such.yaml") == 1
+
+
+def test_human_output_names_every_site_its_type_parameters_and_size():
+    text = "\n".join(d.describe(CONF, [], ["false", "enc_self"], porcelain=False))
+    rows = re.findall(r"^  (enc_self|dec_self|dec_cross) +(\S+) +(\d+)  ", text, re.M)
+    assert rows == [("enc_self", "rel_selfattn", "4"), ("dec_self", "selfattn", "2"), ("dec_cross", "crossattn", "2"),
+                    ("enc_self", "rel_udps_selfattn", "4"), ("dec_self", "selfattn", "2"),
+                    ("dec_cross", "crossattn", "2")]
+    assert "attention: scaled-dot (run label scaled_dot" in text and "udps (enc-self) (run label udps_enc_self" in text
+    params = [int(n.replace(",", "")) for n in re.findall(r"parameters: ([\d,]+) ", text)]
+    config = tiny()
+    config["encoder_conf"]["num_blocks"] = 4
+    dim = feature_dim(config["dataset_conf"])
+    model = build_model(dict(config, att_udps=False, input_dim=dim, output_dim=8, cmvn=None))
+    assert params[0] == sum(p.numel() for p in model.parameters()) and params[1] != params[0]
+    assert re.search(r"model size: \d+\.\d MiB state_dict", text)

@@ -59,7 +59,7 @@ def build_exp_dir(tmp_path: Path) -> Path:
 def test_describe_model(tmp_path):
     mod = load_tool("collect_results")
     y = tmp_path / "train.yaml"
-    y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": False,
+    y.write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": None,
                                  "decoder_conf": {"src_attention_layer_type": "udps_crossattn"}}))
     assert mod.describe_model(y) == ("transformer", "udps (dec-cross)")
     y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": True}))
@@ -67,9 +67,11 @@ def test_describe_model(tmp_path):
     y.write_text(yaml.safe_dump({"encoder": "conformer",
                                  "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}))
     assert mod.describe_model(y) == ("conformer", "scaled-dot")
-    # att_udps false but a UDPS type at one site: the built model decides the label, not the flag.
+    # The label is the built model's: att_udps false is scaled-dot at every site, a site set only those sites.
     y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": False,
                                  "encoder_conf": {"selfattention_layer_type": "rel_udps_selfattn"}}))
+    assert mod.describe_model(y) == ("conformer", "scaled-dot")
+    y.write_text(yaml.safe_dump({"encoder": "conformer", "att_udps": "enc_self"}))
     assert mod.describe_model(y) == ("conformer", "udps (enc-self)")
 
 
@@ -226,3 +228,44 @@ def test_gpu_preflight_verdicts_in_made_with(tmp_path):
            "CUDA 12.8)" in made_with
     assert "- GPU preflight of conformer_sdp: unreadable (JSONDecodeError" in made_with
     assert "transformer_enc_udps" not in made_with
+
+
+def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tmp_path, capsys):
+    """run.sh --udps_sites "none enc_self dec_self+dec_cross all", unseeded: one table, the fork's row named."""
+    data = tmp_path / "data" / "test"
+    data.mkdir(parents=True)
+    refs = {f"u{i}": "ONE TWO THREE FOUR" for i in range(30)}
+    (data / "text").write_text("".join(f"{k} {v}\n" for k, v in refs.items()), encoding="utf-8")
+    exp = tmp_path / "exp"
+    # errors per utterance: scaled-dot 2, enc_self 2 (no difference), decoder 1, all 0
+    for label, hyp in (("scaled_dot", "ONE TWO"), ("udps_enc_self", "ONE TWO"),
+                       ("udps_dec_self_dec_cross", "ONE TWO THREE"), ("udps", "ONE TWO THREE FOUR")):
+        mode_dir = exp / f"c_{label}" / "test" / "attention"
+        mode_dir.mkdir(parents=True)
+        (mode_dir / "text").write_text("".join(f"{k} {hyp}\n" for k in refs), encoding="utf-8")
+        write_wer(mode_dir / "wer", 50.0)
+    tool = load_tool("collect_results")
+    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+                      str(tmp_path / "data"), "--metric", "WER"]) == 0
+    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
+    table = text.split("## Attention-site ablation")[1].split("\n## ")[0]
+    assert table in capsys.readouterr().out   # stage 7 prints it too
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| --udps_sites")]
+    assert [r.split(" | ")[0] for r in rows] == ["| none", "| enc_self", "| dec_self+dec_cross", "| all"]
+    assert rows[0] == "| none | no site (scaled-dot everywhere) | 50.00 |"
+    assert "(the paper author's fork)" in rows[1]
+    assert "| 50.00 (+0.00 [+0.00, +0.00], p = 1) |" in rows[1]
+    assert "| 25.00 (-25.00 [-25.00, -25.00], p = " in rows[2] and "| 0.00 (-50.00 [" in rows[3]
+
+
+def test_sherpa_rtf_is_a_column(tmp_path):
+    exp = build_exp_dir(tmp_path)
+    sherpa = exp / "conformer_udps" / "test" / "sherpa_int8"
+    write_wer(sherpa / "wer", 4.5)
+    (sherpa / "rtf").write_text("RTF 0.0031 (0.50 s for 161.3 s of audio, 1 thread(s))\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = (exp / "RESULTS.md").read_text(encoding="utf-8").splitlines()
+    header = next(x for x in lines if x.startswith("| model |")).split(" | ")
+    row = next(x for x in lines if "conformer_udps" in x and "| test |" in x).split(" | ")
+    assert row[header.index("sherpa_int8 RTF")] == "0.0031" and row[header.index("sherpa_int8 error rate")] == "4.50"

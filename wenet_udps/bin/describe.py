@@ -1,28 +1,37 @@
-"""What a training config builds: the attention each site really has, and whether the encoder streams.
+"""What a training config builds: the attention each site really has, the model's size, whether it streams.
 
-run.sh asks this before training, so exp dirs and result rows are named from the built model, not from a flag:
+    python -m wenet_udps.bin.describe --config conf/tiny_zh/train_conformer.yaml \
+        [--override att_udps=true ...] [--variant conf|true|false|SITES ...] [--checkpoint exp/x/epoch_7.pt] \
+        [--porcelain]
 
-    python -m wenet_udps.bin.describe --config conf/aishell/train_conformer.yaml \
-        [--override att_udps=true ...] [--variant conf|false|true ...] [--checkpoint exp/x/epoch_7.pt]
+For people (the default), per ``--variant``: a table of the three attention sites (``enc_self`` encoder
+self-attention, ``dec_self`` decoder self-attention, ``dec_cross`` decoder source attention) with the attention type
+and how many layers have it, the run label (the exp dir suffix run.sh uses), whether the encoder streams, the
+parameter count and the model size (the state_dict; a training checkpoint adds the optimizer state).
+``--variant``: ``conf`` (default) is the config as written; ``true`` / ``false`` / a site set such as ``enc_self``
+or ``dec_self+dec_cross`` add the override ``att_udps=<value>`` (docs/udps.md).
 
-prints one line per ``--variant`` (default: ``conf``, the config as written; ``true``/``false`` add the override
-``att_udps=true|false``): ``VARIANT LABEL STREAMING``, e.g. ``true udps false``. LABEL is ``scaled_dot``,
-``udps`` or ``udps_<sites>`` (the UDPS sites of a mixed model, e.g. ``udps_enc_self``); STREAMING is ``true`` when
-the encoder is trained for chunked decoding (``use_dynamic_chunk`` or ``static_chunk_size > 0``).
-With ``--checkpoint`` (one variant), the checkpoint's parameter names must be the model's. A bad config, override
-or checkpoint prints one line naming it and exits 1.
+``--porcelain`` (what run.sh reads) prints one line per variant instead: ``VARIANT LABEL STREAMING``, e.g.
+``true udps false``. LABEL is ``scaled_dot``, ``udps`` or ``udps_<sites>`` (the UDPS sites of a mixed model, e.g.
+``udps_enc_self``); STREAMING is ``true`` when the encoder is trained for chunked decoding (``use_dynamic_chunk``
+or ``static_chunk_size > 0``). With ``--checkpoint`` (one variant), the checkpoint's parameter names must be the
+model's. A bad config, override or checkpoint prints ``describe: error: <what>`` and exits 2.
 """
 import argparse
-import sys
 from typing import Dict, List, Mapping, Optional
 
-from wenet_udps.dataset.features import feature_dim
-from wenet_udps.model_builder import attention_sites, build_model
-from wenet_udps.config import apply_overrides, load_config
-from wenet_udps.transformer.attention import is_udps
+from torch import nn
 
-# Attention sites in a fixed order: (short name, test on the module path).
-SITES = ("enc_self", "dec_self", "dec_cross")
+from wenet_udps.config import apply_overrides, load_config
+from wenet_udps.dataset.features import feature_dim
+from wenet_udps.model_builder import SITES, attention_sites, build_model
+from wenet_udps.text import init_tokenizer
+from wenet_udps.transformer.attention import is_udps
+from wenet_udps.utils.cli import UserError, run_cli
+
+SITE_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention",
+              "dec_cross": "decoder source attention"}
+PLACEHOLDER_VOCAB = 8   # when the units file is not made yet: the vocabulary sizes only the output layers
 
 
 def site_of(path: str) -> str:
@@ -33,16 +42,22 @@ def site_of(path: str) -> str:
     return "dec_cross" if path.endswith("src_attn") else "dec_self"
 
 
-def site_types(config: Mapping) -> Dict[str, List[str]]:
-    """Site short name -> the attention registry names its modules have in the built model."""
-    config = dict(config)
-    config["input_dim"] = feature_dim(config.get("dataset_conf") or {})
-    config["output_dim"] = 8          # vocabulary size does not change which attention a site gets
-    config["cmvn"] = None             # stats are made by stage 1; they do not change the attention either
+def _model(config: Mapping, output_dim: int = PLACEHOLDER_VOCAB) -> nn.Module:
+    # CMVN stats are made by stage 1; they change neither the attention nor the parameter count.
+    return build_model(dict(config, input_dim=feature_dim(config.get("dataset_conf") or {}), output_dim=output_dim,
+                            cmvn=None))
+
+
+def _site_types(model: nn.Module) -> Dict[str, List[str]]:
     types: Dict[str, List[str]] = {s: [] for s in SITES}
-    for path, name in attention_sites(build_model(config)).items():
+    for path, name in attention_sites(model).items():
         types[site_of(path)].append(name)
     return types
+
+
+def site_types(config: Mapping) -> Dict[str, List[str]]:
+    """Site short name -> the attention registry names its modules have in the built model."""
+    return _site_types(_model(config))
 
 
 def attention_label(types: Mapping[str, List[str]]) -> str:
@@ -72,11 +87,10 @@ def is_streaming(config: Mapping) -> bool:
 
 
 def check_checkpoint(config: Mapping, path: str, label: str) -> None:
-    """ValueError unless the checkpoint's parameter names are those of ``config``'s model."""
+    """UserError unless the checkpoint's parameter names are those of ``config``'s model."""
     from wenet_udps.train.checkpoint import load_checkpoint
-    config = dict(config, input_dim=feature_dim(config.get("dataset_conf") or {}), output_dim=8, cmvn=None)
     # CMVN stats are buffers of the trained model only (the model here is built without them).
-    want = {k for k in build_model(config).state_dict() if ".global_cmvn." not in k}
+    want = {k for k in _model(config).state_dict() if ".global_cmvn." not in k}
     # Only the parameter names are read (no weight is used), so the SHA-256 check is not needed here.
     have = {k for k in load_checkpoint(path, verify=False)["model"] if ".global_cmvn." not in k}
     if want == have:
@@ -84,44 +98,86 @@ def check_checkpoint(config: Mapping, path: str, label: str) -> None:
     kind = "udps" if any(k.endswith((".alpha", ".beta")) for k in have) else "scaled-dot"
     missing, extra = sorted(want - have), sorted(have - want)
     example = (missing or extra)[0]
-    raise ValueError(f"checkpoint {path} does not fit the {display_label(label)} model ({len(missing)} missing, "
-                     f"{len(extra)} unexpected parameters, e.g. {example}); it looks like a {kind} model: "
-                     f"pick the --att_udps / --config it was trained with")
+    raise UserError(f"checkpoint {path} does not fit the {display_label(label)} model ({len(missing)} missing, "
+                    f"{len(extra)} unexpected parameters, e.g. {example}); it looks like a {kind} model: "
+                    f"pick the --att_udps / --config it was trained with")
 
 
-def describe(config_path: str, overrides: List[str], variants: List[str],
-             checkpoint: Optional[str] = None) -> List[str]:
+def _vocab(config: Mapping) -> Optional[int]:
+    """The vocabulary size: train.yaml's ``output_dim``, else the units file's, else None (not made yet)."""
+    if config.get("output_dim"):
+        return int(config["output_dim"])
+    try:
+        return init_tokenizer(dict(config)).vocab_size()
+    except (OSError, ValueError):
+        return None
+
+
+def human_lines(config: Mapping, title: str) -> List[str]:
+    """The per-site table, label, parameter count and size of one variant."""
+    vocab = _vocab(config)
+    model = _model(config, vocab or PLACEHOLDER_VOCAB)
+    types = _site_types(model)
+    label = attention_label(types)
+    params = sum(p.numel() for p in model.parameters())
+    size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    lines = [title, f"  {'site':<10} {'attention type':<20} {'layers':>6}  where"]
+    for site, names in types.items():
+        for name in sorted(set(names)):
+            lines.append(f"  {site:<10} {name:<20} {names.count(name):>6}  {SITE_NAMES[site]}")
+    vocab_note = (f"vocabulary of {vocab}" if vocab else f"placeholder vocabulary of {PLACEHOLDER_VOCAB}: the units "
+                  f"file {(config.get('tokenizer_conf') or {}).get('symbol_table_path')} is not made yet")
+    lines += [f"  attention: {display_label(label)} (run label {label}: run.sh names the exp dir <prefix>_{label})",
+              f"  streaming encoder: {'yes' if is_streaming(config) else 'no'}",
+              f"  parameters: {params:,} ({params / 1e6:.2f} M, {vocab_note})",
+              f"  model size: {size / 2**20:.1f} MiB state_dict ({params * 4 / 2**20:.1f} MiB fp32 weights, the "
+              f"rest buffers such as positional tables); a training checkpoint adds Adam's state, 2x the weights"]
+    return lines
+
+
+def describe(config_path: str, overrides: List[str], variants: List[str], checkpoint: Optional[str] = None,
+             porcelain: bool = True) -> List[str]:
     """The output lines (see the module docstring)."""
     if checkpoint and len(variants) != 1:
-        raise ValueError(f"--checkpoint {checkpoint} belongs to one model, but {len(variants)} variants "
-                         f"({' '.join(variants)}) would train: choose one with --att_udps true|false")
+        raise UserError(f"--checkpoint {checkpoint} belongs to one model, but {len(variants)} variants "
+                        f"({' '.join(variants)}) would train: choose one with --att_udps true|false")
     base = load_config(config_path)
     lines = []
     for variant in variants:
         extra = [] if variant == "conf" else [f"att_udps={variant}"]
         config = apply_overrides(base, extra + overrides)
-        label = attention_label(site_types(config))
-        if checkpoint:
-            check_checkpoint(config, checkpoint, label)
-        lines.append(f"{variant} {label} {str(is_streaming(config)).lower()}")
+        if porcelain:
+            label = attention_label(site_types(config))
+            if checkpoint:
+                check_checkpoint(config, checkpoint, label)
+            lines.append(f"{variant} {label} {str(is_streaming(config)).lower()}")
+        else:
+            how = "as written" if variant == "conf" else f"with att_udps={variant}"
+            lines += human_lines(config, f"{config_path} {how}{' ' + ' '.join(overrides) if overrides else ''}:")
+            if checkpoint:
+                check_checkpoint(config, checkpoint, attention_label(site_types(config)))
+                lines.append(f"  checkpoint {checkpoint}: its parameter names fit this model")
     return lines
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="describe", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True)
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE")
-    p.add_argument("--variant", action="append", choices=["conf", "true", "false"], default=None)
+    p.add_argument("--variant", action="append", default=None, metavar="conf|true|false|SITES")
     p.add_argument("--checkpoint", default=None)
+    p.add_argument("--porcelain", action="store_true", help="one 'VARIANT LABEL STREAMING' line per variant")
     args = p.parse_args(argv)
     try:
-        lines = describe(args.config, args.override, args.variant or ["conf"], args.checkpoint)
-    except (OSError, ValueError, TypeError, KeyError) as e:
-        print(f"{args.config}: {e}", file=sys.stderr)
-        return 1
+        lines = describe(args.config, args.override, args.variant or ["conf"], args.checkpoint, args.porcelain)
+    except UserError:
+        raise
+    except (OSError, ValueError, TypeError, KeyError) as e:   # e.g. a missing file: the user's to fix
+        raise UserError(str(e)) from None
     print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main, "describe")

@@ -330,13 +330,15 @@ def is_udps(name: str) -> bool:
     return bool(cls is not None and cls.is_udps)
 
 
-def udps_counterpart(name: str) -> Optional[str]:
-    """What ``att_udps: true`` turns a site of type ``name`` into: itself when UDPS, else its ``counterpart``
-    when that is a registered UDPS attention of the same kind and positional input; None when there is none."""
+def udps_counterpart(name: str, udps: bool = True) -> Optional[str]:
+    """The type a site of type ``name`` gets in the wanted family (``udps`` True: UDPS, False: scaled-dot): itself
+    when already of that family, else its ``counterpart`` when that is a registered attention of that family, the
+    same kind and positional input; None when there is none. ``att_udps`` maps every site through this."""
     cls = ATTENTION_CLASSES[name]
-    if cls.is_udps:
+    if cls.is_udps == udps:
         return name
     target = ATTENTION_CLASSES.get(cls.counterpart or "")
-    if target is None or not target.is_udps or (target.kind, target.uses_pos_emb) != (cls.kind, cls.uses_pos_emb):
+    if (target is None or target.is_udps != udps
+            or (target.kind, target.uses_pos_emb) != (cls.kind, cls.uses_pos_emb)):
         return None
     return target.name
