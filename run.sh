@@ -4,6 +4,7 @@
 #   bash run.sh                                   # the main job: tiny_zh on CPU, scaled-dot vs UDPS, table at the end
 #   bash run.sh --corpus aishell --download_dir /data/aishell --gpus 0,1,2,3 --stage -1 --stop_stage 7
 #   bash run.sh --corpus librispeech --train_set train_100 --config conf/librispeech/train_conformer.yaml --stage 4
+#   bash run.sh --corpus mini_librispeech --download_dir DIR    # CPU, real read English, speaker-disjoint test
 #
 # Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model, 3 data.list or shards,
 #          4 train, 5 average + decode + score every dev/test set, 6 export, 7 results table and plots.
@@ -15,7 +16,7 @@ cd "$(dirname "$0")"
 . tools/log.sh
 . tools/run_lib.sh
 
-corpus=tiny_zh          # a folder of recipes/ with a settings.sh: tiny_zh tiny_en fsdd aishell librispeech
+corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech (~4 h, 2 cores)
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)
