@@ -20,6 +20,7 @@ from wenet_udps.dataset.features import feature_dim
 from wenet_udps.model_builder import attention_sites, build_model
 from wenet_udps.config import apply_overrides, load_config
 from wenet_udps.transformer.attention import is_udps
+from wenet_udps.utils import cli
 
 # Attention sites in a fixed order: (short name, test on the module path).
 SITES = ("enc_self", "dec_self", "dec_cross")
@@ -108,20 +109,20 @@ def describe(config_path: str, overrides: List[str], variants: List[str],
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True)
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file)
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE")
     p.add_argument("--variant", action="append", choices=["conf", "true", "false"], default=None)
-    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--checkpoint", default=None, type=cli.existing_file)
     args = p.parse_args(argv)
     try:
         lines = describe(args.config, args.override, args.variant or ["conf"], args.checkpoint)
     except (OSError, ValueError, TypeError, KeyError) as e:
-        print(f"{args.config}: {e}", file=sys.stderr)
+        print(f"{args.config}: {cli.one_line(e)}", file=sys.stderr)
         return 1
     print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "wenet_udps.bin.describe")
