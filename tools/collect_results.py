@@ -11,7 +11,6 @@ wenet_udps.bin.describe). The checkpoint a result came from is read from a ``dec
 column per decoding mode. Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the
 learned UDPS α/β (wenet_udps/results/plots.py).
 """
-import argparse
 import json
 import re
 import sys

@@ -30,7 +30,8 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--v", type=int, default=1, choices=[0, 1], help="per-utterance alignments and cluster lines")
     p.add_argument("--case_sensitive", "--cs", type=int, default=0, choices=[0, 1],
                    help="compare case-sensitively (default: upper-case both sides)")
-    p.add_argument("--ignore_words", "--ig", default=None, type=cli.existing_file, help="file of words to drop before scoring, one a line")
+    p.add_argument("--ignore_words", "--ig", default=None, type=cli.existing_file,
+                   help="file of words to drop before scoring, one a line")
     p.add_argument("--remove_tag", "--rt", type=int, default=1, choices=[0, 1],
                    help="cut <...> tags such as <unk> and <noise> out of tokens before scoring")
     p.add_argument("--padding-symbol", "--padding_symbol", default="space", choices=["space", "underline"],

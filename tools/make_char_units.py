@@ -19,7 +19,8 @@ from wenet_udps.utils import cli
 def main(argv=None) -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split_with_space", action="store_true", help="as tokenizer_conf.split_with_space")
-    parser.add_argument("--non_lang_syms", default=None, type=cli.existing_file, help="file of non-language symbols, one per line")
+    parser.add_argument("--non_lang_syms", default=None, type=cli.existing_file,
+                        help="file of non-language symbols, one per line")
     parser.add_argument("--letters", action="store_true", help="split English words into letters")
     parser.add_argument("--no_keys", action="store_true", help="the text file holds plain sentences")
     parser.add_argument("text_file", type=cli.existing_file)

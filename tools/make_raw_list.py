@@ -15,7 +15,8 @@ from wenet_udps.utils import cli
 
 def main(argv=None) -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--segments", default=None, type=cli.existing_file, help="Kaldi segments file (utt rec start end)")
+    parser.add_argument("--segments", default=None, type=cli.existing_file,
+                        help="Kaldi segments file (utt rec start end)")
     parser.add_argument("wav_file", type=cli.existing_file, help="wav.scp (key path)")
     parser.add_argument("text_file", type=cli.existing_file, help="text (key transcript)")
     parser.add_argument("output_file", type=cli.output_file, help="data.list to write")

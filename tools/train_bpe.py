@@ -31,7 +31,8 @@ def main(argv=None) -> None:
     parser.add_argument("--model_prefix", required=True, type=cli.output_file,
                         help="writes PREFIX.model and PREFIX.vocab")
     parser.add_argument("--units", required=True, type=cli.output_file, help="units file to write")
-    parser.add_argument("--nbpe", type=cli.positive_int, default=5000, help="vocabulary size of the sentencepiece model")
+    parser.add_argument("--nbpe", type=cli.positive_int, default=5000,
+                        help="vocabulary size of the sentencepiece model")
     parser.add_argument("--bpe_mode", choices=("unigram", "bpe"), default="unigram")
     parser.add_argument("--case", choices=CASES, default="upper")
     args = parser.parse_args(argv)

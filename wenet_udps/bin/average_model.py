@@ -121,7 +121,8 @@ class ParallelEvaluator:
 def get_parser() -> cli.ArgumentParser:
     p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dst_model", required=True, type=cli.output_file, help="output state dict")
-    p.add_argument("--src_path", required=True, type=cli.existing_dir, help="experiment dir with epoch_N.pt + epoch_N.yaml")
+    p.add_argument("--src_path", required=True, type=cli.existing_dir,
+                   help="experiment dir with epoch_N.pt + epoch_N.yaml")
     p.add_argument("--num", type=cli.positive_int, default=5, help="checkpoints to average (soup: candidates)")
     p.add_argument("--val_best", action="store_true", help="pick by cv_loss instead of the last epochs")
     p.add_argument("--min_epoch", type=cli.non_negative_int, default=0)
@@ -131,11 +132,14 @@ def get_parser() -> cli.ArgumentParser:
                    help="uniform average of the selected checkpoints, or a greedy soup of them")
     p.add_argument("--soup_metric", default="wer", choices=["wer", "cv_loss"])
     p.add_argument("--num_look", type=cli.positive_int, default=1, help="greedy soup look-ahead window")
-    p.add_argument("--num_workers", type=cli.positive_int, default=1, help="parallel evaluation processes (greedy soup)")
-    p.add_argument("--config", default=None, type=cli.existing_file, help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")
+    p.add_argument("--num_workers", type=cli.positive_int, default=1,
+                   help="parallel evaluation processes (greedy soup)")
+    p.add_argument("--config", default=None, type=cli.existing_file,
+                   help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")
     p.add_argument("--dev_data", default=None, type=cli.existing_file, help="dev data.list (greedy soup)")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
-    p.add_argument("--ref_text", default=None, type=cli.existing_file, help="Kaldi text of the dev set (default: the list's txt)")
+    p.add_argument("--ref_text", default=None, type=cli.existing_file,
+                   help="Kaldi text of the dev set (default: the list's txt)")
     p.add_argument("--decode_mode", default="attention_rescoring", choices=list(DECODING_METHODS))
     p.add_argument("--beam_size", type=cli.positive_int, default=10)
     p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.5)

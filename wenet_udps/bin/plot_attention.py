@@ -16,7 +16,6 @@ the decoder, as in training) and every attention site records its weights. Write
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
 the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
 """
-import argparse
 import contextlib
 import math
 import os
@@ -151,7 +150,8 @@ def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
 
 def get_parser() -> cli.ArgumentParser:
     p = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--exp_dirs", nargs="+", required=True, type=cli.existing_dir, help="experiment dirs (train.yaml + checkpoint)")
+    p.add_argument("--exp_dirs", nargs="+", required=True, type=cli.existing_dir,
+                   help="experiment dirs (train.yaml + checkpoint)")
     p.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name inside each experiment dir")
     p.add_argument("--test_data", required=True, type=cli.existing_file, help="data.list of the test set")
     p.add_argument("--data_type", choices=["raw", "shard"], default="raw")

@@ -72,8 +72,10 @@ def get_parser() -> cli.ArgumentParser:
                    help="change one config value (checked: key must exist, type must match); repeatable")
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0, help="DataLoader workers per process")
     p.add_argument("--prefetch", type=cli.positive_int, default=2, help="batches prefetched per worker")
-    p.add_argument("--symbol_table", default=None, type=cli.existing_file, help="units file (default: tokenizer_conf.symbol_table_path)")
-    p.add_argument("--cmvn", default=None, type=cli.existing_file, help="global CMVN JSON (default: cmvn_conf.cmvn_file)")
+    p.add_argument("--symbol_table", default=None, type=cli.existing_file,
+                   help="units file (default: tokenizer_conf.symbol_table_path)")
+    p.add_argument("--cmvn", default=None, type=cli.existing_file,
+                   help="global CMVN JSON (default: cmvn_conf.cmvn_file)")
     p.add_argument("--seed", type=cli.non_negative_int, default=None, help="default: the config's seed, else 777")
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--dist_backend", default=None, choices=["nccl", "gloo"],
