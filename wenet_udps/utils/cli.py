@@ -56,10 +56,21 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def _type(name: str, check: Callable[[str], object]) -> Callable[[str], object]:
-    """A ``type=`` function whose failures argparse reports as ``argument --opt: <message>``."""
+def _type(name: str, check: Callable[[str], object], **bounds: object) -> Callable[[str], object]:
+    """A ``type=`` function whose failures argparse reports as ``argument --opt: <message>``; ``bounds`` (low,
+    high) are kept on it, so tests can find a value out of range of any option."""
     check.__name__ = name
+    check.__dict__.update(bounds)
     return check
+
+
+def _role(role: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
+    """Mark a checker with what it checks ("input", "output", "number", "device"): tests find every option of a
+    kind by it, so a new entry point or option is swept without being listed."""
+    def mark(check: Callable[[str], object]) -> Callable[[str], object]:
+        check.role = role
+        return check
+    return mark
 
 
 def _number(text: str, kind: type) -> float:
@@ -83,7 +94,7 @@ def int_range(low: Optional[int] = None, high: Optional[int] = None, *, also: Se
                   else f">= {low}" if low is not None else f"<= {high}")
         extra = "".join(f" or {a}" for a in also)
         raise argparse.ArgumentTypeError(f"must be {bounds}{extra}, got {value}")
-    return _type("int", check)
+    return _role("number")(_type("int", check, low=low, high=high, also=tuple(also)))
 
 
 def float_range(low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False):
@@ -97,7 +108,7 @@ def float_range(low: Optional[float] = None, high: Optional[float] = None, *, lo
                       else f"{'>' if low_open else '>='} {low:g}" if low is not None else f"<= {high:g}")
             raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
         return value
-    return _type("float", check)
+    return _role("number")(_type("float", check, low=low, high=high))
 
 
 positive_int = int_range(1)
@@ -105,6 +116,7 @@ non_negative_int = int_range(0)
 finite_float = float_range()
 
 
+@_role("input")
 def existing_file(text: str) -> str:
     """``type=``: a readable regular file (an input)."""
     if os.path.isdir(text):
@@ -120,9 +132,10 @@ def existing_file_or(*words: str):
     """``type=``: one of ``words`` (e.g. ``auto``) or an existing file."""
     def check(text: str) -> str:
         return text if text in words else existing_file(text)
-    return _type("file", check)
+    return _role("input")(_type("file", check))
 
 
+@_role("input")
 def existing_dir(text: str) -> str:
     """``type=``: a directory that exists (an input)."""
     if not os.path.isdir(text):
@@ -143,6 +156,7 @@ def _creatable(path: str) -> None:
         raise argparse.ArgumentTypeError(f"{path} cannot be created: {parent} is not writable")
 
 
+@_role("output")
 def output_dir(text: str) -> str:
     """``type=``: a directory to write into: a writable one, or one that can be created (nothing is created)."""
     if os.path.exists(text):
@@ -155,6 +169,7 @@ def output_dir(text: str) -> str:
     return text
 
 
+@_role("output")
 def output_file(text: str) -> str:
     """``type=``: a file to write: a writable file, or one whose directory exists writable or can be created."""
     if os.path.isdir(text):
@@ -167,6 +182,7 @@ def output_file(text: str) -> str:
     return text
 
 
+@_role("device")
 def device(text: str) -> str:
     """``type=``: ``cpu``, or ``cuda`` where torch sees a CUDA device."""
     if text not in ("cpu", "cuda"):
@@ -177,3 +193,4 @@ def device(text: str) -> str:
             raise argparse.ArgumentTypeError(f"cuda, but torch {torch.__version__} sees no CUDA device "
                                              f"(use --device cpu)")
     return text
+
