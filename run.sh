@@ -69,9 +69,10 @@ args_given=("$@")
 
 # ---- user paths: run.sh works from its own folder (the cd above), so a relative path given from elsewhere would
 # silently name the repo's file of that name (an edited conf/... in the caller's folder ignored): make it the caller's.
+resolved=()  # the resolved paths as options, for recipes/fsdd/loso.sh, which reruns run.sh from here
 if ! [[ ${caller_dir} -ef ${PWD} ]]; then
   for v in config dir data download_dir fsdd_dir checkpoint loso_compare; do
-    [[ -z ${!v} || ${!v} == /* ]] || printf -v "${v}" '%s' "${caller_dir}/${!v}"
+    [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
   done
 fi
 # --dir is a prefix (exp dirs are <dir>_<attention>): "exp/x/" would put them at exp/x/_udps.
@@ -138,7 +139,7 @@ if [[ ${loso} == true ]]; then
   exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
     --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
-    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}"
+    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}" "${resolved[@]}"
 fi
 data=${data:-data/${corpus}}
 download_dir=${download_dir:-downloads/${corpus}}

@@ -9,8 +9,8 @@ The one argument-validation layer of every ``wenet_udps.bin`` entry point and ``
 - during the work: :func:`run_cli` turns a :class:`UserError` (exit 2) or an ``OSError`` (exit 1: a full disk, a
   permission, a file removed meanwhile) into one line ``<prog>: error: <message>``.
 
-Only this module imports nothing but the standard library (torch is imported by :func:`device` when asked), so
-every layer of the package may use it.
+This module imports only the standard library (torch only inside :func:`device`), so every layer of the package
+may use it.
 """
 import argparse
 import math
@@ -52,7 +52,7 @@ def run_cli(main: Callable[[Optional[List[str]]], object], prog: str) -> None:
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser with a one-line usage error (argparse prints the whole usage first)."""
 
-    def error(self, message: str) -> None:  # noqa: D401 - argparse's name
+    def error(self, message: str) -> None:
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
