@@ -12,6 +12,7 @@
 # exists is skipped only when its stamp file records the same inputs and options; otherwise stages 0-3, 5 and 6
 # are redone, and stage 4 stops with a message (a run is never overwritten).
 set -euo pipefail
+caller_dir=${PWD}  # relative paths given on the command line are read from here (see "user paths" below)
 cd "$(dirname "$0")"
 . tools/log.sh
 . tools/run_lib.sh
@@ -82,6 +83,17 @@ args_given=("$@")
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"
 
+# ---- user paths: run.sh works from its own folder (the cd above), so a relative path given from elsewhere would
+# silently name the repo's file of that name (an edited conf/... in the caller's folder ignored): make it the caller's.
+resolved=()  # the resolved paths as options, for recipes/fsdd/loso.sh, which reruns run.sh from here
+if ! [[ ${caller_dir} -ef ${PWD} ]]; then
+  for v in config dir data download_dir fsdd_dir checkpoint loso_compare; do
+    [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
+  done
+fi
+# --dir is a prefix (exp dirs are <dir>_<attention>): "exp/x/" would put them at exp/x/_udps.
+while [[ ${dir} == */ && ${dir} != / ]]; do dir=${dir%/}; done
+
 # ---- options: checked before any work ----
 for v in stage stop_stage average_num beam_size num_workers cpu_jobs decode_batch_size decoding_chunk_size \
          num_decoding_left_chunks num_nodes node_rank num_utts_per_shard; do
@@ -98,6 +110,16 @@ one_of force "${force}" true false
 [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"
 [[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
 [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
+for v in num_utts_per_shard beam_size decode_batch_size num_nodes; do
+  [[ ${!v} -ge 1 ]] || die "--${v} must be >= 1, got ${!v}"
+done
+[[ ${num_workers} -ge 0 ]] || die "--num_workers must be >= 0, got ${num_workers}"
+[[ ${node_rank} -ge 0 && ${node_rank} -lt ${num_nodes} ]] \
+  || die "--node_rank must be in 0..$((num_nodes - 1)) (--num_nodes ${num_nodes}), got ${node_rank}"
+[[ ${decoding_chunk_size} -ge 1 || ${decoding_chunk_size} -eq -1 ]] \
+  || die "--decoding_chunk_size must be -1 (full context) or >= 1, got ${decoding_chunk_size}"
+[[ ${num_decoding_left_chunks} -ge -1 ]] \
+  || die "--num_decoding_left_chunks must be -1 (all) or >= 0, got ${num_decoding_left_chunks}"
 [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
 corpora=$(for d in recipes/*/; do [[ -f ${d}settings.sh ]] && basename "${d}"; done | tr '\n' ' ')
 [[ ${corpus} =~ ^[A-Za-z0-9_]+$ && -f recipes/${corpus}/settings.sh ]] \
@@ -141,7 +163,8 @@ else
   esac
 fi
 config=${config:-${default_config}}
-[[ -f ${config} ]] || die "config ${config} not found; pick one under conf/${corpus}/"
+[[ -f ${config} ]] || die "config ${config} not found; pick one under ${PWD}/conf/${corpus}/ (a relative path is" \
+  "read from the directory run.sh is started in)"
 one_of loso "${loso}" true false
 if [[ ${loso} == true ]]; then
   [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
@@ -149,7 +172,7 @@ if [[ ${loso} == true ]]; then
   exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
     --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
-    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}"
+    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}" "${resolved[@]}"
 fi
 data=${data:-data/${corpus}}
 download_dir=${download_dir:-downloads/${corpus}}

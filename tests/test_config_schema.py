@@ -109,6 +109,11 @@ def test_duplicate_key_is_an_error_naming_both_lines(tmp_path):
     ("dataset_conf.fbank_conf.frame_shift=0", "dataset_conf.fbank_conf.frame_shift: must be > 0, got 0"),
     ("max_epoch=0", "max_epoch: must be >= 1, got 0"),
     ("scheduler_conf.warmup_steps=-1", "scheduler_conf.warmup_steps: must be >= 0, got -1"),
+    # were torch's ValueError / an unpacking error from Adam, as a traceback (issue 36)
+    ("optim_conf.betas=[0.9, 1.5]", r"optim_conf.betas\[1\]: must be in \[0, 1\), got 1.5"),
+    ("optim_conf.betas=[0.9, 1]", r"optim_conf.betas\[1\]: must be in \[0, 1\), got 1"),
+    ("optim_conf.betas=[0.9]", r"optim_conf.betas: expected a list of 2 values, got 1: \[0.9\]"),
+    ("optim_conf.betas=[0.9, 0.98, 0.5]", "optim_conf.betas: expected a list of 2 values, got 3"),
 ])
 def test_values_out_of_range_are_errors_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):

@@ -95,12 +95,45 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--stage", "9"], "--stage must be in -1..7, got 9"),
     (["--stop_stage", "8"], "--stop_stage must be in -1..7, got 8"),
     (["--stage", "5", "--stop_stage", "2"], "--stage 5 is after --stop_stage 2: no stage would run"),
+    # -5 wrote 0 shards and up-to-date stamps, 0 was a traceback (issue 36)
+    (["--data_type", "shard", "--num_utts_per_shard", "-5"], "--num_utts_per_shard must be >= 1, got -5"),
+    (["--num_utts_per_shard", "0"], "--num_utts_per_shard must be >= 1, got 0"),
+    (["--beam_size", "0"], "--beam_size must be >= 1, got 0"),
+    (["--num_workers", "-1"], "--num_workers must be >= 0, got -1"),
+    (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
+    (["--decoding_chunk_size", "0"], "--decoding_chunk_size must be -1 (full context) or >= 1, got 0"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
     proc = run_sh(*args)
     line = _one_error_line(proc)
     assert message in line
     assert "unbound variable" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_relative_paths_are_read_from_the_callers_directory(tmp_path):
+    """From another directory, a relative --config named the repo's file of that name (issue 36): an edited copy in
+    the caller's directory was ignored. Now it is the caller's: here a broken copy, refused naming its path."""
+    conf = tmp_path / "conf" / "tiny_zh" / "train_conformer.yaml"
+    conf.parent.mkdir(parents=True)
+    conf.write_text((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text() + "max_epochs: 3\n")
+    common = ["bash", str(ROOT / "run.sh"), "--stage", "5", "--stop_stage", "5", "--att_udps", "false",
+              "--dir", "exp/x"]
+    proc = subprocess.run([*common, "--config", "conf/tiny_zh/train_conformer.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    line = _one_error_line(proc)
+    assert str(conf) in line and "max_epochs: unknown key" in line
+    proc = subprocess.run([*common, "--config", "conf/tiny_zh/missing.yaml"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert f"config {tmp_path}/conf/tiny_zh/missing.yaml not found" in _one_error_line(proc)
+    # --dir too (and the others): the exp dir is the caller's exp/x_scaled_dot, not the repo's.
+    proc = subprocess.run([*common], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert f"missing {tmp_path}/exp/x_scaled_dot/final.pt (made by stage 4)" in _one_error_line(proc)
+
+
+def test_dir_with_a_trailing_slash_is_the_same_prefix(tmp_path):
+    """``--dir DIR/`` put the exp dir at DIR/_scaled_dot and RESULTS.md in DIR's parent (issue 36)."""
+    proc = run_sh("--stage", "5", "--stop_stage", "5", "--att_udps", "false", "--dir", f"{tmp_path}/exp/x//")
+    assert f"missing {tmp_path}/exp/x_scaled_dot/final.pt (made by stage 4)" in _one_error_line(proc)
 
 
 def test_download_opts_reach_the_download_script(tmp_path):
@@ -136,6 +169,7 @@ def test_unknown_train_override_is_one_line():
 
 
 def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
+    (tmp_path / "x.pt").write_bytes(b"")  # a missing one is refused before, by the argument checks
     line = _one_error_line(run_sh("--stage", "4", "--stop_stage", "4", "--checkpoint", str(tmp_path / "x.pt")))
     assert "belongs to one model" in line and "--att_udps true|false" in line
     # A scaled-dot checkpoint given to the UDPS model is refused before training, naming what it holds.

@@ -13,6 +13,8 @@ import struct
 import sys
 from typing import List
 
+from wenet_udps.utils import cli
+
 
 def read_kaldi_matrix(data: bytes, path: str) -> List[List[float]]:
     """A Kaldi matrix, text (``[ a b ... \\n c d ... ]``) or binary (``\\0B`` + ``DM``/``FM`` + rows, cols, values)."""
@@ -45,9 +47,9 @@ def kaldi_to_json(matrix: List[List[float]], path: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kaldi_cmvn")
-    p.add_argument("out_json")
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kaldi_cmvn", type=cli.existing_file)
+    p.add_argument("out_json", type=cli.output_file)
     args = p.parse_args(argv)
     try:
         with open(args.kaldi_cmvn, "rb") as f:
@@ -63,4 +65,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "cmvn_kaldi2json.py")

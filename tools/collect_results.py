@@ -13,7 +13,6 @@ one stream, one thread). Models of a site ablation (run.sh --udps_sites) get the
 every site set against all-scaled-dot (wenet_udps.results.sites). Plots (PNG): losses (per step and per epoch),
 ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
-import argparse
 import json
 import re
 import sys
@@ -30,6 +29,7 @@ from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
+from wenet_udps.utils import cli
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
@@ -254,22 +254,26 @@ def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
     return lines
 
 
+def _seeds(text: str) -> List[int]:
+    """``--seeds "1 2 3"``: the seeds trained, non-negative integers."""
+    return [cli.non_negative_int(s) for s in text.split()]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--exp_dir", type=Path, default=Path("exp"))
-    parser.add_argument("--out", type=Path, default=None, help="Markdown file (default EXP_DIR/RESULTS.md)")
-    parser.add_argument("--plots_dir", type=Path, default=None, help="PNG folder (default EXP_DIR/plots)")
+    parser = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--exp_dir", type=cli.existing_dir, default="exp")
+    parser.add_argument("--out", type=cli.output_file, default=None, help="Markdown file (default EXP_DIR/RESULTS.md)")
+    parser.add_argument("--plots_dir", type=cli.output_dir, default=None, help="PNG folder (default EXP_DIR/plots)")
     parser.add_argument("--metric", default="error rate", help="what the wer files measure: CER or WER")
-    parser.add_argument("--data_dir", type=Path, default=None,
+    parser.add_argument("--data_dir", type=cli.existing_dir, default=None,
                         help="data dir with <set>/text: enables the significance tests of seeded experiments")
     parser.add_argument("--wer_char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
-    parser.add_argument("--seeds", default="", help="the seeds trained, recorded under the table")
+    parser.add_argument("--seeds", default=[], type=_seeds, help="the seeds trained, recorded under the table")
     args = parser.parse_args(argv)
-    if not args.exp_dir.is_dir():
-        print(f"collect_results.py: {args.exp_dir} is not a directory", file=sys.stderr)
-        return 1
-    out = args.out or args.exp_dir / "RESULTS.md"
-    plots_dir = args.plots_dir or args.exp_dir / "plots"
+    args.exp_dir = Path(args.exp_dir)
+    args.data_dir = Path(args.data_dir) if args.data_dir else None
+    out = Path(args.out) if args.out else args.exp_dir / "RESULTS.md"
+    plots_dir = Path(args.plots_dir) if args.plots_dir else args.exp_dir / "plots"
     try:
         experiments = collect(args.exp_dir)
     except (OSError, ValueError, yaml.YAMLError) as e:
@@ -283,7 +287,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{sections}\n## Made with\n\n"
-            + "\n".join(provenance_markdown(provenance([int(x) for x in args.seeds.split()]))
+            + "\n".join(provenance_markdown(provenance(args.seeds))
                         + gpu_check_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
@@ -294,4 +298,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "collect_results.py")

@@ -20,24 +20,26 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from wenet_udps.utils import cli
 from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--char", type=int, default=0, choices=[0, 1], help="score characters (1) or words (0)")
     p.add_argument("--v", type=int, default=1, choices=[0, 1], help="per-utterance alignments and cluster lines")
     p.add_argument("--case_sensitive", "--cs", type=int, default=0, choices=[0, 1],
                    help="compare case-sensitively (default: upper-case both sides)")
-    p.add_argument("--ignore_words", "--ig", default=None, help="file of words to drop before scoring, one a line")
+    p.add_argument("--ignore_words", "--ig", default=None, type=cli.existing_file,
+                   help="file of words to drop before scoring, one a line")
     p.add_argument("--remove_tag", "--rt", type=int, default=1, choices=[0, 1],
                    help="cut <...> tags such as <unk> and <noise> out of tokens before scoring")
     p.add_argument("--padding-symbol", "--padding_symbol", default="space", choices=["space", "underline"],
                    help="filler used to line up lab/rec tokens")
     p.add_argument("--missing", default="deletions", choices=list(MISSING_POLICIES),
                    help="reference utterances without hypothesis: all deletions (default) or skipped (WeNet)")
-    p.add_argument("ref", help="reference text file (key transcript)")
-    p.add_argument("hyp", help="hypothesis text file (key transcript)")
+    p.add_argument("ref", type=cli.existing_file, help="reference text file (key transcript)")
+    p.add_argument("hyp", type=cli.existing_file, help="hypothesis text file (key transcript)")
     return p
 
 
@@ -68,4 +70,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "compute-wer.py")

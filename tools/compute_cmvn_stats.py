@@ -23,6 +23,7 @@ from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.dataset.features import compute_features
 from wenet_udps.dataset.kaldi_data import read_wav_scp
 from wenet_udps.dataset.lists import read_raw_list
+from wenet_udps.utils import cli
 
 Utt = Tuple[str, str, Optional[float], Optional[float]]
 
@@ -67,18 +68,19 @@ def _stats(task: Tuple[List[Utt], Dict[str, Any], int]) -> Tuple[Optional[np.nda
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_workers", type=int, default=1)
-    parser.add_argument("--train_config", default=None, help="train.yaml whose dataset_conf sets the features")
-    parser.add_argument("--in_scp", required=True, help="wav.scp or data.list")
-    parser.add_argument("--out_cmvn", required=True, help="output JSON (WeNet global_cmvn)")
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num_workers", type=cli.non_negative_int, default=1, help="processes (0: one)")
+    parser.add_argument("--train_config", default=None, type=cli.existing_file,
+                        help="train.yaml whose dataset_conf sets the features")
+    parser.add_argument("--in_scp", required=True, type=cli.existing_file, help="wav.scp or data.list")
+    parser.add_argument("--out_cmvn", required=True, type=cli.output_file, help="output JSON (WeNet global_cmvn)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     conf, rate = feature_conf(args.train_config)
     utts = read_inputs(args.in_scp)
     if not utts:
-        raise ValueError(f"{args.in_scp}: no utterances")
+        raise cli.UserError(f"{args.in_scp}: no utterances")
     chunk = max(1, min(64, len(utts) // (4 * max(1, args.num_workers)) or 1))
     tasks = [(utts[i:i + chunk], conf, rate) for i in range(0, len(utts), chunk)]
     total = sq = None
@@ -94,7 +96,7 @@ def main(argv=None) -> None:
             bar.update(len(task[0]))
     bar.close()
     if total is None:
-        raise ValueError(f"{args.in_scp}: no readable audio ({bad} files skipped)")
+        raise cli.UserError(f"{args.in_scp}: no readable audio ({bad} files skipped)")
     if bad:
         logging.warning("%d unreadable audio files skipped", bad)
     with open(args.out_cmvn, "w", encoding="utf-8") as f:
@@ -104,4 +106,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_cli(main, "compute_cmvn_stats.py")

@@ -13,16 +13,18 @@ import logging
 from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.text.char_tokenizer import char_split
 from wenet_udps.text.text_utils import read_non_lang_syms
+from wenet_udps.utils import cli
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split_with_space", action="store_true", help="as tokenizer_conf.split_with_space")
-    parser.add_argument("--non_lang_syms", default=None, help="file of non-language symbols, one per line")
+    parser.add_argument("--non_lang_syms", default=None, type=cli.existing_file,
+                        help="file of non-language symbols, one per line")
     parser.add_argument("--letters", action="store_true", help="split English words into letters")
     parser.add_argument("--no_keys", action="store_true", help="the text file holds plain sentences")
-    parser.add_argument("text_file")
-    parser.add_argument("units_file")
+    parser.add_argument("text_file", type=cli.existing_file)
+    parser.add_argument("units_file", type=cli.output_file)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
@@ -38,4 +40,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_cli(main, "make_char_units.py")

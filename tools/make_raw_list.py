@@ -10,14 +10,16 @@ import json
 import logging
 
 from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.utils import cli
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--segments", default=None, help="Kaldi segments file (utt rec start end)")
-    parser.add_argument("wav_file", help="wav.scp (key path)")
-    parser.add_argument("text_file", help="text (key transcript)")
-    parser.add_argument("output_file", help="data.list to write")
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--segments", default=None, type=cli.existing_file,
+                        help="Kaldi segments file (utt rec start end)")
+    parser.add_argument("wav_file", type=cli.existing_file, help="wav.scp (key path)")
+    parser.add_argument("text_file", type=cli.existing_file, help="text (key transcript)")
+    parser.add_argument("output_file", type=cli.output_file, help="data.list to write")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
@@ -32,4 +34,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_cli(main, "make_raw_list.py")

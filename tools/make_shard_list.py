@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample
 from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.utils import cli
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 
@@ -61,17 +62,17 @@ def write_shard(entries: List[Entry], tar_path: str, target_sr: Optional[int]) -
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_utts_per_shard", type=int, default=1000)
-    parser.add_argument("--num_threads", type=int, default=1)
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num_utts_per_shard", type=cli.positive_int, default=1000)
+    parser.add_argument("--num_threads", type=cli.non_negative_int, default=1, help="threads (0: one)")
     parser.add_argument("--prefix", default="shards", help="tar file name prefix")
-    parser.add_argument("--segments", default=None, help="Kaldi segments file")
-    parser.add_argument("--resample", type=int, default=None, help="resample audio to this rate (Hz)")
+    parser.add_argument("--segments", default=None, type=cli.existing_file, help="Kaldi segments file")
+    parser.add_argument("--resample", type=cli.positive_int, default=None, help="resample audio to this rate (Hz)")
     parser.add_argument("--shuffle", action="store_true", help="shuffle utterances before sharding (seed 777)")
-    parser.add_argument("wav_file")
-    parser.add_argument("text_file")
-    parser.add_argument("shards_dir")
-    parser.add_argument("shards_list")
+    parser.add_argument("wav_file", type=cli.existing_file)
+    parser.add_argument("text_file", type=cli.existing_file)
+    parser.add_argument("shards_dir", type=cli.output_dir)
+    parser.add_argument("shards_list", type=cli.output_file)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
@@ -92,4 +93,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_cli(main, "make_shard_list.py")

@@ -17,6 +17,7 @@ import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.text.bpe_tokenizer import CASES
+from wenet_udps.utils import cli
 
 
 def _cased(text: str, case: str) -> str:
@@ -24,12 +25,14 @@ def _cased(text: str, case: str) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--text", required=True, help="Kaldi text file (key transcript)")
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--text", required=True, type=cli.existing_file, help="Kaldi text file (key transcript)")
     parser.add_argument("--no_keys", action="store_true", help="--text holds plain sentences (no key column)")
-    parser.add_argument("--model_prefix", required=True)
-    parser.add_argument("--units", required=True, help="units file to write")
-    parser.add_argument("--nbpe", type=int, default=5000, help="vocabulary size of the sentencepiece model")
+    parser.add_argument("--model_prefix", required=True, type=cli.output_file,
+                        help="writes PREFIX.model and PREFIX.vocab")
+    parser.add_argument("--units", required=True, type=cli.output_file, help="units file to write")
+    parser.add_argument("--nbpe", type=cli.positive_int, default=5000,
+                        help="vocabulary size of the sentencepiece model")
     parser.add_argument("--bpe_mode", choices=("unigram", "bpe"), default="unigram")
     parser.add_argument("--case", choices=CASES, default="upper")
     args = parser.parse_args(argv)
@@ -60,4 +63,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run_cli(main, "train_bpe.py")

@@ -1,5 +1,6 @@
 """Models exported with --format sherpa-onnx decode in sherpa-onnx as in our own search (offline and streaming)."""
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -129,3 +130,52 @@ def test_feature_kwargs_follow_training_and_refuse_what_sherpa_cannot_do():
         rt.feature_kwargs(conf)
     with pytest.raises(ValueError, match="feats_type"):
         rt.feature_kwargs({"dataset_conf": {"feats_type": "mfcc"}})
+
+
+def _usage_error(capsys, argv) -> str:
+    """The one stderr line of a sherpa_decode usage error (exit 2)."""
+    from wenet_udps.bin import sherpa_decode
+    with pytest.raises(SystemExit) as exit_info:
+        sherpa_decode.main(argv)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_sherpa_decode_refuses_an_export_the_options_do_not_fit(exported, tmp_path, capsys):
+    """Each of these failed part-way inside sherpa-onnx or onnxruntime (issue 36); now one line before decoding."""
+    name, tmp, config, out, data = exported
+    wav_scp = tmp_path / "wav.scp"
+    wav_scp.write_text("".join(f"{item['key']} {item['wav']}\n"
+                               for item in map(json.loads, data.read_text().splitlines()[:2])))
+    result_dir = tmp_path / "result"
+
+    def args(export_dir=out, config_path=tmp / "train.yaml", *extra):
+        return ["--config", str(config_path), "--export_dir", str(export_dir), "--wav_scp", str(wav_scp),
+                "--result_dir", str(result_dir), *extra]
+
+    cut = tmp_path / "cut"
+    shutil.copytree(out, cut)
+    tokens = (out / "tokens.txt").read_text().splitlines(keepends=True)
+    (cut / "tokens.txt").write_text("".join(tokens[:len(tokens) // 2]))
+    err = _usage_error(capsys, args(cut))
+    assert "tokens.txt" in err and f"{len(tokens) // 2} tokens" in err and f"outputs {len(tokens)}" in err
+    for key, value, said in (("num_mel_bins", 80, "80-dim features"), ("frame_shift", 12, "frame_shift")):
+        changed = json.loads(json.dumps(config))
+        changed["dataset_conf"].setdefault("fbank_conf", {})[key] = value
+        save_yaml(changed, str(tmp_path / f"{key}.yaml"))
+        err = _usage_error(capsys, args(out, tmp_path / f"{key}.yaml"))
+        assert said in err and f"{key}.yaml" in err
+    if VARIANTS[name]["streaming"]:
+        for extra in (["--chunk_size", str(CHUNK + 1)], ["--left_chunks", str(LEFT + 1)]):
+            err = _usage_error(capsys, args(out, tmp / "train.yaml", "--streaming", *extra))
+            assert extra[0] in err and f"--chunk_size {CHUNK} --left_chunks {LEFT}" in err
+    else:
+        err = _usage_error(capsys, args(out, tmp / "train.yaml", "--streaming"))
+        assert "not streaming" in err and "model-streaming.onnx" in err
+    assert not result_dir.exists(), "an error was found only after decoding had started"
+    from wenet_udps.bin import sherpa_decode
+    streaming = ["--streaming", "--chunk_size", str(CHUNK), "--left_chunks", str(LEFT)]
+    sherpa_decode.main(args(out, tmp / "train.yaml", *(streaming if VARIANTS[name]["streaming"] else [])))
+    assert len((result_dir / "text").read_text().splitlines()) == 2  # the checks pass a matching export

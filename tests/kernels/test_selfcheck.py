@@ -140,3 +140,17 @@ def test_check_under_no_grad_and_inference_mode(counted):
     verdict = selfcheck.self_check_results()["float32/d8/dv8/keys"]
     assert verdict["ok"] and set(verdict["rel_errors"]) == {"out", "q", "k", "p", "v", "alpha", "beta"}
     assert out.shape == (2, 2, 19, 8)
+
+
+def test_forced_triton_without_a_gpu_driver_is_a_user_error(monkeypatch):
+    """WENET_UDPS_KERNEL=triton on CPU tensors outside Triton's interpreter was a RuntimeError from Triton's
+    launcher (issue 36); now one line naming the variable."""
+    from wenet_udps.utils.cli import UserError
+    monkeypatch.setenv(selfcheck.KERNEL_ENV, "triton")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(dispatch, "triton_available", lambda: True)
+    q = torch.zeros(1, 1, 4, 8)
+    with pytest.raises(UserError, match="WENET_UDPS_KERNEL=triton.*on cpu.*CUDA GPU"):
+        dispatch.choose_udps_kernel(q, q, None, 0.0, False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert dispatch.choose_udps_kernel(q, q, None, 0.0, False) == "triton"

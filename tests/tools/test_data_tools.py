@@ -113,3 +113,19 @@ def test_make_char_units(tmp_path):
     run_tool("make_char_units", ["--letters", "--split_with_space", str(tmp_path / "text"), str(tmp_path / "u2")])
     units = [line.split()[0] for line in open(tmp_path / "u2")]
     assert set(units[2:-1]) == set("我爱helowrd")
+
+
+@pytest.mark.parametrize("wav_scp, text, words", [
+    ("a /x.wav\nb\n", "a hi\n", r"wav.scp:2: expected '<key> <value>', got 'b'"),
+    ("a /x.wav\na /y.wav\n", "a hi\n", r"wav.scp:2: duplicate key 'a'"),
+    ("a /x.wav\n", "a hi\na again\n", r"text:2: duplicate key 'a'"),
+    ("a sox x.wav -t wav - |\n", "a hi\n", r"wav.scp:1: entry 'a' is a pipe command"),
+])
+def test_make_raw_list_errors_name_the_file_and_line(tmp_path, wav_scp, text, words):
+    """Were a ValueError traceback (issue 36); a ListError is one line, exit 2, through run_cli. No list written."""
+    from wenet_udps.dataset.lists import ListError
+    (tmp_path / "wav.scp").write_text(wav_scp)
+    (tmp_path / "text").write_text(text)
+    with pytest.raises(ListError, match=words):
+        run_tool("make_raw_list", [str(tmp_path / "wav.scp"), str(tmp_path / "text"), str(tmp_path / "data.list")])
+    assert not (tmp_path / "data.list").exists()

@@ -94,3 +94,30 @@ def test_weights_of_another_vocabulary_are_a_user_error():
     assert isinstance(err.value, UserError)
     with pytest.raises(CheckpointError, match=r"old.pt does not fit the model: missing keys \['bias'\]"):
         fit_weights(torch.nn.Linear(4, 10), {"weight": torch.zeros(10, 4)}, "old.pt")
+
+
+@pytest.mark.parametrize("failing_write", [1, 2])  # the .pt, then its .yaml
+def test_full_disk_while_saving_is_one_line_and_leaves_the_earlier_checkpoints(tmp_path, monkeypatch, failing_write):
+    """A full disk was an OSError traceback from deep in the save (issue 36); now a CheckpointError (one line,
+    exit 2) saying the earlier checkpoints are intact, and they are; no temporary or unverifiable file is left."""
+    import errno
+    import os
+    from wenet_udps.train import checkpoint
+    _model_dir(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    real_fsync, calls = os.fsync, []
+
+    def fsync(fd):
+        if not os.path.isdir(f"/proc/self/fd/{fd}"):  # a file written, not the directory synced after a rename
+            calls.append(fd)
+            if len(calls) == failing_write:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    with pytest.raises(CheckpointError) as err:
+        save_checkpoint(str(tmp_path), "epoch_2", {"model": {}}, {"epoch": 2})
+    message = str(err.value)
+    assert "\n" not in message and "No space left on device" in message and "intact" in message
+    assert "epoch_2" in message
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before  # no epoch_2.pt without its .yaml, no .tmp file, the others unchanged

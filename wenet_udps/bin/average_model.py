@@ -33,7 +33,9 @@ from wenet_udps.train.average import average_state_dicts, greedy_soup, select_ch
 from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
 from wenet_udps.train.executor import loss_sums
 from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
+
 
 class SoupEvaluator:
     """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
@@ -116,28 +118,32 @@ class ParallelEvaluator:
             self.pool.join()
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dst_model", required=True, help="output state dict")
-    p.add_argument("--src_path", required=True, help="experiment dir with epoch_N.pt + epoch_N.yaml")
-    p.add_argument("--num", type=int, default=5, help="checkpoints to average (soup: candidates)")
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dst_model", required=True, type=cli.output_file, help="output state dict")
+    p.add_argument("--src_path", required=True, type=cli.existing_dir,
+                   help="experiment dir with epoch_N.pt + epoch_N.yaml")
+    p.add_argument("--num", type=cli.positive_int, default=5, help="checkpoints to average (soup: candidates)")
     p.add_argument("--val_best", action="store_true", help="pick by cv_loss instead of the last epochs")
-    p.add_argument("--min_epoch", type=int, default=0)
-    p.add_argument("--max_epoch", type=int, default=1 << 30)
+    p.add_argument("--min_epoch", type=cli.non_negative_int, default=0)
+    p.add_argument("--max_epoch", type=cli.non_negative_int, default=1 << 30)
     # Not --mode: WeNet's --mode chooses which checkpoints to rank (see the module docstring).
     p.add_argument("--method", default="average", choices=["average", "greedy_soup"],
                    help="uniform average of the selected checkpoints, or a greedy soup of them")
     p.add_argument("--soup_metric", default="wer", choices=["wer", "cv_loss"])
-    p.add_argument("--num_look", type=int, default=1, help="greedy soup look-ahead window")
-    p.add_argument("--num_workers", type=int, default=1, help="parallel evaluation processes (greedy soup)")
-    p.add_argument("--config", default=None, help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")
-    p.add_argument("--dev_data", default=None, help="dev data.list (greedy soup)")
+    p.add_argument("--num_look", type=cli.positive_int, default=1, help="greedy soup look-ahead window")
+    p.add_argument("--num_workers", type=cli.non_negative_int, default=1,
+                   help="parallel evaluation processes (greedy soup)")
+    p.add_argument("--config", default=None, type=cli.existing_file,
+                   help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")
+    p.add_argument("--dev_data", default=None, type=cli.existing_file, help="dev data.list (greedy soup)")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
-    p.add_argument("--ref_text", default=None, help="Kaldi text of the dev set (default: the list's txt)")
+    p.add_argument("--ref_text", default=None, type=cli.existing_file,
+                   help="Kaldi text of the dev set (default: the list's txt)")
     p.add_argument("--decode_mode", default="attention_rescoring", choices=list(DECODING_METHODS))
-    p.add_argument("--beam_size", type=int, default=10)
-    p.add_argument("--ctc_weight", type=float, default=0.5)
-    p.add_argument("--batch_size", type=int, default=16)
+    p.add_argument("--beam_size", type=cli.positive_int, default=10)
+    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.5)
+    p.add_argument("--batch_size", type=cli.positive_int, default=16)
     p.add_argument("--wer_char", type=int, default=0, choices=[0, 1], help="score characters (CER)")
     add_verify_flag(p)
     return p
@@ -153,7 +159,12 @@ def save_state(state: Dict[str, torch.Tensor], path: str, sources: List[str]) ->
 
 
 def main(argv: Optional[List[str]] = None) -> List[str]:
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if args.min_epoch > args.max_epoch:
+        parser.error(f"--min_epoch {args.min_epoch} is above --max_epoch {args.max_epoch}: no epoch to average")
+    if args.method == "greedy_soup" and not args.dev_data:
+        parser.error("--method greedy_soup needs --dev_data")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     candidates = select_checkpoints(args.src_path, args.num, val_best=args.val_best, min_epoch=args.min_epoch,
                                     max_epoch=args.max_epoch)
@@ -162,8 +173,6 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
         save_state(average_state_dicts(candidates, args.verify_checkpoint), args.dst_model, candidates)
         logging.info("wrote %s", args.dst_model)
         return candidates
-    if not args.dev_data:
-        raise ValueError("--method greedy_soup needs --dev_data")
     settings = {"config": args.config or os.path.join(args.src_path, "train.yaml"), "dev_data": args.dev_data,
                 "data_type": args.data_type, "ref_text": args.ref_text, "metric": args.soup_metric,
                 "decode_mode": args.decode_mode, "beam_size": args.beam_size, "ctc_weight": args.ctc_weight,

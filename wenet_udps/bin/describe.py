@@ -27,6 +27,7 @@ from wenet_udps.dataset.features import feature_dim
 from wenet_udps.model_builder import SITES, attention_sites, build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.attention import is_udps
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
 SITE_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention",
@@ -161,12 +162,11 @@ def describe(config_path: str, overrides: List[str], variants: List[str], checkp
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="describe", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True)
+    p = cli.ArgumentParser(prog="describe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file)
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE")
     p.add_argument("--variant", action="append", default=None, metavar="conf|true|false|SITES")
-    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--checkpoint", default=None, type=cli.existing_file)
     p.add_argument("--porcelain", action="store_true", help="one 'VARIANT LABEL STREAMING' line per variant")
     args = p.parse_args(argv)
     try:

@@ -27,26 +27,30 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataError
 from wenet_udps.train.checkpoint import add_verify_flag
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="the experiment's train.yaml")
-    p.add_argument("--checkpoint", required=True)
-    p.add_argument("--output_dir", required=True)
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file, help="the experiment's train.yaml")
+    p.add_argument("--checkpoint", required=True, type=cli.existing_file)
+    p.add_argument("--output_dir", required=True, type=cli.output_dir)
     p.add_argument("--format", default="wenet", choices=["wenet", "sherpa-onnx"],
                    help="wenet: encoder/decoder TorchScript + ONNX; sherpa-onnx: sherpa-onnx's WeNet CTC models")
-    p.add_argument("--chunk_size", type=int, default=16, help="output frames per streaming chunk")
-    p.add_argument("--left_chunks", type=int, default=None,
+    p.add_argument("--chunk_size", type=cli.positive_int, default=16, help="output frames per streaming chunk")
+    p.add_argument("--left_chunks", type=cli.int_range(0, also=(-1,)), default=None,
                    help="chunks of left context kept (default -1: all; sherpa-onnx: 4, must be > 0)")
-    p.add_argument("--reverse_weight", type=float, default=0.0, help="export the r2l decoder output (> 0)")
-    p.add_argument("--test_data", default=None, help="data list whose first utterances drive the parity check")
+    p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
+                   help="export the r2l decoder output (> 0)")
+    p.add_argument("--test_data", default=None, type=cli.existing_file,
+                   help="data list whose first utterances drive the parity check")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"], help="--test_data's format")
-    p.add_argument("--num_utts", type=int, default=8)
-    p.add_argument("--beam_size", type=int, default=4)
-    p.add_argument("--ctc_weight", type=float, default=0.5)
-    p.add_argument("--tolerance", type=float, default=1e-4, help="max abs diff allowed (float32)")
+    p.add_argument("--num_utts", type=cli.positive_int, default=8)
+    p.add_argument("--beam_size", type=cli.positive_int, default=4)
+    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.5)
+    p.add_argument("--tolerance", type=cli.float_range(0.0, low_open=True), default=1e-4,
+                   help="max abs diff allowed (float32)")
     add_verify_flag(p)
     return p
 
@@ -69,7 +73,11 @@ def parity_batch(config: Dict, test_data: Optional[str], num_utts: int, data_typ
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if args.format == "sherpa-onnx" and args.left_chunks is not None and args.left_chunks <= 0:
+        parser.error(f"--format sherpa-onnx: --left_chunks must be > 0 (it fixes the cache size), got "
+                     f"{args.left_chunks}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     from wenet_udps.bin.recognize import load_model
     config = load_config(args.config)

@@ -19,39 +19,46 @@ import datetime
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import torch
 import yaml
 
+from wenet_udps.utils import cli
+
 ROOT = Path(__file__).resolve().parents[2]
 CONF_NAME = "train_conformer.yaml"
 FAILED = "fail"
 
 
+def _lengths(text: str) -> List[int]:
+    """``--lengths``: comma-separated sequence lengths, each >= 1."""
+    return [cli.positive_int(t) for t in text.split(",") if t.strip()] or [cli.positive_int(text)]
+
+
 def _args(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m wenet_udps.bin.gpu_check", description=__doc__.split("\n")[0])
-    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
+    parser = cli.ArgumentParser(prog="python -m wenet_udps.bin.gpu_check", description=__doc__.split("\n")[0])
+    parser.add_argument("--device", type=cli.device, default="cuda" if torch.cuda.is_available() else "cpu",
+                        help="cuda | cpu")
     conf = parser.add_mutually_exclusive_group()
     conf.add_argument("--corpus", default="aishell", help=f"checks conf/<corpus>/{CONF_NAME} (default aishell)")
-    conf.add_argument("--config", type=Path, help="a training conf instead of --corpus's")
+    conf.add_argument("--config", type=cli.existing_file, help="a training conf instead of --corpus's")
     parser.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default=None,
                         help="autocast dtype of the training step (default bf16 on cuda, fp32 on cpu)")
-    parser.add_argument("--lengths", default="512,1024,2048,4096", help="T of the speed/memory check")
-    parser.add_argument("--batch", type=int, default=2, help="utterances of the training step (per GPU)")
-    parser.add_argument("--frames", type=int, default=400, help="feature frames per utterance of the training step")
-    parser.add_argument("--json", type=Path, help="write the report here")
+    parser.add_argument("--lengths", type=_lengths, default=[512, 1024, 2048, 4096],
+                        help="T of the speed/memory check, comma-separated (default 512,1024,2048,4096)")
+    parser.add_argument("--batch", type=cli.positive_int, default=2, help="utterances of the training step (per GPU)")
+    parser.add_argument("--frames", type=cli.positive_int, default=400,
+                        help="feature frames per utterance of the training step")
+    parser.add_argument("--json", type=cli.output_file, help="write the report here")
     args = parser.parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error(f"--device cuda, but torch {torch.__version__} sees no CUDA device (use --device cpu)")
-    args.config = args.config or ROOT / "conf" / args.corpus / CONF_NAME
+    args.config = Path(args.config) if args.config else ROOT / "conf" / args.corpus / CONF_NAME
     if not args.config.is_file():
         parser.error(f"no conf at {args.config}; valid --corpus: "
                      f"{', '.join(sorted(p.parent.name for p in (ROOT / 'conf').glob('*/' + CONF_NAME)))}")
+    args.json = Path(args.json) if args.json else None
     args.dtype = args.dtype or ("bf16" if args.device == "cuda" else "fp32")
-    args.lengths = [int(t) for t in args.lengths.split(",") if t]
     return args
 
 
@@ -191,4 +198,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "wenet_udps.bin.gpu_check")

@@ -16,7 +16,6 @@ the decoder, as in training) and every attention site records its weights. Write
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
 the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
 """
-import argparse
 import contextlib
 import math
 import os
@@ -28,6 +27,7 @@ from wenet_udps.bin.recognize import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 
 
@@ -148,19 +148,25 @@ def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
     return paths + [path]
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--exp_dirs", nargs="+", required=True, type=cli.existing_dir,
+                   help="experiment dirs (train.yaml + checkpoint)")
     p.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name inside each experiment dir")
-    p.add_argument("--test_data", required=True, help="data.list of the test set")
+    p.add_argument("--test_data", required=True, type=cli.existing_file, help="data.list of the test set")
     p.add_argument("--data_type", choices=["raw", "shard"], default="raw")
     p.add_argument("--utt", default=None, help="utterance key to draw (default: the first)")
-    p.add_argument("--out_dir", required=True)
+    p.add_argument("--out_dir", required=True, type=cli.output_dir)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    for d in args.exp_dirs:
+        for name in ("train.yaml", args.checkpoint):
+            if not os.path.isfile(os.path.join(d, name)):
+                parser.error(f"--exp_dirs {d}: no {name} in it (--checkpoint names the weights file inside each)")
     with torch.no_grad():
         results = {os.path.basename(os.path.normpath(d)): collect(d, args.checkpoint, args.test_data, args.utt,
                                                                   args.data_type) for d in args.exp_dirs}

@@ -22,12 +22,14 @@ from tqdm import tqdm
 from wenet_udps.bin.describe import is_streaming
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
-from wenet_udps.model_builder import build_model, min_input_frames
+from wenet_udps.model_builder import ModelConfig, build_model, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag, load_model_state
 from wenet_udps.config import load_config
 from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
+
 
 def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
     name = "mfcc_conf" if dataset_conf.get("feats_type") == "mfcc" else "fbank_conf"
@@ -105,32 +107,36 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str) -> 
     return paths
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="the experiment's train.yaml")
-    p.add_argument("--checkpoint", required=True, help="model weights (epoch_N.pt, avg_N.pt, ...)")
-    p.add_argument("--test_data", required=True, help="data.list (raw) or shard list")
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file, help="the experiment's train.yaml")
+    p.add_argument("--checkpoint", required=True, type=cli.existing_file,
+                   help="model weights (epoch_N.pt, avg_N.pt, ...)")
+    p.add_argument("--test_data", required=True, type=cli.existing_file, help="data.list (raw) or shard list")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
-    p.add_argument("--result_dir", required=True)
+    p.add_argument("--result_dir", required=True, type=cli.output_dir)
     p.add_argument("--modes", nargs="+", required=True, choices=list(DECODING_METHODS))
     # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults.
-    p.add_argument("--beam_size", type=int, default=10, help="beam of the CTC prefix and attention searches")
-    p.add_argument("--ctc_weight", type=float, default=0.0, help="CTC prefix score weight in attention_rescoring")
-    p.add_argument("--reverse_weight", type=float, default=0.0,
+    p.add_argument("--beam_size", type=cli.positive_int, default=10,
+                   help="beam of the CTC prefix and attention searches")
+    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.0,
+                   help="CTC prefix score weight in attention_rescoring")
+    p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
                    help="right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)")
-    p.add_argument("--decoding_chunk_size", type=int, default=-1,
-                   help="< 0 full context; > 0 chunk size; 0 (training's random chunks) is rejected")
-    p.add_argument("--num_decoding_left_chunks", type=int, default=-1, help="left chunks seen per chunk, -1 all")
+    p.add_argument("--decoding_chunk_size", type=cli.int_range(1, also=(-1,)), default=-1,
+                   help="-1 full context; > 0 chunk size (0, training's random chunks, is rejected)")
+    p.add_argument("--num_decoding_left_chunks", type=cli.int_range(0, also=(-1,)), default=-1,
+                   help="left chunks seen per chunk, -1 all")
     p.add_argument("--simulate_streaming", action="store_true",
                    help="with --decoding_chunk_size > 0: encoder chunk by chunk with caches (batch size 1)")
-    p.add_argument("--length_penalty", type=float, default=0.0,
+    p.add_argument("--length_penalty", type=cli.finite_float, default=0.0,
                    help="attention mode: rank the final beam by score / length ** length_penalty (> 0 favours "
                         "longer hypotheses)")
-    p.add_argument("--blank_penalty", type=float, default=0.0,
+    p.add_argument("--blank_penalty", type=cli.float_range(0.0), default=0.0,
                    help="subtracted from the blank logit before the CTC searches (>= 0)")
-    p.add_argument("--batch_size", type=int, default=16)
-    p.add_argument("--num_workers", type=int, default=0)
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--batch_size", type=cli.positive_int, default=16)
+    p.add_argument("--num_workers", type=cli.non_negative_int, default=0)
+    p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change a train.yaml value (e.g. dataset_conf.fbank_conf.dither)")
     add_verify_flag(p)
@@ -145,11 +151,17 @@ def decode_kwargs_from_args(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
-    args = get_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    parser = get_parser()
+    args = parser.parse_args(argv)
     if args.simulate_streaming and args.batch_size != 1:
-        raise ValueError("--simulate_streaming decodes one utterance at a time: use --batch_size 1")
+        parser.error(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
+                     f"{args.batch_size}")
     config = load_config(args.config, args.override)
+    decoder = config.get("decoder", ModelConfig.decoder)
+    if args.reverse_weight > 0 and decoder != "bitransformer":
+        parser.error(f"--reverse_weight {args.reverse_weight:g} needs a bitransformer decoder; {args.config} has "
+                     f"{decoder!r} (leave --reverse_weight at 0)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     if args.decoding_chunk_size > 0 and not is_streaming(config):
         logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
                         "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,

@@ -18,21 +18,66 @@ from typing import Dict, List, Optional
 from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.export import sherpa_runtime as rt
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="the experiment's train.yaml")
-    p.add_argument("--export_dir", required=True, help="output_dir of export --format sherpa-onnx")
-    p.add_argument("--wav_scp", required=True, help="Kaldi wav.scp: key and audio file per line")
-    p.add_argument("--result_dir", required=True)
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file, help="the experiment's train.yaml")
+    p.add_argument("--export_dir", required=True, type=cli.existing_dir,
+                   help="output_dir of export --format sherpa-onnx")
+    p.add_argument("--wav_scp", required=True, type=cli.existing_file,
+                   help="Kaldi wav.scp: key and audio file per line")
+    p.add_argument("--result_dir", required=True, type=cli.output_dir)
     p.add_argument("--int8", action="store_true", help="the int8 model (model[-streaming].int8.onnx)")
     p.add_argument("--streaming", action="store_true", help="OnlineRecognizer on model-streaming[.int8].onnx")
-    p.add_argument("--chunk_size", type=int, default=16, help="--streaming: the export's chunk size")
-    p.add_argument("--left_chunks", type=int, default=4, help="--streaming: the export's left chunks")
-    p.add_argument("--num_threads", type=int, default=1)
+    p.add_argument("--chunk_size", type=cli.positive_int, default=16, help="--streaming: the export's chunk size")
+    p.add_argument("--left_chunks", type=cli.positive_int, default=4, help="--streaming: the export's left chunks")
+    p.add_argument("--num_threads", type=cli.positive_int, default=1)
     return p
+
+
+def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: Dict) -> None:
+    """Refuse, before anything is decoded, an export that the options or the config do not fit: sherpa-onnx
+    would stop part-way with an IndexError or an onnxruntime error (leaving an empty ``text``)."""
+    import onnxruntime as ort
+    name = f"model{'-streaming' if args.streaming else ''}{'.int8' if args.int8 else ''}.onnx"
+    path = os.path.join(args.export_dir, name)
+    if not os.path.isfile(path):
+        why = (": the export is not streaming (its config trains no chunks); drop --streaming"
+               if args.streaming and os.path.isfile(os.path.join(args.export_dir, "model.onnx")) else
+               "; export with python -m wenet_udps.bin.export --format sherpa-onnx")
+        parser.error(f"--export_dir {args.export_dir} has no {name}{why}")
+    # The metadata (vocab_size, chunk_size, ...) is written into the fp32 graph; int8 is quantized from it.
+    fp32 = os.path.join(args.export_dir, name.replace(".int8", ""))
+    session = ort.InferenceSession(fp32 if os.path.isfile(fp32) else path, providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    try:
+        dim = rt.feature_kwargs(config)["feature_dim"]
+    except ValueError as e:
+        parser.error(f"--config {args.config}: {e}")
+    want = session.get_inputs()[0].shape[-1]
+    if dim != want:
+        parser.error(f"--config {args.config} makes {dim}-dim features, but {path} takes {want}: pass the "
+                     f"train.yaml the model was exported from")
+    tokens = os.path.join(args.export_dir, "tokens.txt")
+    ids = set()
+    with open(tokens, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.split()
+            if len(parts) != 2 or not parts[1].isdigit():
+                parser.error(f"{tokens}:{n}: expected 'token id', got {line.strip()!r}")
+            ids.add(int(parts[1]))
+    vocab = int(meta.get("vocab_size", 0))
+    if ids != set(range(vocab)):
+        parser.error(f"{tokens} has ids for {len(ids)} tokens, but {path} outputs {vocab} (its vocab_size): the "
+                     f"file is truncated or of another model; export again")
+    for key in ("chunk_size", "left_chunks"):
+        if args.streaming and key in meta and int(meta[key]) != getattr(args, key):
+            parser.error(f"--{key} {getattr(args, key)}: {path} was exported with {key} {meta[key]} (its caches "
+                         f"have that fixed size); pass --chunk_size {meta['chunk_size']} --left_chunks "
+                         f"{meta['left_chunks']}")
 
 
 def read_wav_scp(path: str) -> List[List[str]]:
@@ -49,9 +94,11 @@ def read_wav_scp(path: str) -> List[List[str]]:
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     config = load_config(args.config)
+    check_export(parser, args, config)
     rate = rt.feature_kwargs(config)["sampling_rate"]
     if args.streaming:
         rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size, left_chunks=args.left_chunks,

@@ -52,34 +52,37 @@ from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.tensorboard import TensorboardLogger
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
 
-def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="training YAML")
-    p.add_argument("--train_data", required=True, help="data.list (raw) or shard list")
-    p.add_argument("--cv_data", required=True, help="cross-validation data.list or shard list")
-    p.add_argument("--model_dir", required=True, help="output directory (train.yaml, checkpoints)")
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True, type=cli.existing_file, help="training YAML")
+    p.add_argument("--train_data", required=True, type=cli.existing_file, help="data.list (raw) or shard list")
+    p.add_argument("--cv_data", required=True, type=cli.existing_file, help="cross-validation data.list or shard list")
+    p.add_argument("--model_dir", required=True, type=cli.output_dir, help="output directory (train.yaml, checkpoints)")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
-    p.add_argument("--checkpoint", default=None,
+    p.add_argument("--checkpoint", default=None, type=cli.existing_file_or("auto"),
                    help="resume from this checkpoint; 'auto': the newest valid epoch_N.pt/step_N.pt in --model_dir "
                         "(none: start afresh)")
     p.add_argument("--force", action="store_true",
                    help="delete the checkpoints of another run in --model_dir instead of refusing to start")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change one config value (checked: key must exist, type must match); repeatable")
-    p.add_argument("--num_workers", type=int, default=0, help="DataLoader workers per process")
-    p.add_argument("--prefetch", type=int, default=2, help="batches prefetched per worker")
-    p.add_argument("--symbol_table", default=None, help="units file (default: tokenizer_conf.symbol_table_path)")
-    p.add_argument("--cmvn", default=None, help="global CMVN JSON (default: cmvn_conf.cmvn_file)")
-    p.add_argument("--seed", type=int, default=None, help="default: the config's seed, else 777")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--num_workers", type=cli.non_negative_int, default=0, help="DataLoader workers per process")
+    p.add_argument("--prefetch", type=cli.positive_int, default=2, help="batches prefetched per worker")
+    p.add_argument("--symbol_table", default=None, type=cli.existing_file,
+                   help="units file (default: tokenizer_conf.symbol_table_path)")
+    p.add_argument("--cmvn", default=None, type=cli.existing_file,
+                   help="global CMVN JSON (default: cmvn_conf.cmvn_file)")
+    p.add_argument("--seed", type=cli.non_negative_int, default=None, help="default: the config's seed, else 777")
+    p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--dist_backend", default=None, choices=["nccl", "gloo"],
                    help="default: nccl with --device cuda, else gloo")
     p.add_argument("--dtype", default="fp32", choices=list(AMP_DTYPES), help="fp16: autocast + GradScaler")
     p.add_argument("--use_amp", action="store_true", help="same as --dtype fp16")
-    p.add_argument("--tensorboard_dir", default=None, help="default: MODEL_DIR/tensorboard")
+    p.add_argument("--tensorboard_dir", default=None, type=cli.output_dir, help="default: MODEL_DIR/tensorboard")
     add_verify_flag(p)
     return p
 

@@ -6,8 +6,9 @@ from typing import Dict, List, Optional, Tuple
 from wenet_udps.dataset.lists import ListError, utf8_lines
 
 
-def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]:
-    """``key rest-of-line`` per line (wav.scp, text); malformed or duplicate lines raise ValueError."""
+def read_kaldi_map(path: str, allow_empty_value: bool = False, *, no_pipes: bool = False) -> Dict[str, str]:
+    """``key rest-of-line`` per line (wav.scp, text); a malformed or duplicate line, or with ``no_pipes`` a Kaldi
+    pipe command (``... |``), is a ListError naming the file and line."""
     out: Dict[str, str] = {}
     for lineno, line in utf8_lines(path):
         line = line.strip()
@@ -15,20 +16,19 @@ def read_kaldi_map(path: str, allow_empty_value: bool = False) -> Dict[str, str]
             continue
         parts = line.split(maxsplit=1)
         if len(parts) < 2 and not allow_empty_value:
-            raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
+            raise ListError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
         if parts[0] in out:
-            raise ValueError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
+            raise ListError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
+        if no_pipes and parts[1].endswith("|"):
+            raise ListError(f"{path}:{lineno}: entry {parts[0]!r} is a pipe command (not run, by design); convert "
+                            f"the audio to files first")
         out[parts[0]] = parts[1] if len(parts) > 1 else ""
     return out
 
 
 def read_wav_scp(path: str) -> Dict[str, str]:
-    """wav.scp of file paths; Kaldi pipe commands (``... |``) are not supported and raise ValueError."""
-    table = read_kaldi_map(path)
-    for key, value in table.items():
-        if value.endswith("|"):
-            raise ValueError(f"{path}: entry {key!r} is a pipe command; convert the audio to files first")
-    return table
+    """wav.scp of file paths; Kaldi pipe commands (``... |``) are not supported (ListError)."""
+    return read_kaldi_map(path, no_pipes=True)
 
 
 def read_segments(path: str) -> List[Tuple[str, str, float, float]]:

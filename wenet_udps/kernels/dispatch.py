@@ -19,6 +19,7 @@ Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), 
 modules import every kernel from one place.
 """
 import functools
+import os
 from typing import Optional
 
 import torch
@@ -27,6 +28,7 @@ from wenet_udps.kernels import selfcheck
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
+from wenet_udps.utils.cli import UserError
 
 __all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
@@ -63,7 +65,12 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
         return "reference"
     if forced == "triton":
         if not triton_available():
-            raise RuntimeError(f"{selfcheck.KERNEL_ENV}=triton, but triton does not import here")
+            raise UserError(f"{selfcheck.KERNEL_ENV}=triton, but triton does not import here; unset it")
+        # Off CUDA, Triton runs only in its interpreter (TRITON_INTERPRET=1, as the tests use it); otherwise it
+        # fails deep in its launcher looking for a GPU driver.
+        if q.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise UserError(f"{selfcheck.KERNEL_ENV}=triton, but the attention runs on {q.device.type}: the Triton "
+                            f"kernel needs a CUDA GPU; unset {selfcheck.KERNEL_ENV} or use reference")
         return "triton"
     if q.device.type in TRITON_DEVICES:
         same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES

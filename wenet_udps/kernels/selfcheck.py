@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from wenet_udps.kernels.reference import udps_attention_reference
+from wenet_udps.utils.cli import UserError
 
 KERNEL_ENV = "WENET_UDPS_KERNEL"
 KERNEL_CHOICES = ("triton", "reference")
@@ -43,7 +44,7 @@ def forced_kernel() -> Optional[str]:
     if not value:
         return None
     if value not in KERNEL_CHOICES:
-        raise ValueError(f"{KERNEL_ENV}={value!r}; valid choices: {', '.join(KERNEL_CHOICES)} (or unset)")
+        raise UserError(f"{KERNEL_ENV}={value!r}; valid choices: {', '.join(KERNEL_CHOICES)} (or unset)")
     return value
 
 

@@ -120,9 +120,18 @@ def write_checkpoint(path: str, state: Mapping[str, Any], info: Mapping[str, Any
     buf = io.BytesIO()
     torch.save(dict(state), buf)
     data = buf.getvalue()
-    atomic_write_bytes(path, data)
     info = {**dict(info), "sha256": hashlib.sha256(data).hexdigest()}
-    atomic_write_bytes(sidecar(path), yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as e:  # a full disk, most often: atomic_write_bytes left every earlier file as it was
+        raise CheckpointError(f"{path} not saved ({e.strerror or e}); every checkpoint saved before is intact "
+                              f"(each is written to a temporary file first, then renamed)") from e
+    try:
+        atomic_write_bytes(sidecar(path), yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
+    except OSError as e:  # without its .yaml the new file cannot be verified: remove it, keep the earlier ones
+        os.unlink(path)
+        raise CheckpointError(f"{sidecar(path)} not saved ({e.strerror or e}); {path} removed with it, every "
+                              f"checkpoint saved before is intact") from e
 
 
 def sidecar(pt_path: str) -> str:

@@ -160,6 +160,9 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
     if origin in (list, tuple, collections.abc.Sequence):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(path, f"expected a list, got {value!r} ({type(value).__name__})")
+        fixed = origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis)
+        if fixed and len(value) != len(args):
+            raise ConfigError(path, f"expected a list of {len(args)} values, got {len(value)}: {list(value)!r}")
         items = [convert(v, _item_type(args, i), f"{path}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
     if origin in (dict, collections.abc.Mapping) or annotation is dict:
@@ -203,8 +206,9 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
     raise ConfigError(path, f"expected {_type_name(annotation)}, got {value!r} ({type(value).__name__})")
 
 
-# (key name pattern, low, high, low inclusive): the valid range of every key whose name matches (fullmatch).
-RANGES: Tuple[Tuple[str, float, float, bool], ...] = (
+# (key name pattern, low, high, low inclusive[, high inclusive]): the valid range of every key whose name matches
+# (fullmatch); a list value (``betas``) is checked item by item.
+RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
     (r"lr|grad_clip|attention_heads|num_blocks|r_num_blocks|output_size|linear_units|batch_size|max_frames_in_batch"
      r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
@@ -212,21 +216,27 @@ RANGES: Tuple[Tuple[str, float, float, bool], ...] = (
      r"|max_output_input_ratio", 0.0, math.inf, False),
     (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
      r"|max_t|max_f|ctc_blank_id|save_interval", 0.0, math.inf, True),
+    (r"betas", 0.0, 1.0, True, False),  # Adam's moment decays: 1 would never forget
 )
 
 
 def check_range(key: str, value: Any, path: str) -> None:
     """ConfigError naming ``path`` when a number is not finite or outside the range :data:`RANGES` gives ``key``."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_range(key, item, f"{path}[{i}]")
+        return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(path, f"must be a finite number, got {value}")
-    for pattern, low, high, low_inclusive in RANGES:
+    for pattern, low, high, low_inclusive, *rest in RANGES:
+        high_inclusive = rest[0] if rest else True
         if re.fullmatch(pattern, key):
             too_low = value < low if low_inclusive else value <= low
-            if too_low or value > high:
+            if too_low or (value > high if high_inclusive else value >= high):
                 if math.isfinite(high):
-                    valid = f"in [{low:g}, {high:g}]"
+                    valid = f"in [{low:g}, {high:g}{']' if high_inclusive else ')'}"
                 elif not low_inclusive and isinstance(value, int):
                     valid = f">= {int(low) + 1}"
                 else:
