@@ -17,13 +17,21 @@ INT16_SCALE = float(1 << 15)
 MIN_SAMPLE_RATE = 1000
 
 
-class BadAudioError(Exception):
+class UnusableUtterance(Exception):
+    """An utterance the data pipeline skips and counts under ``reason`` (a ``dataset.COUNT_KEYS`` key), with a
+    warning giving the message."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class BadAudioError(UnusableUtterance):
     """An audio file that cannot be used: missing, unreadable, truncated, empty (``reason`` "bad_audio") or with
     NaN/Inf samples (``reason`` "non_finite")."""
 
     def __init__(self, message: str, reason: str = "bad_audio"):
-        super().__init__(message)
-        self.reason = reason
+        super().__init__(message, reason)
 
 
 def _riff_data_shortfall(f: BinaryIO, total_size: int) -> int:

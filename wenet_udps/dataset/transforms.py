@@ -76,11 +76,14 @@ class UtteranceProcessor:
 
     ``__call__`` returns the ``filter_conf`` key (a str) when the filter drops the utterance, and raises
     ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
+    ``admission`` (training only; ``wenet_udps.train.targets.TargetAdmission``) checks the label: its
+    ``check_symbols`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
     """
 
-    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1):
+    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1, admission: Any = None):
         conf = check_dataset_conf(conf)
         self.min_frames = max(1, int(min_frames))
+        self.admission = admission
         self.conf = conf
         self.tokenizer = tokenizer
         self.filter_conf = filter_conf_checked(conf.get("filter_conf"))
@@ -102,6 +105,8 @@ class UtteranceProcessor:
         label = None
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
+            if self.admission is not None:  # before the audio is read: a rejected text costs no decoding
+                self.admission.check_symbols(sample["key"], sample["txt"], label)
         # The length filter runs on the file's own rate, before resampling spends memory on a dropped utterance.
         reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)
         if reason is not None:
@@ -119,4 +124,8 @@ class UtteranceProcessor:
             feat = func(feat, rng, **kwargs)
         if feat.shape[0] < self.min_frames:
             return "no_frames"
+        # On the features as computed (after speed perturbation and spec_trim), the frames the encoder really gets.
+        reason = None if self.admission is None else self.admission.ctc_reason(label, feat.shape[0])
+        if reason is not None:
+            return reason
         return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"]}
