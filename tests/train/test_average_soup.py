@@ -1,3 +1,4 @@
+import pytest
 import torch
 import yaml
 
@@ -93,3 +94,19 @@ def test_greedy_soup_real_run_cv_loss_in_two_workers(tmp_path, fsdd_dir):
     assert abs(best - info["value"]) < 1e-9
     torch.testing.assert_close(load_checkpoint(str(dst))["model"]["encoder.after_norm.weight"],
                                average_state_dicts(soup)["encoder.after_norm.weight"])
+
+
+@pytest.mark.parametrize("dst", ["epoch_1.pt", "step_7.pt", "final.pt", "train.pt", "copy.pt"])
+def test_average_never_overwrites_a_training_checkpoint_or_its_yaml(tmp_path, dst):
+    """Issue 36 item 7: --dst_model epoch_0.pt replaced a checkpoint of the run and its .yaml."""
+    from wenet_udps.utils.cli import UserError
+    fake_run(tmp_path, [3.0, 2.0])
+    (tmp_path / "train.yaml").write_text("encoder: conformer\n")
+    save_checkpoint(str(tmp_path), "copy", {"model": {"w": torch.zeros(1)}}, {"epoch": 1, "step": 1})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(UserError, match=f"--dst_model {tmp_path / dst}: "):
+        average_model.main(["--dst_model", str(tmp_path / dst), "--src_path", str(tmp_path), "--num", "2"])
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # An earlier average may be replaced (stage 5 reruns).
+    for _ in range(2):
+        average_model.main(["--dst_model", str(tmp_path / "avg_2.pt"), "--src_path", str(tmp_path), "--num", "2"])

@@ -32,6 +32,7 @@ from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
 from wenet_udps.train.executor import loss_sums
+from wenet_udps.train.run_dir import check_derived_output
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils.cli import run_cli
 
@@ -155,6 +156,7 @@ def save_state(state: Dict[str, torch.Tensor], path: str, sources: List[str]) ->
 def main(argv: Optional[List[str]] = None) -> List[str]:
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    check_derived_output(args.dst_model, "--dst_model")
     candidates = select_checkpoints(args.src_path, args.num, val_best=args.val_best, min_epoch=args.min_epoch,
                                     max_epoch=args.max_epoch)
     if args.method == "average":

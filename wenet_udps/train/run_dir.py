@@ -57,6 +57,25 @@ def owned_files(model_dir: str) -> List[str]:
     return sorted(p for p in glob.glob(os.path.join(model_dir, "*")) if _OWNED.fullmatch(os.path.basename(p)))
 
 
+def check_derived_output(path: str, option: str) -> None:
+    """RunDirError unless ``path`` (and its .yaml) can take a model derived from checkpoints (an average, a soup)
+    without destroying one: a training checkpoint's name (``epoch_N.pt``, ``step_N.pt``, ``final.pt``) would be
+    replaced and then read by ``--checkpoint auto`` and averaging as part of the run, and a .yaml that is not a
+    checkpoint's record (``train.pt`` -> the experiment's ``train.yaml``) would be overwritten."""
+    record = sidecar(path)
+    if _OWNED.fullmatch(os.path.basename(path)):
+        raise RunDirError(f"{option} {path}: that is the name of a training checkpoint, which it would replace; "
+                          f"name the output e.g. avg_N.pt")
+    if os.path.isfile(record):
+        info = read_info(record) or {}
+        if "sha256" not in info:
+            raise RunDirError(f"{option} {path}: its record {record} would overwrite a file that is not a "
+                              f"checkpoint's .yaml; choose another name")
+        if "averaged" not in info:
+            raise RunDirError(f"{option} {path}: {record} records a training checkpoint (no 'averaged' list), "
+                              f"which it would replace; choose another name")
+
+
 def run_ids(model_dir: str) -> Set[Optional[str]]:
     """The run ids recorded by the checkpoints of ``model_dir`` (None for one without, e.g. WeNet's)."""
     return {info.get("run_id") for _, info in list_checkpoints(model_dir)}
