@@ -411,7 +411,6 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
           --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
           --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
           --device "${device}"
-        printf 'checkpoint: %s\nconfig: %s\n' "${avg}" "${exp}/train.yaml" > "${result_dir}/decode.info"
         stamp_write "${result_dir}/.decode.stamp" "${key}"
       fi
       for mode in ${decode_modes}; do

@@ -226,3 +226,37 @@ def test_gpu_preflight_verdicts_in_made_with(tmp_path):
            "CUDA 12.8)" in made_with
     assert "- GPU preflight of conformer_sdp: unreadable (JSONDecodeError" in made_with
     assert "transformer_enc_udps" not in made_with
+
+
+def test_results_of_a_replaced_checkpoint_are_left_out(tmp_path, capsys):
+    """Issue 36 item 10: decode 2 modes with avg_5.pt, retrain (--force) and decode 1 mode with avg_2.pt: the row
+    of avg_2.pt must not show the other mode of the deleted model; nor a re-made file of the same name."""
+    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.utils.source_info import model_source
+    mod = load_tool("collect_results")
+    exp = tmp_path / "exp" / "x"
+    exp.mkdir(parents=True)
+    (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer"}), encoding="utf-8")
+    old, new = exp / "avg_5.pt", exp / "avg_2.pt"
+    old.write_bytes(b"old model")
+    config = str(exp / "train.yaml")
+
+    def decode(ckpt, modes, value):
+        write_results({m: {"a": "A"} for m in modes}, str(exp / "test"), model_source(str(ckpt), config))
+        for m in modes:
+            write_wer(exp / "test" / m / "wer", value)
+
+    decode(old, ["attention", "ctc_greedy_search"], 9.0)
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.wer == {("test", "attention"): 9.0, ("test", "ctc_greedy_search"): 9.0}
+    old.unlink()                      # --force deleted the run; the new one has 2 epochs
+    new.write_bytes(b"new model")
+    decode(new, ["ctc_greedy_search"], 4.0)
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.wer == {("test", "ctc_greedy_search"): 4.0}
+    assert f"{exp / 'test' / 'attention'}: left out, its checkpoint {old} no longer exists" in capsys.readouterr().err
+    table = mod.markdown_table([e], "CER")
+    assert "attention CER" not in table and table.splitlines()[2].split(" | ")[3:] == ["4.00", str(exp), f"{new} |"]
+    new.write_bytes(b"retrained under the same name")
+    assert mod.collect(tmp_path / "exp") == []
+    assert "has been replaced since" in capsys.readouterr().err

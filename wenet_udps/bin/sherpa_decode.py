@@ -4,7 +4,10 @@
         --wav_scp data/test/wav.scp --result_dir exp/x/test/sherpa_fp32 [--int8] [--streaming --chunk_size 16 \
         --left_chunks 4] [--num_threads 1]
 
-Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results) and ``<result_dir>/rtf``, and
+A ``segments`` file beside the wav.scp is cut as in training and decoding (see ``utterances``); the export's
+tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
+Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
+``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info), and
 prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
 tools/compute-wer.py, as stage 5's.
@@ -13,12 +16,14 @@ import argparse
 import logging
 import os
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
+from wenet_udps.dataset.kaldi_data import read_segments, read_wav_scp
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils.cli import UserError, run_cli
+from wenet_udps.utils.source_info import read_source, write_source
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -35,17 +40,24 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def read_wav_scp(path: str) -> List[List[str]]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.strip().split(maxsplit=1)
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise UserError(f"{path}:{n}: expected 'key path', got {line.strip()!r}")
-            rows.append(parts)
-    return rows
+def utterances(wav_scp: str) -> List[Tuple[str, str, Optional[float], Optional[float]]]:
+    """``(key, audio path, start, end)`` of a Kaldi data dir's utterances: with a ``segments`` file beside the
+    wav.scp (Kaldi's layout: wav.scp then lists recordings), its segments cut from the recordings, as stages 3 and
+    5 decode them; otherwise every wav.scp entry whole (start and end None)."""
+    segments = os.path.join(os.path.dirname(wav_scp), "segments")
+    try:
+        wavs = read_wav_scp(wav_scp)
+        if not os.path.isfile(segments):
+            return [(key, path, None, None) for key, path in wavs.items()]
+        cut = read_segments(segments)
+    except ValueError as e:  # the readers' messages name the file and line
+        raise UserError(str(e)) from None
+    missing = [utt for utt, rec, _, _ in cut if rec not in wavs]
+    if missing:
+        raise UserError(f"{segments}: {len(missing)} segments name a recording missing from {wav_scp} (e.g. "
+                        f"{missing[0]})")
+    logging.info("%s: cutting %d segments from the %d recordings of %s", segments, len(cut), len(wavs), wav_scp)
+    return [(utt, wavs[rec], start, end) for utt, rec, start, end in cut]  # end -1: to the recording's end
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
@@ -59,13 +71,17 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         tail = rt.tail_seconds(args.export_dir, args.chunk_size)
     else:
         rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    rows = utterances(args.wav_scp)
     os.makedirs(args.result_dir, exist_ok=True)
+    # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
+    write_source(os.path.join(args.result_dir, "decode.info"),
+                 read_source(os.path.join(args.export_dir, "export.info")))
     audio = seconds = 0.0
     skipped = 0
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
-        for key, path in read_wav_scp(args.wav_scp):
+        for key, path, start, end in rows:
             try:
-                wav, sr = load_audio(path, name=key)
+                wav, sr = load_audio(path, start, end, name=key)
             except BadAudioError as e:
                 logging.warning("skipped: %s", e)
                 skipped += 1
