@@ -307,6 +307,7 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
+  for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
   gpu_json=
   if [[ -n ${gpus} && ${skip_gpu_check} != true ]]; then   # kernel parity, a step per variant, a decode, speed
     gpu_json=$(run_exp "${runs[0]}")/gpu_check.json
