@@ -385,6 +385,7 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
   for run in "${runs[@]}"; do
     exp=$(run_exp "${run}")
     require "${exp}/final.pt" 4
+    lock_exp "${exp}"   # no averaging or decoding of checkpoints a training is still writing
     averaged "${exp}"
     if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
       log "stage 5: ${avg} is up to date, skipping averaging"
@@ -428,6 +429,7 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
     exp=$(run_exp "${run}")
     averaged "${exp}"
     require "${avg}" 5
+    lock_exp "${exp}"
     parity_list=${data}/${parity_set}/$(list_name)
     require "${parity_list}" 3
     key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")

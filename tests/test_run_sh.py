@@ -216,3 +216,18 @@ def test_a_run_refused_for_a_dir_in_use_changes_nothing(tmp_path, lock_file, hol
     assert (exp / ".train.stamp").read_bytes() == before[".train.stamp"]
     assert not {p.name for p in exp.iterdir()} - set(before) - {".lock", ".run.lock"}
     assert "stage 4: train" not in proc.stderr
+
+
+def test_stage5_waits_for_no_training_it_would_average(tmp_path):
+    """The same claim in stages 5 and 6: no averaging of checkpoints a training is still writing."""
+    import fcntl
+    exp = tmp_path / "exp" / "x_scaled_dot"
+    exp.mkdir(parents=True)
+    (exp / "final.pt").write_bytes(b"")
+    with open(exp / ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4343\n")
+        held.flush()
+        proc = run_sh("--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp" / "x"), "--att_udps", "false")
+    assert f"{exp} is in use by a training run (pid 4343)" in _one_error_line(proc)
+    assert {p.name for p in exp.iterdir()} == {"final.pt", ".lock", ".run.lock"}

@@ -62,9 +62,12 @@ print(newest(sys.argv[1]) or '')" "$1"
 # lock_exp EXP: run.sh's claim on an experiment dir, taken before it writes anything there, so that a run refused
 # for a dir in use changes nothing (not its .train.stamp: a later rerun would take another run's model for its
 # own). Holds a flock on EXP/.run.lock until run.sh and the trainings it started end; refuses while another
-# run.sh holds it or a training (bin.train's flock on EXP/.lock) runs there.
+# run.sh holds it or a training (bin.train's flock on EXP/.lock) runs there. Once per dir: a second flock from
+# this shell, on another open of the file, would conflict with its own first one.
+declare -A locked_exps=()
 lock_exp() {
   local exp=$1 fd held
+  [[ -z ${locked_exps[${exp}]:-} ]] || return 0
   mkdir -p "${exp}"
   exec {fd}>> "${exp}/.run.lock"
   # flock(2) on the descriptor this shell keeps open: the lock stays after python exits. EXP/.lock is only probed.
@@ -81,6 +84,7 @@ elif os.path.exists(sys.argv[2] + '.lock') and busy(os.open(sys.argv[2] + '.lock
       "another --dir"
   fi
   echo "$$" > "${exp}/.run.lock"
+  locked_exps[${exp}]=${fd}
 }
 
 # one_of OPTION VALUE CHOICE...: die with the choices unless VALUE is one of them.
