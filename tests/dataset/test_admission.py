@@ -137,3 +137,19 @@ def test_oversized_shard_member_is_skipped_unread_and_counted(kaldi_dir, tokeniz
                                   filter_conf={"max_length": 1000, "min_length": 0})
     assert used == 1 and tally.skipped() == {"oversize_member": 1}
     assert member_cap(10240) < 100 << 20 and member_cap(1e12) == MAX_MEMBER_BYTES
+
+
+def test_raw_audio_past_max_length_is_filtered_from_its_header_unread(tokenizer, tmp_path):
+    """The class of item 14 for data.list files: a 400 s WAV (12.8 MB as float32) against max_length 10 s."""
+    import numpy as np
+    import soundfile as sf
+    sf.write(str(tmp_path / "long.wav"), np.zeros(400 * 8000, dtype=np.int16), 8000)
+    lst = tmp_path / "data.list"
+    lst.write_text(json.dumps({"key": "long", "wav": str(tmp_path / "long.wav"), "txt": "one"}) + "\n")
+    ds = init_dataset("raw", str(lst), tokenizer, plain_conf(filter_conf={"max_length": 1000, "min_length": 0}))
+    tally = DataTally()
+    tracemalloc.start()
+    assert list(tally.batches(ds)) == []
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert tally.skipped() == {"max_length": 1} and peak < 4 << 20

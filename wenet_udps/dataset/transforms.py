@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
+from wenet_udps.dataset.audio import BadAudioError, TooLong, load_audio, resample, speed_perturb
 from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
@@ -101,13 +101,18 @@ class UtteranceProcessor:
 
     def __call__(self, sample: Dict[str, Any], rng: np.random.Generator):
         source = sample["audio"] if "audio" in sample else sample["wav"]
-        wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"])
         label = None
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
             if self.admission is not None:  # before the audio is read: a rejected text costs no decoding
                 self.admission.check_symbols(sample["key"], sample["txt"], label)
-        # The length filter runs on the file's own rate, before resampling spends memory on a dropped utterance.
+        # max_length is checked from the header, before the samples are read; the whole filter then runs on the
+        # file's own rate, before resampling spends memory on a dropped utterance.
+        try:
+            wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"],
+                                 max_seconds=self.filter_conf["max_length"] / 100)
+        except TooLong:
+            return "max_length"
         reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)
         if reason is not None:
             return reason
