@@ -248,6 +248,7 @@ cmvn=${data}/${train_set}/global_cmvn
 if [[ ${stage} -le 1 && ${stop_stage} -ge 1 ]]; then
   require "${data}/${train_set}/wav.scp" 0
   key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" \
+        segments="$(file_sum "${data}/${train_set}/segments")" \
         features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)")
   if [[ -f ${cmvn} ]] && stamp_ok "${cmvn}.stamp" "${key}"; then
     log "stage 1: ${cmvn} is up to date, skipping"

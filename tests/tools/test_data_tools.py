@@ -113,3 +113,17 @@ def test_make_char_units(tmp_path):
     run_tool("make_char_units", ["--letters", "--split_with_space", str(tmp_path / "text"), str(tmp_path / "u2")])
     units = [line.split()[0] for line in open(tmp_path / "u2")]
     assert set(units[2:-1]) == set("我爱helowrd")
+
+
+def test_cmvn_stats_of_a_wav_scp_cut_by_the_segments_beside_it(data_dir, tmp_path):
+    """The class of issue 36 item 11: a wav.scp with segments lists recordings; the stats are of the segments."""
+    d, files = data_dir
+    (d / "segments").write_text("".join(f"{f.stem}_a {f.stem} 0.05 0.2\n" for f in files))
+    (d / "text_a").write_text("".join(f"{f.stem}_a one\n" for f in files))
+    run_tool("make_raw_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text_a"),
+                               str(tmp_path / "data.list")])
+    stats = {}
+    for name, in_file in (("scp", d / "wav.scp"), ("list", tmp_path / "data.list")):
+        run_tool("compute_cmvn_stats", ["--in_scp", str(in_file), "--out_cmvn", str(tmp_path / name)])
+        stats[name] = json.load(open(tmp_path / name))
+    assert stats["scp"] == stats["list"] and stats["scp"]["frame_num"] == len(files) * 13

@@ -4,8 +4,8 @@
         --wav_scp data/test/wav.scp --result_dir exp/x/test/sherpa_fp32 [--int8] [--streaming --chunk_size 16 \
         --left_chunks 4] [--num_threads 1]
 
-A ``segments`` file beside the wav.scp is cut as in training and decoding (see ``utterances``); the export's
-tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
+A ``segments`` file beside the wav.scp is cut as in training and decoding (``kaldi_data.scp_utterances``); the
+export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
 Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
 ``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info), and
 prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read and resampled as in
@@ -16,11 +16,11 @@ import argparse
 import logging
 import os
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
-from wenet_udps.dataset.kaldi_data import read_segments, read_wav_scp
+from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import read_source, write_source
@@ -40,26 +40,6 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def utterances(wav_scp: str) -> List[Tuple[str, str, Optional[float], Optional[float]]]:
-    """``(key, audio path, start, end)`` of a Kaldi data dir's utterances: with a ``segments`` file beside the
-    wav.scp (Kaldi's layout: wav.scp then lists recordings), its segments cut from the recordings, as stages 3 and
-    5 decode them; otherwise every wav.scp entry whole (start and end None)."""
-    segments = os.path.join(os.path.dirname(wav_scp), "segments")
-    try:
-        wavs = read_wav_scp(wav_scp)
-        if not os.path.isfile(segments):
-            return [(key, path, None, None) for key, path in wavs.items()]
-        cut = read_segments(segments)
-    except ValueError as e:  # the readers' messages name the file and line
-        raise UserError(str(e)) from None
-    missing = [utt for utt, rec, _, _ in cut if rec not in wavs]
-    if missing:
-        raise UserError(f"{segments}: {len(missing)} segments name a recording missing from {wav_scp} (e.g. "
-                        f"{missing[0]})")
-    logging.info("%s: cutting %d segments from the %d recordings of %s", segments, len(cut), len(wavs), wav_scp)
-    return [(utt, wavs[rec], start, end) for utt, rec, start, end in cut]  # end -1: to the recording's end
-
-
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
@@ -71,7 +51,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         tail = rt.tail_seconds(args.export_dir, args.chunk_size)
     else:
         rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
-    rows = utterances(args.wav_scp)
+    try:
+        rows = scp_utterances(args.wav_scp)
+    except ValueError as e:  # the readers' messages name the file and line
+        raise UserError(str(e)) from None
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     write_source(os.path.join(args.result_dir, "decode.info"),
