@@ -311,12 +311,14 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
   for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
   gpu_json=
   if [[ -n ${gpus} && ${skip_gpu_check} != true ]]; then   # kernel parity, a step per variant, a decode, speed
-    gpu_json=$(run_exp "${runs[0]}")/gpu_check.json
-    mkdir -p "${gpu_json%/*}"
-    log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check) -> ${gpu_json}"
-    CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
-      --dtype "${train_dtype}" --json "${gpu_json}" || die "stage 4: the GPU preflight failed (${gpu_json});" \
-      "attach it to a bug report; --skip_gpu_check true trains anyway"
+    gpu_json=${tmp}/gpu_check.json   # copied into each exp dir that trains: a refused one keeps its own verdict
+    log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check)"
+    if ! CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
+        --dtype "${train_dtype}" --json "${gpu_json}"; then
+      cp "${gpu_json}" "${exp_prefix}_gpu_check.json" 2> /dev/null || true
+      die "stage 4: the GPU preflight failed (${exp_prefix}_gpu_check.json); attach it to a bug report;" \
+        "--skip_gpu_check true trains anyway"
+    fi
   fi
   for run in "${runs[@]}"; do
     udps=${run%%:*} seed=${run#*:}
@@ -341,7 +343,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
       log "stage 4: ${exp}/final.pt exists, skipping"; continue
     fi
     mkdir -p "${exp}"
-    [[ -z ${gpu_json} || ${gpu_json} == "${exp}/gpu_check.json" ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
+    [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
     stamp_write "${exp}/.train.stamp" "${key}"
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
           --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
