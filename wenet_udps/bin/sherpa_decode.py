@@ -57,8 +57,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         raise UserError(str(e)) from None
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
-    write_source(os.path.join(args.result_dir, "decode.info"),
-                 read_source(os.path.join(args.export_dir, "export.info")))
+    source = read_source(os.path.join(args.export_dir, "export.info"))
+    if source:  # an export made before export.info existed: nothing to record
+        write_source(os.path.join(args.result_dir, "decode.info"), source)
     audio = seconds = 0.0
     skipped = 0
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
