@@ -189,3 +189,18 @@ def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path):
     assert got == {"u1": ours[k1], "u2": ours[k2]}
     assert stats["audio_seconds"] == pytest.approx((len(w1) + len(w2)) / SR)
     assert read_source(str(tmp_path / "res" / "decode.info"))["sha256"] == file_sha256(str(tmp / "avg.pt"))
+
+
+def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
+    """A units file kept as <output_dir>/tokens.txt would be deleted before it is copied (and lost)."""
+    from wenet_udps.bin.recognize import load_model
+    from wenet_udps.export.sherpa import export_sherpa
+    from wenet_udps.utils.cli import UserError
+    name, tmp, config, _, _ = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    units = tmp_path / "tokens.txt"
+    units.write_bytes((tmp / "units.txt").read_bytes())
+    with pytest.raises(UserError, match=f"the units file {units} is one of the files an export replaces"):
+        export_sherpa(load_model(config, str(tmp / "avg.pt")), config["input_dim"], str(units), str(tmp_path))
+    assert units.read_bytes() == (tmp / "units.txt").read_bytes()

@@ -30,6 +30,7 @@ from torch import nn
 
 from wenet_udps.export.exporter import _onnx_legacy
 from wenet_udps.export.wrappers import chunk_window, initial_caches
+from wenet_udps.utils.cli import UserError
 
 # The files of an export (the module docstring); all of them are removed before a new export writes its own.
 OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
@@ -105,9 +106,13 @@ def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str,
     """Write the files listed in the module docstring; returns file name -> path."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
-    for name in OWNED_FILES:
-        if os.path.isfile(os.path.join(output_dir, name)):
-            os.unlink(os.path.join(output_dir, name))
+    owned = [os.path.join(output_dir, name) for name in OWNED_FILES]
+    if any(os.path.isfile(path) and os.path.samefile(path, units) for path in owned):
+        raise UserError(f"--output_dir {output_dir}: the units file {units} is one of the files an export replaces; "
+                        f"export into another directory")
+    for path in owned:
+        if os.path.isfile(path):
+            os.unlink(path)
     vocab = model.ctc.ctc_lo.out_features
     common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
     paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}
