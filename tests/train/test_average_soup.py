@@ -128,9 +128,11 @@ def test_force_retires_the_averages_of_the_deleted_run_and_hides_their_results(t
     write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(exp / "avg_5.pt"),
                                                                                str(exp / "train.yaml")))
     (exp / "test" / "attention" / "wer").write_text("Overall -> 9.00 % N=1 C=0 S=1 D=0 I=0\n")
+    (exp / "tensorboard" / "x").mkdir(parents=True)
+    (exp / "tensorboard" / "x" / "events.out.tfevents.1").write_bytes(b"the old run's losses")
     claim(str(exp), None, force=True)
-    assert not list(exp.glob("avg_5*")) and not list(exp.glob("epoch_*"))
+    assert not list(exp.glob("avg_5*")) and not list(exp.glob("epoch_*")) and not (exp / "tensorboard").exists()
     [abandoned] = exp.glob("abandoned_*")
-    assert {p.name for p in abandoned.iterdir()} == {"avg_5.pt", "avg_5.yaml", "avg_5.pt.stamp"}
+    assert {p.name for p in abandoned.iterdir()} == {"avg_5.pt", "avg_5.yaml", "avg_5.pt.stamp", "tensorboard"}
     assert load_tool("collect_results").collect(tmp_path / "exp") == []
     assert f"its checkpoint {exp / 'avg_5.pt'} no longer exists" in capsys.readouterr().err

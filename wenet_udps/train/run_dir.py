@@ -10,7 +10,8 @@
   moves the checkpoints past it (and ``final.pt``) into ``<model_dir>/abandoned_<time>/``, so neither
   ``--checkpoint auto`` nor ``average_model`` can return to the abandoned timeline.
 - What a removed checkpoint invalidates: the averages made from it go with it (to ``abandoned_<time>/``), and so
-  every result decoded with them is left out of the results table (``retire_averages``). ``average_model`` never
+  every result decoded with them is left out of the results table (``retire_averages``); ``--force`` moves the
+  previous run's TensorBoard events there too. ``average_model`` never
   writes over a training checkpoint (``check_derived_output``).
 """
 import fcntl
@@ -105,6 +106,12 @@ def claim(model_dir: str, resume_run_id: Optional[str], force: bool) -> None:
     for f in files:
         os.unlink(f)
     retire_averages(model_dir, files)
+    # Its TensorBoard events too: the loss plots merge every event file of the dir (tools/collect_results.py).
+    events = os.path.join(model_dir, "tensorboard")
+    if os.path.isdir(events):
+        dest = os.path.join(_abandoned_dir(model_dir), "tensorboard")
+        os.replace(events, dest)
+        logging.warning("--force: moved the previous run's TensorBoard events to %s", dest)
 
 
 def retire_averages(model_dir: str, gone: List[str]) -> List[str]:
