@@ -170,7 +170,7 @@ def test_export_into_a_used_dir_leaves_no_stale_model(exported, tmp_path):
     assert f"checkpoint: {tmp / 'avg.pt'}\n" in (out / "export.info").read_text()
 
 
-def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path):
+def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
     """Issue 36 item 11: with a segments file, sherpa got the whole recordings (100 % CER in stage 7)."""
     from wenet_udps.bin import sherpa_decode
     from wenet_udps.utils.source_info import file_sha256, read_source
@@ -189,6 +189,14 @@ def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path):
     assert got == {"u1": ours[k1], "u2": ours[k2]}
     assert stats["audio_seconds"] == pytest.approx((len(w1) + len(w2)) / SR)
     assert read_source(str(tmp_path / "res" / "decode.info"))["sha256"] == file_sha256(str(tmp / "avg.pt"))
+    # An export whose checkpoint has been replaced since still decodes, with a warning naming it.
+    import shutil
+    shutil.copytree(out, tmp_path / "old_export")
+    (tmp_path / "old_export" / "export.info").write_text(f"checkpoint: {tmp_path / 'gone.pt'}\nsha256: 0123\n")
+    capsys.readouterr()
+    sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(tmp_path / "old_export"),
+                        "--wav_scp", str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res2")])
+    assert f"its checkpoint {tmp_path / 'gone.pt'} no longer exists" in capsys.readouterr().err
 
 
 def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):

@@ -23,7 +23,7 @@ from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils.cli import UserError, run_cli
-from wenet_udps.utils.source_info import read_source, write_source
+from wenet_udps.utils.source_info import read_source, stale_reason, write_source
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -60,6 +60,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     source = read_source(os.path.join(args.export_dir, "export.info"))
     if source:  # an export made before export.info existed: nothing to record
         write_source(os.path.join(args.result_dir, "decode.info"), source)
+        stale = stale_reason(source)
+        if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
+            logging.warning("%s was exported from another model than the experiment's now: %s; results tables "
+                            "leave these results out (export again: run.sh --stage 6)", args.export_dir, stale)
     audio = seconds = 0.0
     skipped = 0
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
