@@ -1,5 +1,6 @@
-"""Per-utterance processing: read -> resample -> filter -> speed perturb -> reverb/noise/volume -> features ->
-spec_aug/sub/trim.
+"""Per-utterance processing: tokenize (training: the text's admission check) -> read (``max_length`` from the
+header) -> filter -> resample -> speed perturb -> reverb/noise/volume -> features -> spec_aug/sub/trim -> frame
+checks (``no_frames``; training: ``ctc_frames``).
 
 ``UtteranceProcessor`` validates ``dataset_conf`` once (against :class:`DatasetConf`), so the per-utterance path
 does no config work.
