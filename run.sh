@@ -304,6 +304,7 @@ cmvn=${data}/${train_set}/global_cmvn
 if [[ ${stage} -le 1 && ${stop_stage} -ge 1 ]]; then
   require "${data}/${train_set}/wav.scp" 0
   key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" \
+        segments="$(file_sum "${data}/${train_set}/segments")" \
         features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)")
   if [[ -f ${cmvn} ]] && stamp_ok "${cmvn}.stamp" "${key}"; then
     log "stage 1: ${cmvn} is up to date, skipping"
@@ -363,14 +364,17 @@ if [[ ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
   python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
+  for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
   gpu_json=
   if [[ -n ${gpus} && ${skip_gpu_check} != true ]]; then   # kernel parity, a step per variant, a decode, speed
-    gpu_json=$(run_exp "${runs[0]}")/gpu_check.json
-    mkdir -p "${gpu_json%/*}"
-    log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check) -> ${gpu_json}"
-    CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
-      --dtype "${train_dtype}" --json "${gpu_json}" || die "stage 4: the GPU preflight failed (${gpu_json});" \
-      "attach it to a bug report; --skip_gpu_check true trains anyway"
+    gpu_json=${tmp}/gpu_check.json   # copied into each exp dir that trains: a refused one keeps its own verdict
+    log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check)"
+    if ! CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
+        --dtype "${train_dtype}" --json "${gpu_json}"; then
+      cp "${gpu_json}" "${exp_prefix}_gpu_check.json" 2> /dev/null || true
+      die "stage 4: the GPU preflight failed (${exp_prefix}_gpu_check.json); attach it to a bug report;" \
+        "--skip_gpu_check true trains anyway"
+    fi
   fi
   for run in "${runs[@]}"; do
     udps=${run%%:*} seed=${run#*:}
@@ -395,7 +399,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
       log "stage 4: ${exp}/final.pt exists, skipping"; continue
     fi
     mkdir -p "${exp}"
-    [[ -z ${gpu_json} || ${gpu_json} == "${exp}/gpu_check.json" ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
+    [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
     stamp_write "${exp}/.train.stamp" "${key}"
     args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
           --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
@@ -441,6 +445,7 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
   for run in "${runs[@]}"; do
     exp=$(run_exp "${run}")
     require "${exp}/final.pt" 4
+    lock_exp "${exp}"   # no averaging or decoding of checkpoints a training is still writing
     averaged "${exp}"
     if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
       log "stage 5: ${avg} is up to date, skipping averaging"
@@ -471,7 +476,6 @@ if [[ ${stage} -le 5 && ${stop_stage} -ge 5 ]]; then
           --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
           --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
           --device "${device}"
-        printf 'checkpoint: %s\nconfig: %s\n' "${avg}" "${exp}/train.yaml" > "${result_dir}/decode.info"
         stamp_write "${result_dir}/.decode.stamp" "${key}"
       fi
       for mode in ${decode_modes}; do
@@ -488,6 +492,7 @@ if [[ ${stage} -le 6 && ${stop_stage} -ge 6 ]]; then
     exp=$(run_exp "${run}")
     averaged "${exp}"
     require "${avg}" 5
+    lock_exp "${exp}"
     parity_list=${data}/${parity_set}/$(list_name)
     require "${parity_list}" 3
     key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")

@@ -219,3 +219,49 @@ def test_missing_espeak_stops_before_work(tmp_path):
     line = _one_error_line(run_sh("--stage", "0", "--stop_stage", "0", "--data", str(tmp_path / "d"), env=env))
     assert "espeak-ng" in line and "install" in line
     assert not (tmp_path / "d" / "train").exists()
+
+
+@pytest.mark.parametrize("lock_file, holder", [(".lock", "a training run"), (".run.lock", "another run.sh")])
+def test_a_run_refused_for_a_dir_in_use_changes_nothing(tmp_path, lock_file, holder):
+    """Issue 36 item 12: a second run.sh with other settings, refused because the first still trains in the exp
+    dir, rewrote .train.stamp; a rerun with its settings then skipped training and took the first run's model."""
+    import fcntl
+    import json
+    data = tmp_path / "data"
+    for part in ("train", "dev"):
+        (data / part).mkdir(parents=True)
+        (data / part / "data.list").write_text(json.dumps({"key": "a", "wav": "a.wav", "txt": "一"}) + "\n")
+    (data / "dict").mkdir()
+    (data / "dict" / "lang_char.txt").write_text("<blank> 0\n<unk> 1\n一 2\n<sos/eos> 3\n")
+    (data / "train" / "global_cmvn").write_text(json.dumps({"mean_stat": [0.0] * 40, "var_stat": [1.0] * 40,
+                                                            "frame_num": 10}))
+    exp = tmp_path / "exp" / "x_scaled_dot"
+    exp.mkdir(parents=True)
+    (exp / ".train.stamp").write_text("the first run's settings\n")
+    before = {p.name: p.read_bytes() for p in exp.iterdir()}
+    with open(exp / lock_file, "a") as held:  # the first run, still in its first epoch (no checkpoint yet)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        proc = run_sh("--stage", "4", "--stop_stage", "4", "--data", str(data), "--dir", str(tmp_path / "exp" / "x"),
+                      "--att_udps", "false", "--train_override", "max_epoch=3")
+    line = _one_error_line(proc)
+    assert f"{exp} is in use by {holder} (pid 4242)" in line, proc.stderr[-2000:]
+    assert (exp / ".train.stamp").read_bytes() == before[".train.stamp"]
+    assert not {p.name for p in exp.iterdir()} - set(before) - {".lock", ".run.lock"}
+    assert "stage 4: train" not in proc.stderr
+
+
+def test_stage5_waits_for_no_training_it_would_average(tmp_path):
+    """The same claim in stages 5 and 6: no averaging of checkpoints a training is still writing."""
+    import fcntl
+    exp = tmp_path / "exp" / "x_scaled_dot"
+    exp.mkdir(parents=True)
+    (exp / "final.pt").write_bytes(b"")
+    with open(exp / ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4343\n")
+        held.flush()
+        proc = run_sh("--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp" / "x"), "--att_udps", "false")
+    assert f"{exp} is in use by a training run (pid 4343)" in _one_error_line(proc)
+    assert {p.name for p in exp.iterdir()} == {"final.pt", ".lock", ".run.lock"}

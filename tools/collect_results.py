@@ -7,13 +7,15 @@ Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: only its last ``Overa
 every decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder
 type, the attention label what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``,
 wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a
-``checkpoint: PATH`` line) in the mode, set or experiment folder. Table: one row per experiment and set, one
-column per decoding mode, then an RTF column per mode whose folder has an ``rtf`` file (stage 7's sherpa-onnx decodes:
-one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table with the paired test of
-every site set against all-scaled-dot (wenet_udps.results.sites). Plots (PNG): losses (per step and per epoch),
-``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
+``checkpoint: PATH`` line) in the mode, set or experiment folder; a result whose checkpoint has been replaced or
+removed since (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set
+and checkpoint, one column per decoding mode, then an RTF column per mode whose folder has an ``rtf`` file (stage
+7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table
+with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). Plots (PNG): losses (per
+step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import json
+import os
 import re
 import sys
 from collections import defaultdict
@@ -31,6 +33,7 @@ from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils import cli
 from wenet_udps.utils.provenance import provenance, provenance_markdown
+from wenet_udps.utils.source_info import read_source, stale_reason
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
@@ -78,25 +81,33 @@ def describe_model(train_yaml: Path) -> Tuple[str, str]:
         raise ValueError(f"{train_yaml}: the model does not build: {e}") from None
 
 
-def read_checkpoint(*dirs: Path) -> str:
-    """``checkpoint`` entry of the first ``decode.info`` found in ``dirs`` (most specific first), else ``-``."""
+def read_decode_info(*dirs: Path) -> Dict[str, str]:
+    """The first ``decode.info`` found in ``dirs`` (most specific first), else {}."""
     for d in dirs:
-        info = d / "decode.info"
-        if info.is_file():
-            for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
-                m = re.match(r"^\s*checkpoint\s*[:=]\s*(.+?)\s*$", line)
-                if m:
-                    return m.group(1)
-    return "-"
+        if (d / "decode.info").is_file():
+            return read_source(str(d / "decode.info"))
+    return {}
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (run.sh's exp/... paths)."""
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel
 
 
 def collect(exp_dir: Path) -> List[Experiment]:
     """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``."""
     experiments: Dict[Path, Experiment] = {}
+    sums: Dict[str, str] = {}
     for wer_file in sorted(exp_dir.glob("*/*/*/wer")):
         mode_dir = wer_file.parent
         test_dir = mode_dir.parent
         exp_path = test_dir.parent
+        info = read_decode_info(mode_dir, test_dir, exp_path)
+        stale = stale_reason(info, sums)
+        if stale:
+            print(f"collect_results.py: {mode_dir}: left out, {stale}", file=sys.stderr)
+            continue
         value = parse_wer_file(wer_file)
         if value is None:
             print(f"collect_results.py: {wer_file}: no 'Overall -> X %' line, skipped", file=sys.stderr)
@@ -111,7 +122,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
             experiments[exp_path] = exp
         key = (test_dir.name, mode_dir.name)
         experiments[exp_path].wer[key] = value
-        experiments[exp_path].checkpoints[key] = read_checkpoint(mode_dir, test_dir, exp_path)
+        experiments[exp_path].checkpoints[key] = shown_path(info.get("checkpoint", "-"))
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
@@ -142,12 +153,13 @@ def markdown_table(experiments: Sequence[Experiment], metric: str) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for e in experiments:
         for s in sets:
-            if not any(t == s for t, _ in e.wer):
-                continue
-            cells = [e.model, e.attention, s] + [f"{e.wer[(s, m)]:.2f}" if (s, m) in e.wer else "-" for m in modes]
-            cells += [f"{e.rtf[(s, m)]:.4f}" if (s, m) in e.rtf else "-" for m in timed]
-            ckpts = sorted({e.checkpoints[k] for k in e.wer if k[0] == s})
-            lines.append("| " + " | ".join(cells + [str(e.path), ", ".join(ckpts)]) + " |")
+            # A row holds the results of one checkpoint only: two models never share a row.
+            for ckpt in sorted({e.checkpoints[k] for k in e.wer if k[0] == s}):
+                cells = [e.model, e.attention, s] + [f"{e.wer[(s, m)]:.2f}" if e.checkpoints.get((s, m)) == ckpt
+                                                     else "-" for m in modes]
+                cells += [f"{e.rtf[(s, m)]:.4f}" if e.checkpoints.get((s, m)) == ckpt and (s, m) in e.rtf else "-"
+                          for m in timed]
+                lines.append("| " + " | ".join(cells + [str(e.path), ckpt]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -227,7 +239,7 @@ def speaker_sections(experiments: Sequence[Experiment], args) -> str:
     if args.data_dir is None or not experiments:
         return ""
     modes, sets = modes_and_sets(experiments)
-    return speakers.sections(args.exp_dir, args.data_dir, [e.name for e in experiments], sets, modes,
+    return speakers.sections(args.exp_dir, args.data_dir, {e.name: set(e.wer) for e in experiments}, sets, modes,
                              char=bool(args.wer_char), metric=args.metric)
 
 

@@ -6,8 +6,9 @@ resample_conf.resample_rate of --train_config), but without dither and without a
 
 Usage: python tools/compute_cmvn_stats.py --num_workers 2 --train_config conf/train.yaml \
            --in_scp data/train/wav.scp --out_cmvn data/train/global_cmvn
---in_scp takes a Kaldi wav.scp or a WeNet data.list (detected by a first line starting with '{'; its start/end
-segments are honoured). Unreadable audio is skipped with a warning and counted.
+--in_scp takes a Kaldi wav.scp (with a ``segments`` file beside it, the segments) or a WeNet data.list (detected by
+a first line starting with '{'; its start/end segments are honoured). Unreadable audio is skipped with a warning
+and counted.
 """
 import argparse
 import json
@@ -21,7 +22,7 @@ from tqdm import tqdm
 
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.dataset.features import compute_features
-from wenet_udps.dataset.kaldi_data import read_wav_scp
+from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.dataset.lists import read_raw_list
 from wenet_udps.utils import cli
 
@@ -46,7 +47,7 @@ def read_inputs(path: str) -> List[Utt]:
         first = f.readline().lstrip()
     if first.startswith("{"):
         return [(s["key"], s["wav"], s.get("start"), s.get("end")) for s in read_raw_list(path)]
-    return [(key, wav, None, None) for key, wav in read_wav_scp(path).items()]
+    return scp_utterances(path)  # a segments file beside it is cut: the stats of the audio that is trained on
 
 
 def _stats(task: Tuple[List[Utt], Dict[str, Any], int]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], int, int]:

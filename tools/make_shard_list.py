@@ -5,7 +5,8 @@ Usage: python tools/make_shard_list.py --num_utts_per_shard 1000 --num_threads 4
            [--resample 16000] [--shuffle] [--prefix shards] data/train/wav.scp data/train/text \
            data/train/shards data/train/data.list
 Without --segments/--resample the audio bytes are copied unchanged (keeping their extension); otherwise the
-(cut and/or resampled) audio is written as 16-bit PCM WAV. Unreadable audio is left out with a warning.
+(cut and/or resampled) audio is written as 16-bit PCM WAV. Unreadable audio, and an uncut file larger than a
+shard member may be (``lists.MAX_MEMBER_BYTES``), is left out with a warning.
 """
 import argparse
 import io
@@ -23,6 +24,7 @@ from tqdm import tqdm
 
 from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample
 from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
@@ -30,6 +32,10 @@ Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, tex
 
 def _audio_member(entry: Entry, target_sr: Optional[int]) -> Tuple[bytes, str]:
     key, path, _, start, end = entry
+    if start is None and os.path.isfile(path) and os.path.getsize(path) > MAX_MEMBER_BYTES:
+        # training skips such a member unread (lists.iterate_shard); reading it here would cost its float32 size
+        raise BadAudioError(f"{path} has {os.path.getsize(path)} bytes, more than a shard member may have "
+                            f"({MAX_MEMBER_BYTES}, wenet_udps.dataset.lists.MAX_MEMBER_BYTES)")
     if start is None and target_sr is None:
         load_audio(path, name=key)  # validate before copying the bytes unchanged
         with open(path, "rb") as f:

@@ -61,6 +61,34 @@ newest_checkpoint() {
 print(newest(sys.argv[1]) or '')" "$1"
 }
 
+# lock_exp EXP: run.sh's claim on an experiment dir, taken before it writes anything there, so that a run refused
+# for a dir in use changes nothing (not its .train.stamp: a later rerun would take another run's model for its
+# own). Holds a flock on EXP/.run.lock until run.sh and the trainings it started end; refuses while another
+# run.sh holds it or a training (bin.train's flock on EXP/.lock) runs there. Once per dir: a second flock from
+# this shell, on another open of the file, would conflict with its own first one.
+declare -A locked_exps=()
+lock_exp() {
+  local exp=$1 fd held
+  [[ -z ${locked_exps[${exp}]:-} ]] || return 0
+  mkdir -p "${exp}"
+  exec {fd}>> "${exp}/.run.lock"
+  # flock(2) on the descriptor this shell keeps open: the lock stays after python exits. EXP/.lock is only probed.
+  held=$(python3 -c "import fcntl, os, sys
+def busy(fd):
+    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError: return True
+if busy(int(sys.argv[1])): print('another run.sh|' + sys.argv[2] + '.run.lock')
+elif os.path.exists(sys.argv[2] + '.lock') and busy(os.open(sys.argv[2] + '.lock', os.O_RDONLY)):
+    print('a training run|' + sys.argv[2] + '.lock')" "${fd}" "${exp}/")
+  if [[ -n ${held} ]]; then
+    exec {fd}>&-
+    die "${exp} is in use by ${held%%|*} (pid $(head -c 16 "${held#*|}" | tr -d '\n')); wait for it or use" \
+      "another --dir"
+  fi
+  echo "$$" > "${exp}/.run.lock"
+  locked_exps[${exp}]=${fd}
+}
+
 # one_of OPTION VALUE CHOICE...: die with the choices unless VALUE is one of them.
 one_of() {
   local name=$1 value=$2; shift 2

@@ -14,7 +14,7 @@ class accepts.
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, Mapping, Optional, Union
+from typing import Callable, Dict, FrozenSet, Mapping, Optional, Union
 
 from torch import nn
 
@@ -217,8 +217,20 @@ def attention_sites(model: nn.Module) -> Dict[str, str]:
     return {path: names[type(m)] for path, m in model.named_modules() if type(m) in names}
 
 
+def _subsampling(config: Mapping):
+    layer = (config.get("encoder_conf") or {}).get("input_layer") or "conv2d"
+    return lookup(SUBSAMPLING_CLASSES, layer, "encoder_conf.input_layer")
+
+
 def min_input_frames(config: Mapping) -> int:
     """The fewest feature frames the config's encoder front end (``encoder_conf.input_layer``) turns into one output
     frame: the data pipeline drops shorter utterances before they reach a convolution."""
-    layer = (config.get("encoder_conf") or {}).get("input_layer") or "conv2d"
-    return lookup(SUBSAMPLING_CLASSES, layer, "encoder_conf.input_layer").min_frames()
+    return _subsampling(config).min_frames()
+
+
+def ctc_output_frames(config: Mapping) -> Optional[Callable[[int], int]]:
+    """Input frames -> the encoder output frames CTC aligns a target to; None when the model trains no CTC
+    (``model_conf.ctc_weight`` 0), so that no target length is impossible."""
+    if float((config.get("model_conf") or {}).get("ctc_weight", 0.5)) <= 0:
+        return None
+    return _subsampling(config).output_frames

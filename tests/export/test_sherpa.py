@@ -179,3 +179,86 @@ def test_sherpa_decode_refuses_an_export_the_options_do_not_fit(exported, tmp_pa
     streaming = ["--streaming", "--chunk_size", str(CHUNK), "--left_chunks", str(LEFT)]
     sherpa_decode.main(args(out, tmp / "train.yaml", *(streaming if VARIANTS[name]["streaming"] else [])))
     assert len((result_dir / "text").read_text().splitlines()) == 2  # the checks pass a matching export
+
+
+def test_tokens_other_than_the_configs_units_are_refused_naming_both(exported, tmp_path):
+    """Issue 36 item 1: tokens 2..N-2 rotated in a copy of the export decoded every transcript wrongly."""
+    import shutil
+    from wenet_udps.bin import sherpa_decode
+    from wenet_udps.utils.cli import UserError
+    _, tmp, config, out, _ = exported
+    copy = tmp_path / "sherpa"
+    shutil.copytree(out, copy)
+    lines = (copy / "tokens.txt").read_text().splitlines()
+    tokens = [line.split()[0] for line in lines]
+    middle = tokens[2:-1]
+    rotated = tokens[:2] + middle[1:] + middle[:1] + tokens[-1:]
+    (copy / "tokens.txt").write_text("".join(f"{t} {i}\n" for i, t in enumerate(rotated)))
+    (tmp_path / "wav.scp").write_text("a a.wav\n")
+    for extra in ([], ["--int8"]):
+        with pytest.raises(UserError, match=rf"{copy / 'tokens.txt'} is not the units file "
+                                            rf"{config['tokenizer_conf']['symbol_table_path']} of the config"):
+            sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(copy), "--wav_scp",
+                                str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res"), *extra])
+    assert not (tmp_path / "res").exists()
+
+
+def test_export_into_a_used_dir_leaves_no_stale_model(exported, tmp_path):
+    """Issue 36 item 2: model-streaming*.onnx of an earlier export stayed beside a new non-streaming model."""
+    name, tmp, _, _, data = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("needs a non-streaming model")
+    out = tmp_path / "sherpa"
+    out.mkdir()
+    for stale in ("model-streaming.onnx", "model-streaming.int8.onnx", "export.info"):
+        (out / stale).write_bytes(b"an earlier export")
+    (out / "notes.txt").write_text("not the exporter's")
+    export.main(["--format", "sherpa-onnx", "--config", str(tmp / "train.yaml"), "--checkpoint", str(tmp / "avg.pt"),
+                 "--output_dir", str(out), "--test_data", str(data)])
+    assert {p.name for p in out.iterdir()} == {"model.onnx", "model.int8.onnx", "tokens.txt", "export.info",
+                                               "notes.txt"}
+    assert f"checkpoint: {tmp / 'avg.pt'}\n" in (out / "export.info").read_text()
+
+
+def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
+    """Issue 36 item 11: with a segments file, sherpa got the whole recordings (100 % CER in stage 7)."""
+    from wenet_udps.bin import sherpa_decode
+    from wenet_udps.utils.source_info import file_sha256, read_source
+    name, tmp, config, out, data = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    (k1, w1), (k2, w2) = list(_wavs(data).items())[:2]
+    sf.write(str(tmp_path / "rec.wav"), np.concatenate([w1, w2]).astype(np.int16), SR)
+    (tmp_path / "wav.scp").write_text(f"rec {tmp_path / 'rec.wav'}\n")
+    (tmp_path / "segments").write_text(f"u1 rec 0 {len(w1) / SR}\nu2 rec {len(w1) / SR} -1\n")
+    stats = sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(out), "--wav_scp",
+                                str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
+    got = dict(line.split(" ", 1) if " " in line else (line, "")
+               for line in (tmp_path / "res" / "text").read_text().splitlines())
+    ours = _ours(tmp, config, data)
+    assert got == {"u1": ours[k1], "u2": ours[k2]}
+    assert stats["audio_seconds"] == pytest.approx((len(w1) + len(w2)) / SR)
+    assert read_source(str(tmp_path / "res" / "decode.info"))["sha256"] == file_sha256(str(tmp / "avg.pt"))
+    # An export whose checkpoint has been replaced since still decodes, with a warning naming it.
+    import shutil
+    shutil.copytree(out, tmp_path / "old_export")
+    (tmp_path / "old_export" / "export.info").write_text(f"checkpoint: {tmp_path / 'gone.pt'}\nsha256: 0123\n")
+    capsys.readouterr()
+    sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(tmp_path / "old_export"),
+                        "--wav_scp", str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res2")])
+    assert f"its checkpoint {tmp_path / 'gone.pt'} no longer exists" in capsys.readouterr().err
+
+
+def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
+    """A units file kept as <output_dir>/tokens.txt would be deleted before it is copied (and lost)."""
+    from wenet_udps.bin.recognize import load_model
+    from wenet_udps.export.sherpa import export_sherpa
+    from wenet_udps.utils.cli import UserError
+    name, tmp, config, _, _ = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    units = tmp_path / "tokens.txt"
+    units.write_bytes((tmp / "units.txt").read_bytes())
+    with pytest.raises(UserError, match=f"the units file {units} is one of the files an export replaces"):
+        export_sherpa(load_model(config, str(tmp / "avg.pt")), config["input_dim"], str(units), str(tmp_path))
+    assert units.read_bytes() == (tmp / "units.txt").read_bytes()

@@ -96,3 +96,18 @@ def test_sign_test_counts_each_fold_and_seed(tmp_path):
     run = loso.load(exp, data, ["attention"])
     assert loso.per_pair(run, "scaled_dot", "udps", "attention") == \
         "lower in 4 of 4 fold-seed pairs, sign test p = 0.125"
+
+
+def test_a_mode_decoded_with_a_replaced_checkpoint_is_an_error(tmp_path):
+    """The rule of issue 36 item 10 in the LOSO report: no fold's hypotheses from a model that no longer exists."""
+    from wenet_udps.utils.source_info import model_source, write_source
+    exp, data = make(tmp_path, {(f, "scaled_dot", 1): perfect(f) for f in REFS})
+    ckpt = exp / "bob_scaled_dot_seed1" / "avg_2.pt"
+    ckpt.write_bytes(b"first model")
+    write_source(str(exp / "bob_scaled_dot_seed1" / "test_unseen" / "attention" / "decode.info"),
+                 model_source(str(ckpt), str(ckpt)))
+    assert loso.load(exp, data, ["attention"]).folds == ["ann", "bob"]
+    ckpt.write_bytes(b"retrained")
+    with pytest.raises(ValueError, match=r"bob_scaled_dot_seed1/test_unseen/attention/text is stale, its checkpoint "
+                                         r".*avg_2.pt has been replaced since"):
+        loso.load(exp, data, ["attention"])

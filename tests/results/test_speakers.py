@@ -47,7 +47,7 @@ def test_speaker_table_and_cer_rescoring(tmp_path):
         for mode in MODES:
             write(exp / f"m_udps_seed{seed}" / "test" / mode / "text", hyp)
             write(exp / f"m_udps_seed{seed}" / "dev" / mode / "text", ["1-a AB"])
-    names = ["m_udps_seed1", "m_udps_seed2"]
+    names = {n: [(s, m) for s in ("dev", "test") for m in MODES] for n in ["m_udps_seed1", "m_udps_seed2"]}
     table = speaker_table(exp, data, names, ["dev", "test"], MODES, char=False, metric="WER")
     rows = [ln for ln in table.splitlines() if ln.startswith("| m_udps")]
     assert rows == ["| m_udps | test | 1 | 25.00 ± 35.36 | 25.00 ± 35.36 |",
@@ -55,6 +55,9 @@ def test_speaker_table_and_cer_rescoring(tmp_path):
     cer = letter_cer(exp, data, names, ["test"], MODES)
     assert cer["m_udps_seed1"][("test", "attention")] == pytest.approx(100 / 6)
     assert speaker_table(exp, data, names, ["dev"], MODES, char=False, metric="WER") == ""
+    # A result collect_results left out (its checkpoint replaced) is in no table.
+    current = {"m_udps_seed1": [("test", "attention")], "m_udps_seed2": []}
+    assert list(letter_cer(exp, data, current, ["test"], MODES)) == ["m_udps_seed1"]
 
 
 def test_sections_add_cer_for_word_scored_sets_only(tmp_path):
@@ -63,7 +66,7 @@ def test_sections_add_cer_for_word_scored_sets_only(tmp_path):
     write(data / "test" / "utt2spk", ["1-a 1"])
     for seed in (1, 2):
         write(exp / f"m_udps_seed{seed}" / "test" / "attention" / "text", ["1-a AB CX"])
-    names = ["m_udps_seed1", "m_udps_seed2"]
+    names = {"m_udps_seed1": [("test", "attention")], "m_udps_seed2": [("test", "attention")]}
     words = sections(exp, data, names, ["test"], ["attention"], char=False, metric="WER")
     assert "## CER" in words and "| m_udps_seed1 | test | 25.00 |" in words
     assert "| m_udps | test | 25.00 ± 0.00 (seeds 1: 25.00, 2: 25.00) |" in words

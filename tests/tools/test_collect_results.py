@@ -198,6 +198,15 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     line = next(x for x in text.splitlines() if x.startswith("- test, attention:"))
     assert "c_udps 25.00 % vs c_scaled_dot 75.00 %: significantly lower" in line and "30 utterances x 2 seeds" in line
     assert "- seeds: 1 2" in text and "- commit:" in text
+    # Seed 2's attention decoded with a checkpoint since removed (its other mode current): left out of the table
+    # and of the paired test, which has no second seed to pair then.
+    (exp / "c_udps_seed2" / "test" / "attention" / "decode.info").write_text(
+        f"checkpoint: {exp / 'c_udps_seed2' / 'avg_5.pt'}\nsha256: 0123\n", encoding="utf-8")
+    write_wer(exp / "c_udps_seed2" / "test" / "ctc_greedy_search" / "wer", 30.0)
+    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+                      str(tmp_path / "data"), "--seeds", "1 2"]) == 0
+    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
+    assert "| c_udps | test | 26.00 (one seed: 1: 26.00) |" in text and "- test, attention:" not in text
 
 
 def test_seed_groups_plot_as_one_bar_with_the_std_as_error(tmp_path):
@@ -269,3 +278,37 @@ def test_sherpa_rtf_is_a_column(tmp_path):
     header = next(x for x in lines if x.startswith("| model |")).split(" | ")
     row = next(x for x in lines if "conformer_udps" in x and "| test |" in x).split(" | ")
     assert row[header.index("sherpa_int8 RTF")] == "0.0031" and row[header.index("sherpa_int8 error rate")] == "4.50"
+
+
+def test_results_of_a_replaced_checkpoint_are_left_out(tmp_path, capsys):
+    """Issue 36 item 10: decode 2 modes with avg_5.pt, retrain (--force) and decode 1 mode with avg_2.pt: the row
+    of avg_2.pt must not show the other mode of the deleted model; nor a re-made file of the same name."""
+    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.utils.source_info import model_source
+    mod = load_tool("collect_results")
+    exp = tmp_path / "exp" / "x"
+    exp.mkdir(parents=True)
+    (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer"}), encoding="utf-8")
+    old, new = exp / "avg_5.pt", exp / "avg_2.pt"
+    old.write_bytes(b"old model")
+    config = str(exp / "train.yaml")
+
+    def decode(ckpt, modes, value):
+        write_results({m: {"a": "A"} for m in modes}, str(exp / "test"), model_source(str(ckpt), config))
+        for m in modes:
+            write_wer(exp / "test" / m / "wer", value)
+
+    decode(old, ["attention", "ctc_greedy_search"], 9.0)
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.wer == {("test", "attention"): 9.0, ("test", "ctc_greedy_search"): 9.0}
+    old.unlink()                      # --force deleted the run; the new one has 2 epochs
+    new.write_bytes(b"new model")
+    decode(new, ["ctc_greedy_search"], 4.0)
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.wer == {("test", "ctc_greedy_search"): 4.0}
+    assert f"{exp / 'test' / 'attention'}: left out, its checkpoint {old} no longer exists" in capsys.readouterr().err
+    table = mod.markdown_table([e], "CER")
+    assert "attention CER" not in table and table.splitlines()[2].split(" | ")[3:] == ["4.00", str(exp), f"{new} |"]
+    new.write_bytes(b"retrained under the same name")
+    assert mod.collect(tmp_path / "exp") == []
+    assert "has been replaced since" in capsys.readouterr().err

@@ -129,3 +129,33 @@ def test_make_raw_list_errors_name_the_file_and_line(tmp_path, wav_scp, text, wo
     with pytest.raises(ListError, match=words):
         run_tool("make_raw_list", [str(tmp_path / "wav.scp"), str(tmp_path / "text"), str(tmp_path / "data.list")])
     assert not (tmp_path / "data.list").exists()
+
+
+def test_cmvn_stats_of_a_wav_scp_cut_by_the_segments_beside_it(data_dir, tmp_path):
+    """The class of issue 36 item 11: a wav.scp with segments lists recordings; the stats are of the segments."""
+    d, files = data_dir
+    (d / "segments").write_text("".join(f"{f.stem}_a {f.stem} 0.05 0.2\n" for f in files))
+    (d / "text_a").write_text("".join(f"{f.stem}_a one\n" for f in files))
+    run_tool("make_raw_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text_a"),
+                               str(tmp_path / "data.list")])
+    stats = {}
+    for name, in_file in (("scp", d / "wav.scp"), ("list", tmp_path / "data.list")):
+        run_tool("compute_cmvn_stats", ["--in_scp", str(in_file), "--out_cmvn", str(tmp_path / name)])
+        stats[name] = json.load(open(tmp_path / name))
+    assert stats["scp"] == stats["list"] and stats["scp"]["frame_num"] == len(files) * 13
+
+
+def test_make_shard_list_leaves_out_a_file_larger_than_a_member_may_be(data_dir, tmp_path, monkeypatch, caplog):
+    """The class of issue 36 item 14 in stage 3: the file would be read whole (as float32 too), then skipped."""
+    import logging
+    from tests.tools.load import load_tool
+    d, files = data_dir
+    tool = load_tool("make_shard_list")
+    big = max(files, key=lambda f: f.stat().st_size)
+    monkeypatch.setattr(tool, "MAX_MEMBER_BYTES", big.stat().st_size - 1)
+    with caplog.at_level(logging.WARNING):
+        tool.main([str(d / "wav.scp"), str(d / "text"), str(tmp_path / "shards"), str(d / "shards.list")])
+    names = tarfile.open(open(d / "shards.list").read().split()[0]).getnames()
+    assert f"{big.stem}.wav" not in names and len(names) == 2 * (len(files) - 1)
+    assert any(f"{big} has {big.stat().st_size} bytes, more than a shard member may have" in r.message
+               for r in caplog.records)

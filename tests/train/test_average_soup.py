@@ -1,3 +1,4 @@
+import pytest
 import torch
 import yaml
 
@@ -93,3 +94,45 @@ def test_greedy_soup_real_run_cv_loss_in_two_workers(tmp_path, fsdd_dir):
     assert abs(best - info["value"]) < 1e-9
     torch.testing.assert_close(load_checkpoint(str(dst))["model"]["encoder.after_norm.weight"],
                                average_state_dicts(soup)["encoder.after_norm.weight"])
+
+
+@pytest.mark.parametrize("dst", ["epoch_1.pt", "step_7.pt", "final.pt", "train.pt", "copy.pt"])
+def test_average_never_overwrites_a_training_checkpoint_or_its_yaml(tmp_path, dst):
+    """Issue 36 item 7: --dst_model epoch_0.pt replaced a checkpoint of the run and its .yaml."""
+    from wenet_udps.utils.cli import UserError
+    fake_run(tmp_path, [3.0, 2.0])
+    (tmp_path / "train.yaml").write_text("encoder: conformer\n")
+    save_checkpoint(str(tmp_path), "copy", {"model": {"w": torch.zeros(1)}}, {"epoch": 1, "step": 1})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(UserError, match=f"--dst_model {tmp_path / dst}: "):
+        average_model.main(["--dst_model", str(tmp_path / dst), "--src_path", str(tmp_path), "--num", "2"])
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # An earlier average may be replaced (stage 5 reruns).
+    for _ in range(2):
+        average_model.main(["--dst_model", str(tmp_path / "avg_2.pt"), "--src_path", str(tmp_path), "--num", "2"])
+
+
+def test_force_retires_the_averages_of_the_deleted_run_and_hides_their_results(tmp_path, capsys):
+    """Issue 36 item 10: after --force with fewer epochs, avg_5.pt of the deleted run stayed beside the new
+    avg_2.pt, and its results were shown as the experiment's."""
+    from tests.tools.load import load_tool
+    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.train.run_dir import claim
+    from wenet_udps.utils.source_info import model_source
+    exp = tmp_path / "exp" / "x"
+    exp.mkdir(parents=True)
+    fake_run(exp, [5.0, 4.0, 3.0, 2.0, 1.0])
+    (exp / "train.yaml").write_text("encoder: transformer\n")
+    average_model.main(["--dst_model", str(exp / "avg_5.pt"), "--src_path", str(exp), "--num", "5"])
+    (exp / "avg_5.pt.stamp").write_text("stage 5's key\n")
+    write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(exp / "avg_5.pt"),
+                                                                               str(exp / "train.yaml")))
+    (exp / "test" / "attention" / "wer").write_text("Overall -> 9.00 % N=1 C=0 S=1 D=0 I=0\n")
+    (exp / "tensorboard" / "x").mkdir(parents=True)
+    (exp / "tensorboard" / "x" / "events.out.tfevents.1").write_bytes(b"the old run's losses")
+    claim(str(exp), None, force=True)
+    assert not list(exp.glob("avg_5*")) and not list(exp.glob("epoch_*")) and not (exp / "tensorboard").exists()
+    [abandoned] = exp.glob("abandoned_*")
+    assert {p.name for p in abandoned.iterdir()} == {"avg_5.pt", "avg_5.yaml", "avg_5.pt.stamp", "tensorboard"}
+    assert load_tool("collect_results").collect(tmp_path / "exp") == []
+    assert f"its checkpoint {exp / 'avg_5.pt'} no longer exists" in capsys.readouterr().err

@@ -32,6 +32,7 @@ from wenet_udps.scoring import error_rate, read_text
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
 from wenet_udps.train.executor import loss_sums
+from wenet_udps.train.run_dir import check_derived_output
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
@@ -44,13 +45,16 @@ class SoupEvaluator:
         from wenet_udps.dataset.dataset import eval_dataset_conf
         from wenet_udps.dataset import init_dataset
         from wenet_udps.dataset.lists import read_raw_list
-        from wenet_udps.model_builder import build_model, min_input_frames
+        from wenet_udps.model_builder import build_model, ctc_output_frames, min_input_frames
+        from wenet_udps.train.targets import TargetAdmission
         from wenet_udps.text import init_tokenizer
         from wenet_udps.config import load_config
         self.s = settings
         self.config = load_config(settings["config"])
         self.model = build_model(self.config).eval()
         self.tokenizer = init_tokenizer(self.config)
+        # cv_loss over the utterances training's cv loss is taken over (no impossible or reserved-symbol targets)
+        self.admission = TargetAdmission(self.tokenizer, ctc_output_frames(self.config))
         self.dataset_conf = eval_dataset_conf(self.config.get("dataset_conf") or {}, settings["batch_size"])
         self.init_dataset = init_dataset
         self.min_input_frames = min_input_frames
@@ -75,7 +79,8 @@ class SoupEvaluator:
                                                        "decoding_chunk_size": -1}, progress=False)
             return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
-                                    partition=False, min_frames=self.min_input_frames(self.config))
+                                    partition=False, min_frames=self.min_input_frames(self.config),
+                                    admission=self.admission)
         sums, nums, _, _ = loss_sums(self.model, DataTally().batches(dataset))  # NaN/Inf batches left out
         return sums["loss"] / nums["loss"] if nums["loss"] else math.inf
 
@@ -166,6 +171,7 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
     if args.method == "greedy_soup" and not args.dev_data:
         parser.error("--method greedy_soup needs --dev_data")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    check_derived_output(args.dst_model, "--dst_model")
     candidates = select_checkpoints(args.src_path, args.num, val_best=args.val_best, min_epoch=args.min_epoch,
                                     max_epoch=args.max_epoch)
     if args.method == "average":

@@ -29,6 +29,7 @@ from wenet_udps.config import load_config
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.source_info import model_source, write_source
 
 
 def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
@@ -94,8 +95,10 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf}
 
 
-def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str) -> List[str]:
-    """``<result_dir>/<mode>/text`` for every mode; returns the paths."""
+def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
+                  source: Optional[Mapping[str, str]] = None) -> List[str]:
+    """``<result_dir>/<mode>/text`` for every mode, and with ``source`` (``source_info.model_source``) its
+    ``decode.info`` (see wenet_udps.utils.source_info); returns the text paths."""
     paths = []
     for mode, hyps in results.items():
         os.makedirs(os.path.join(result_dir, mode), exist_ok=True)
@@ -103,6 +106,8 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str) -> 
         with open(path, "w", encoding="utf-8") as f:
             for key, text in hyps.items():
                 f.write(f"{key} {text}\n")
+        if source is not None:
+            write_source(os.path.join(result_dir, mode, "decode.info"), source)
         paths.append(path)
     return paths
 
@@ -172,7 +177,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
                                     decode_kwargs=decode_kwargs_from_args(args), num_workers=args.num_workers)
-    for path in write_results(results, args.result_dir):
+    for path in write_results(results, args.result_dir, model_source(args.checkpoint, args.config)):
         logging.info("wrote %s", path)
     num = len(next(iter(results.values()))) if results else 0
     print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "

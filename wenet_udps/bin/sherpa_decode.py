@@ -4,7 +4,10 @@
         --wav_scp data/test/wav.scp --result_dir exp/x/test/sherpa_fp32 [--int8] [--streaming --chunk_size 16 \
         --left_chunks 4] [--num_threads 1]
 
-Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results) and ``<result_dir>/rtf``, and
+A ``segments`` file beside the wav.scp is cut as in training and decoding (``kaldi_data.scp_utterances``); the
+export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
+Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
+``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info), and
 prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
 tools/compute-wer.py, as stage 5's.
@@ -17,9 +20,11 @@ from typing import Dict, List, Optional
 
 from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
+from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
+from wenet_udps.utils.source_info import read_source, stale_reason, write_source
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -80,19 +85,6 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
                          f"{meta['left_chunks']}")
 
 
-def read_wav_scp(path: str) -> List[List[str]]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.strip().split(maxsplit=1)
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise UserError(f"{path}:{n}: expected 'key path', got {line.strip()!r}")
-            rows.append(parts)
-    return rows
-
-
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -106,13 +98,25 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         tail = rt.tail_seconds(args.export_dir, args.chunk_size)
     else:
         rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    try:
+        rows = scp_utterances(args.wav_scp)
+    except ValueError as e:  # the readers' messages name the file and line
+        raise UserError(str(e)) from None
     os.makedirs(args.result_dir, exist_ok=True)
+    # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
+    source = read_source(os.path.join(args.export_dir, "export.info"))
+    if source:  # an export made before export.info existed: nothing to record
+        write_source(os.path.join(args.result_dir, "decode.info"), source)
+        stale = stale_reason(source)
+        if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
+            logging.warning("%s was exported from another model than the experiment's now: %s; results tables "
+                            "leave these results out (export again: run.sh --stage 6)", args.export_dir, stale)
     audio = seconds = 0.0
     skipped = 0
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
-        for key, path in read_wav_scp(args.wav_scp):
+        for key, path, start, end in rows:
             try:
-                wav, sr = load_audio(path, name=key)
+                wav, sr = load_audio(path, start, end, name=key)
             except BadAudioError as e:
                 logging.warning("skipped: %s", e)
                 skipped += 1

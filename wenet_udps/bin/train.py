@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
-from wenet_udps.model_builder import attention_sites, build_model, min_input_frames
+from wenet_udps.model_builder import attention_sites, build_model, ctc_output_frames, min_input_frames
 from wenet_udps.kernels import selfcheck
 from wenet_udps.transformer.attention import is_udps
 from wenet_udps.text import init_tokenizer
@@ -51,6 +51,7 @@ from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, ne
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
+from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
@@ -256,10 +257,11 @@ def build_data(run: Run):
     tokenizer = init_tokenizer(run.config)
     dataset_conf = dict(run.config.get("dataset_conf") or {})
     min_frames = min_input_frames(run.config)
+    admission = TargetAdmission(tokenizer, ctc_output_frames(run.config))
     train_set = init_dataset(args.data_type, args.train_data, tokenizer, dataset_conf, partition=True,
-                             min_frames=min_frames)
+                             min_frames=min_frames, admission=admission)
     cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True,
-                          min_frames=min_frames)
+                          min_frames=min_frames, admission=admission)
     # An explicit generator, reseeded per epoch, keeps DataLoader iterator creation off the global RNG, so a
     # resumed run draws the same dropout masks as an uninterrupted one.
     loader_gen = torch.Generator()

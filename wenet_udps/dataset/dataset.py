@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from wenet_udps.dataset.audio import BadAudioError
-from wenet_udps.dataset.lists import iterate_shard, partition, read_raw_list, read_shard_list
+from wenet_udps.dataset.audio import UnusableUtterance
+from wenet_udps.dataset.lists import iterate_shard, member_cap, partition, read_raw_list, read_shard_list
 from wenet_udps.dataset.processor import batch_plan, make_batches, pad_batch, shuffle_buffer, sort_buffer
 from wenet_udps.dataset.transforms import DatasetConf, UtteranceProcessor
 from wenet_udps.utils.cli import UserError
@@ -25,9 +25,12 @@ from wenet_udps.utils.registry import lookup
 
 DATA_TYPES = ("raw", "shard")
 # Why an utterance of the list was not used: unusable data, then the filter_conf key that dropped it.
-BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "bad_text", "shard_error")
+BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "bad_text", "bad_key", "special_symbol", "shard_error")
 FILTER_REASONS = ("min_length", "max_length", "token_min_length", "token_max_length", "min_output_input_ratio",
-                  "max_output_input_ratio", "no_frames")
+                  "max_output_input_ratio", "no_frames", "ctc_frames", "oversize_member")
+# Why a filtered utterance was dropped, in the log line, for the reasons that are not filter_conf keys.
+_WHY = {"no_frames": "fewer frames than the encoder needs",
+        "ctc_frames": "more target tokens (and blanks between repeats) than its encoder frames can align (CTC)"}
 # Bookkeeping for the utterances lost in broken shards (see ``iterate_shard``), not reasons.
 SHARD_KEYS = ("shard_ok", "shard_ok_utts", "shard_error_utts")
 COUNT_KEYS = ("used",) + BAD_REASONS + FILTER_REASONS + SHARD_KEYS
@@ -124,15 +127,18 @@ class AsrDataset(IterableDataset):
             split it, so no utterance is read twice.
         min_frames: utterances with fewer feature frames are dropped and counted as ``no_frames`` (the model's
             ``model_builder.min_input_frames``: shorter ones would crash its subsampling convolutions).
+        admission: training's check of the targets (``wenet_udps.train.targets.TargetAdmission``): counted as
+            ``special_symbol`` and ``ctc_frames``; None (decoding) admits every target.
     """
 
     def __init__(self, *, data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True, min_frames: int = 1):
+                 partition: bool = True, min_frames: int = 1, admission: Any = None):
         super().__init__()
         lookup({t: t for t in DATA_TYPES}, data_type, "data_type")
         self.data_type = data_type
         self.conf = dict(conf or {})
-        self.processor = UtteranceProcessor(self.conf, tokenizer, min_frames)
+        self.processor = UtteranceProcessor(self.conf, tokenizer, min_frames, admission)
+        self.max_member_bytes = member_cap(self.processor.filter_conf["max_length"])
         self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", 0.05))
         batch_plan(self.conf.get("batch_conf"))  # batch sizes checked now, not in a worker
         self.tokenizer = tokenizer
@@ -161,7 +167,7 @@ class AsrDataset(IterableDataset):
             if self.data_type == "raw":
                 yield self.items[idx]
             else:
-                yield from iterate_shard(self.items[idx], stats)
+                yield from iterate_shard(self.items[idx], stats, self.max_member_bytes)
 
     def _processed(self, raw: Iterator[Dict[str, Any]], rng: np.random.Generator,
                    stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
@@ -169,7 +175,7 @@ class AsrDataset(IterableDataset):
         for sample in raw:
             try:
                 out = self.processor(sample, rng)
-            except BadAudioError as e:
+            except UnusableUtterance as e:
                 logging.warning("skipping utterance %s: %s", sample["key"], e)
                 stats[e.reason] += 1
                 continue
@@ -178,8 +184,7 @@ class AsrDataset(IterableDataset):
                 if logged < _LOGGED_FILTERED:
                     logged += 1
                     logging.info("filtered utterance %s of %s by %s", sample["key"], self.data_list_file,
-                                 "fewer frames than the encoder needs" if out == "no_frames"
-                                 else f"dataset_conf.filter_conf.{out}")
+                                 _WHY.get(out, f"dataset_conf.filter_conf.{out}"))
                 continue
             stats["used"] += 1
             yield out
@@ -240,14 +245,14 @@ def _take(stats: Dict[str, int]) -> Dict[str, int]:
 
 
 def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True, min_frames: int = 1) -> AsrDataset:
+                 partition: bool = True, min_frames: int = 1, admission: Any = None) -> AsrDataset:
     """WeNet's entry point: ``init_dataset('raw' | 'shard', list_file, tokenizer, dataset_conf, partition)``.
 
     Use with ``DataLoader(dataset, batch_size=None, num_workers=N)``; call ``dataset.set_epoch(e)`` each epoch.
     For cv/decoding pass a conf with ``shuffle: false``, ``sort: false`` and no speed_perturb/spec_* keys.
     """
     return AsrDataset(data_type=data_type, data_list_file=data_list_file, tokenizer=tokenizer, conf=conf,
-                      partition=partition, min_frames=min_frames)
+                      partition=partition, min_frames=min_frames, admission=admission)
 
 
 def eval_dataset_conf(dataset_conf: Optional[Dict[str, Any]], batch_size: Optional[int] = None) -> Dict[str, Any]:

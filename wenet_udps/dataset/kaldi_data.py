@@ -1,6 +1,7 @@
 """Readers for Kaldi data-directory files (wav.scp, text, segments) shared by the list/shard/cmvn tools."""
 import logging
 import math
+import os
 from typing import Dict, List, Optional, Tuple
 
 from wenet_udps.dataset.lists import ListError, utf8_lines
@@ -49,6 +50,23 @@ def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
             raise ListError(f"{path}:{lineno}: expected 'utt rec start end' (finite seconds), got "
                             f"{line.strip()!r}") from None
     return out
+
+
+def scp_utterances(wav_scp: str) -> List[Tuple[str, str, Optional[float], Optional[float]]]:
+    """``(key, audio path, start, end)`` of the utterances of a wav.scp: with a ``segments`` file beside it (Kaldi's
+    layout: wav.scp then lists recordings), its segments cut from the recordings (end -1: to the recording's end),
+    as stage 3 cuts them for training and decoding; otherwise every entry whole (start and end None)."""
+    wavs = read_wav_scp(wav_scp)
+    segments = os.path.join(os.path.dirname(wav_scp), "segments")
+    if not os.path.isfile(segments):
+        return [(key, path, None, None) for key, path in wavs.items()]
+    cut = read_segments(segments)
+    missing = [utt for utt, rec, _, _ in cut if rec not in wavs]
+    if missing:
+        raise ListError(f"{segments}: {len(missing)} segments name a recording missing from {wav_scp} (e.g. "
+                        f"{missing[0]})")
+    logging.info("%s: cutting %d segments from the %d recordings of %s", segments, len(cut), len(wavs), wav_scp)
+    return [(utt, wavs[rec], start, end) for utt, rec, start, end in cut]
 
 
 def read_utterances(wav_file: str, text_file: str,

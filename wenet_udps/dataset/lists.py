@@ -16,6 +16,12 @@ import numpy as np
 from wenet_udps.utils.cli import UserError
 
 AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
+# A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
+# audio the length filter keeps (``filter_conf.max_length``, 10 ms frames) as uncompressed 96 kHz stereo float32,
+# 768,000 bytes a second, plus 1 MiB of headers; and never above MAX_MEMBER_BYTES (256 MiB: 2.3 hours of 16 kHz
+# 16-bit mono), which is also the cap when decoding (no length filter).
+MAX_MEMBER_BYTES = 256 << 20
+_BYTES_PER_SECOND = 96000 * 2 * 4
 
 
 class ListError(UserError):
@@ -87,11 +93,20 @@ def _open_stream(url: str):
     return open(url, "rb")
 
 
-def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
+def member_cap(max_length: float) -> int:
+    """The largest shard member read, in bytes, for ``filter_conf.max_length`` (see ``MAX_MEMBER_BYTES``)."""
+    return int(min(MAX_MEMBER_BYTES, max_length / 100 * _BYTES_PER_SECOND + (1 << 20)))
+
+
+def iterate_shard(url: str, stats: Dict[str, int],
+                  max_member_bytes: int = MAX_MEMBER_BYTES) -> Iterator[Dict[str, Any]]:
     """Stream one shard: yields ``{"key", "txt", "audio": bytes, "wav": "<shard>#<member>"}``.
 
     An utterance lacking its audio or text is dropped with a warning and counted in ``stats["missing_member"]``,
-    one whose text is not UTF-8 in ``stats["bad_text"]`` (the shard goes on). An unreadable or truncated shard is
+    one whose text is not UTF-8 in ``stats["bad_text"]``, one whose key is empty or holds white space (it would
+    break the ``key text`` result lines, as data.list keys would) in ``stats["bad_key"]``, one with a member
+    larger than ``max_member_bytes`` (by its tar header; the member is skipped unread) in
+    ``stats["oversize_member"]`` (the shard goes on). An unreadable or truncated shard is
     logged and counted in ``stats["shard_error"]``; its remaining utterances are lost. How many is unknowable from
     the broken shard itself, so ``stats`` also counts the complete shards and their utterances (``shard_ok``,
     ``shard_ok_utts``) and the utterances read from broken ones before the error (``shard_error_utts``), from which
@@ -102,9 +117,10 @@ def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
     def finish(group: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
         nonlocal seen
         seen += 1
-        if group.get("bad_text"):
-            logging.warning("skipping utterance %s in shard %s: %s", group["key"], url, group["bad_text"])
-            stats["bad_text"] += 1
+        problem = next((k for k in ("bad_key", "oversize_member", "bad_text") if group.get(k)), None)
+        if problem:
+            logging.warning("skipping utterance %r in shard %s: %s", group["key"], url, group[problem])
+            stats[problem] += 1
         elif "audio" in group and "txt" in group:
             yield group
         else:
@@ -123,6 +139,14 @@ def iterate_shard(url: str, stats: Dict[str, int]) -> Iterator[Dict[str, Any]]:
                     yield from finish(group)
                     group = {}
                 group["key"] = key
+                if not key or any(c.isspace() for c in key):
+                    group["bad_key"] = f"member name {member.name!r}: the key is empty or holds white space"
+                if member.size > max_member_bytes:
+                    group["oversize_member"] = (f"member {member.name!r} has {member.size} bytes, more than the "
+                                                f"{max_member_bytes} read at most (lists.member_cap: "
+                                                f"dataset_conf.filter_conf.max_length)")
+                if group.get("bad_key") or group.get("oversize_member"):
+                    continue  # the stream skips the member's data unread
                 data = tar.extractfile(member).read()
                 if ext == "txt":
                     try:

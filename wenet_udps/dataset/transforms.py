@@ -1,5 +1,6 @@
-"""Per-utterance processing: read -> resample -> filter -> speed perturb -> reverb/noise/volume -> features ->
-spec_aug/sub/trim.
+"""Per-utterance processing: tokenize (training: the text's admission check) -> read (``max_length`` from the
+header) -> filter -> resample -> speed perturb -> reverb/noise/volume -> features -> spec_aug/sub/trim -> frame
+checks (``no_frames``; training: ``ctc_frames``).
 
 ``UtteranceProcessor`` validates ``dataset_conf`` once (against :class:`DatasetConf`), so the per-utterance path
 does no config work.
@@ -9,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
+from wenet_udps.dataset.audio import BadAudioError, TooLong, load_audio, resample, speed_perturb
 from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
@@ -76,11 +77,14 @@ class UtteranceProcessor:
 
     ``__call__`` returns the ``filter_conf`` key (a str) when the filter drops the utterance, and raises
     ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
+    ``admission`` (training only; ``wenet_udps.train.targets.TargetAdmission``) checks the label: its
+    ``check_symbols`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
     """
 
-    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1):
+    def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1, admission: Any = None):
         conf = check_dataset_conf(conf)
         self.min_frames = max(1, int(min_frames))
+        self.admission = admission
         self.conf = conf
         self.tokenizer = tokenizer
         self.filter_conf = filter_conf_checked(conf.get("filter_conf"))
@@ -98,11 +102,18 @@ class UtteranceProcessor:
 
     def __call__(self, sample: Dict[str, Any], rng: np.random.Generator):
         source = sample["audio"] if "audio" in sample else sample["wav"]
-        wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"])
         label = None
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
-        # The length filter runs on the file's own rate, before resampling spends memory on a dropped utterance.
+            if self.admission is not None:  # before the audio is read: a rejected text costs no decoding
+                self.admission.check_symbols(sample["key"], sample["txt"], label)
+        # max_length is checked from the header, before the samples are read; the whole filter then runs on the
+        # file's own rate, before resampling spends memory on a dropped utterance.
+        try:
+            wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"],
+                                 max_seconds=self.filter_conf["max_length"] / 100)
+        except TooLong:
+            return "max_length"
         reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)
         if reason is not None:
             return reason
@@ -119,4 +130,8 @@ class UtteranceProcessor:
             feat = func(feat, rng, **kwargs)
         if feat.shape[0] < self.min_frames:
             return "no_frames"
+        # On the features as computed (after speed perturbation and spec_trim), the frames the encoder really gets.
+        reason = None if self.admission is None else self.admission.ctc_reason(label, feat.shape[0])
+        if reason is not None:
+            return reason
         return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"]}

@@ -12,6 +12,10 @@ Files written to ``output_dir``:
   ``next_conv_cache``. Metadata: ``head``, ``num_blocks``, ``output_size``, ``cnn_module_kernel``,
   ``right_context``, ``subsampling_factor``, ``vocab_size``, ``chunk_size``, ``left_chunks``.
 - ``tokens.txt``: the model's units (``<blank>`` is the blank the runtime looks for).
+- ``export.info`` (written by ``bin.export``): the checkpoint and config exported (wenet_udps.utils.source_info).
+
+Every file of this list left in ``output_dir`` by an earlier export is deleted first, so a non-streaming export
+over a streaming one leaves no stale ``model-streaming*.onnx`` for the runtime to load. Other files are kept.
 
 The int8 files are onnxruntime's dynamic quantisation of the MatMul weights. The graphs are traced, so scaled-dot and
 UDPS attention export alike. Features are not part of the model: see :mod:`wenet_udps.export.sherpa_runtime`.
@@ -26,6 +30,11 @@ from torch import nn
 
 from wenet_udps.export.exporter import _onnx_legacy
 from wenet_udps.export.wrappers import chunk_window, initial_caches
+from wenet_udps.utils.cli import UserError
+
+# The files of an export (the module docstring); all of them are removed before a new export writes its own.
+OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
+               "export.info")
 
 
 class SherpaOffline(nn.Module):
@@ -97,6 +106,13 @@ def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str,
     """Write the files listed in the module docstring; returns file name -> path."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
+    owned = [os.path.join(output_dir, name) for name in OWNED_FILES]
+    if any(os.path.isfile(path) and os.path.samefile(path, units) for path in owned):
+        raise UserError(f"--output_dir {output_dir}: the units file {units} is one of the files an export replaces; "
+                        f"export into another directory")
+    for path in owned:
+        if os.path.isfile(path):
+            os.unlink(path)
     vocab = model.ctc.ctc_lo.out_features
     common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
     paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from wenet_udps.dataset.features import FbankConf, feature_dim
+from wenet_udps.text.base_tokenizer import UnitsError, read_symbol_table
 
 # sherpa's feature config has no frame length/shift keys: it always uses Kaldi's 25 ms / 10 ms.
 SHERPA_FRAME = {"frame_length": 25.0, "frame_shift": 10.0}
@@ -43,6 +44,24 @@ def feature_kwargs(config: Mapping[str, Any]) -> dict:
             "snip_edges": True, "dither": 0.0}
 
 
+def check_tokens(export_dir: str, config: Mapping[str, Any]) -> str:
+    """The export's tokens.txt, after checking that it is the units table of ``config`` (its
+    ``tokenizer_conf.symbol_table_path``): the runtime maps ids to the tokens of tokens.txt as they stand, so any
+    other table (edited, rotated, truncated, of another model) would turn every transcript into other characters.
+    UnitsError naming both files otherwise."""
+    tokens = os.path.join(export_dir, "tokens.txt")
+    units = (config.get("tokenizer_conf") or {}).get("symbol_table_path")
+    if not units or not os.path.isfile(units):
+        raise UnitsError(f"cannot check {tokens}: the config names no readable units file "
+                         f"(tokenizer_conf.symbol_table_path: {units})")
+    if not os.path.isfile(tokens):
+        raise UnitsError(f"{tokens} not found: export with python -m wenet_udps.bin.export --format sherpa-onnx")
+    if read_symbol_table(tokens) != read_symbol_table(units):
+        raise UnitsError(f"{tokens} is not the units file {units} of the config (tokenizer_conf.symbol_table_path): "
+                         f"transcripts would use other tokens; export again or pass the matching --config")
+    return tokens
+
+
 def offline_recognizer(export_dir: str, config: Mapping[str, Any], *, int8: bool = False, num_threads: int = 1,
                        features: Mapping[str, Any] = None):
     """``sherpa_onnx.OfflineRecognizer`` on ``model[.int8].onnx`` with training's features (or ``features``)."""
@@ -50,7 +69,7 @@ def offline_recognizer(export_dir: str, config: Mapping[str, Any], *, int8: bool
     from sherpa_onnx.lib._sherpa_onnx import OfflineRecognizer as _Recognizer
     model = sherpa_onnx.OfflineModelConfig(
         wenet_ctc=sherpa_onnx.OfflineWenetCtcModelConfig(model=_model(export_dir, "model", int8)),
-        tokens=os.path.join(export_dir, "tokens.txt"), num_threads=num_threads, model_type="wenet_ctc")
+        tokens=check_tokens(export_dir, config), num_threads=num_threads, model_type="wenet_ctc")
     rec = sherpa_onnx.OfflineRecognizer.__new__(sherpa_onnx.OfflineRecognizer)
     rec.config = sherpa_onnx.OfflineRecognizerConfig(
         feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model)
@@ -66,7 +85,7 @@ def online_recognizer(export_dir: str, config: Mapping[str, Any], *, chunk_size:
     model = lib.OnlineModelConfig(
         wenet_ctc=lib.OnlineWenetCtcModelConfig(model=_model(export_dir, "model-streaming", int8),
                                                 chunk_size=chunk_size, num_left_chunks=left_chunks),
-        tokens=os.path.join(export_dir, "tokens.txt"), num_threads=num_threads)
+        tokens=check_tokens(export_dir, config), num_threads=num_threads)
     rec = sherpa_onnx.OnlineRecognizer.__new__(sherpa_onnx.OnlineRecognizer)
     rec.config = lib.OnlineRecognizerConfig(
         feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model,

@@ -22,6 +22,7 @@ from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
 from wenet_udps.scoring.significance import Comparison, compare, mean_std, sign_count, utterance_errors
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
+from wenet_udps.utils.source_info import read_source, stale_reason
 
 TEST_SET = "test_unseen"
 BASELINE = BASELINE_SUFFIX[1:]  # the scaled-dot variant's label
@@ -59,7 +60,8 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
     """Score every fold, variant, seed and mode found under ``exp_root``; every one must be complete.
 
     Raises ValueError naming what is missing (a fold without models, a model without a mode's hypotheses, a
-    variant and seed that some fold lacks), so a partial run never reports as a whole one."""
+    variant and seed that some fold lacks) or stale (decoded with a checkpoint replaced or removed since,
+    wenet_udps.utils.source_info), so a partial or mixed run never reports as a whole one."""
     folds = sorted(d.name for d in data_root.iterdir() if (d / TEST_SET / "text").is_file()) \
         if data_root.is_dir() else []
     if not folds:
@@ -67,6 +69,7 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
     groups = group_by_seed([d.name for d in exp_root.iterdir() if d.is_dir()]) if exp_root.is_dir() else {}
     errors: Dict[str, Dict[int, Dict[str, Dict[str, Errors]]]] = {}
     confused: Dict[str, Dict[str, Dict[str, Counter]]] = {}
+    sums: Dict[str, str] = {}
     for fold in folds:
         refs = read_text(str(data_root / fold / TEST_SET / "text"))
         mine = {base[len(fold) + 1:]: members for base, members in groups.items() if base.startswith(fold + "_")}
@@ -78,6 +81,10 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
                     hyp = exp_root / name / TEST_SET / mode / "text"
                     if not hyp.is_file():
                         raise ValueError(f"missing {hyp}: decode the fold (run.sh --loso true --stage 5)")
+                    stale = stale_reason(read_source(str(hyp.parent / "decode.info")), sums)
+                    if stale:
+                        raise ValueError(f"{hyp} is stale, {stale}: decode the fold again (run.sh --loso true "
+                                         f"--stage 5)")
                     report = score(refs, read_text(str(hyp)), char=False)
                     errors.setdefault(variant, {}).setdefault(seed, {}).setdefault(mode, {})[fold] = \
                         utterance_errors(report)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 from wenet_udps.scoring.significance import compare_files, over_seeds
+from wenet_udps.utils.source_info import read_source, stale_reason
 
 SEED_RE = re.compile(r"^(.*)_seed(\d+)$")
 BASELINE_SUFFIX = "_scaled_dot"
@@ -45,6 +46,7 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
     """One sentence per (UDPS group, set, mode): the difference to the scaled-dot group of the same prefix, its 95 %
     CI (paired bootstrap over utterances pooled over the seeds both groups have) and the permutation p-value."""
     lines = []
+    sums: Dict[str, str] = {}
     for base, members in sorted(groups.items()):
         if not base.endswith(BASELINE_SUFFIX):
             continue
@@ -58,6 +60,9 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
                 for m in modes:
                     hyps = [[exp_dir / g[seed] / s / m / "text" for seed in seeds] for g in (members, other_members)]
                     if not seeds or not ref.is_file() or not all(p.is_file() for h in hyps for p in h):
+                        continue
+                    # no test over a hypothesis of a replaced or removed checkpoint (left out of the table too)
+                    if any(stale_reason(read_source(str(p.parent / "decode.info")), sums) for h in hyps for p in h):
                         continue
                     result = compare_files(str(ref), [str(p) for p in hyps[0]], [str(p) for p in hyps[1]], char=char)
                     lines.append(f"- {s}, {m}: " + result.describe(base, other))

@@ -7,7 +7,7 @@ their seeds.
 """
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Collection, Dict, List, Mapping, Sequence, Tuple
 
 from wenet_udps.results.seeds import group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
@@ -15,6 +15,8 @@ from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import error_rate
 
 Rates = Dict[Tuple[str, str], float]  # (set, mode) -> %
+# experiment name -> the (set, mode) results it has that are current (collect_results leaves out stale ones)
+Results = Mapping[str, Collection[Tuple[str, str]]]
 
 
 def read_utt2spk(path: Path) -> Dict[str, str]:
@@ -47,17 +49,17 @@ def letters(texts: Mapping[str, str]) -> Dict[str, str]:
     return {k: " ".join(c for c in t if not c.isspace()) for k, t in texts.items()}
 
 
-def letter_cer(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str]
+def letter_cer(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[str], modes: Sequence[str]
                ) -> Dict[str, Rates]:
     """``{experiment: {(set, mode): CER %}}`` of the decoded ``<exp>/<set>/<mode>/text`` against
     ``<data_dir>/<set>/text``, letter by letter (:func:`letters`)."""
     out: Dict[str, Rates] = {}
-    for name in names:
+    for name, current in results.items():
         for s in sets:
             ref = data_dir / s / "text"
             for m in modes:
                 hyp = exp_dir / name / s / m / "text"
-                if ref.is_file() and hyp.is_file():
+                if (s, m) in current and ref.is_file() and hyp.is_file():
                     out.setdefault(name, {})[(s, m)] = error_rate(letters(read_text(str(ref))),
                                                                   letters(read_text(str(hyp))), char=False)
     return out
@@ -72,7 +74,7 @@ def groups_of(names: Sequence[str]) -> Dict[str, List[str]]:
     return dict(sorted(out.items()))
 
 
-def speaker_table(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str],
+def speaker_table(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[str], modes: Sequence[str],
                   *, char: bool, metric: str) -> str:
     """Markdown: per set that has ``utt2spk``, one row per experiment group and speaker, one column per mode
     (mean ± std over seeds for a seeded group). Empty when no set has ``utt2spk``."""
@@ -83,12 +85,12 @@ def speaker_table(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Seq
         if not spk_file.is_file() or not ref_file.is_file():
             continue
         utt2spk, refs = read_utt2spk(spk_file), read_text(str(ref_file))
-        for group, members in groups_of(names).items():
+        for group, members in groups_of(list(results)).items():
             cells: Dict[str, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
             for name in members:
                 for m in modes:
                     hyp = exp_dir / name / s / m / "text"
-                    if hyp.is_file():
+                    if (s, m) in results[name] and hyp.is_file():
                         for spk, r in by_speaker(refs, read_text(str(hyp)), utt2spk, char=char).items():
                             cells[spk][m].append(r)
             for spk, per_mode in sorted(cells.items()):
@@ -106,13 +108,13 @@ def _cell(values: Sequence[float]) -> str:
     return f"{mean:.2f}" if len(values) == 1 else f"{mean:.2f} ± {std:.2f}"
 
 
-def sections(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence[str], modes: Sequence[str], *,
+def sections(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[str], modes: Sequence[str], *,
              char: bool, metric: str) -> str:
     """RESULTS.md's sections after the main table: the letter CER of a word-scored corpus (per experiment, and
     mean ± std per seed group), then the error rate per speaker of every set with ``utt2spk``."""
     text = ""
     if not char:
-        cer = letter_cer(exp_dir, data_dir, names, sets, modes)
+        cer = letter_cer(exp_dir, data_dir, results, sets, modes)
         if cer:
             header = ["exp", "set"] + [f"{m} CER" for m in modes]
             rows = [" | ".join([n, s] + [f"{cer[n][(s, m)]:.2f}" if (s, m) in cer[n] else "-" for m in modes])
@@ -122,7 +124,7 @@ def sections(exp_dir: Path, data_dir: Path, names: Sequence[str], sets: Sequence
                      "counted (wenet_udps.results.speakers.letters).\n\n| " + " | ".join(header) + " |\n|"
                      + "|".join("---" for _ in header) + "|\n" + "".join(f"| {r} |\n" for r in rows)
                      + (f"\n{seeds_table(groups, cer, sets, modes, 'CER')}" if groups else ""))
-    per = speaker_table(exp_dir, data_dir, names, sets, modes, char=char, metric=metric)
+    per = speaker_table(exp_dir, data_dir, results, sets, modes, char=char, metric=metric)
     if per:
         text += (f"\n## Per speaker\n\n{metric} (%) of each speaker's utterances (`<data>/<set>/utt2spk`); a seed "
                  f"group shows mean ± std over its seeds.\n\n{per}")

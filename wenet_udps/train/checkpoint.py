@@ -31,6 +31,7 @@ import yaml
 
 from wenet_udps.text.base_tokenizer import check_units
 from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.source_info import file_sha256
 
 TMP_MARK = ".tmp."
 NO_VERIFY_FLAG = "--no_verify_checkpoint"
@@ -137,14 +138,6 @@ def write_checkpoint(path: str, state: Mapping[str, Any], info: Mapping[str, Any
 def sidecar(pt_path: str) -> str:
     """The YAML that describes a checkpoint: ``epoch_3.pt`` -> ``epoch_3.yaml``."""
     return os.path.splitext(pt_path)[0] + ".yaml"
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_checkpoint(pt_path: str, info: Mapping[str, Any]) -> None:

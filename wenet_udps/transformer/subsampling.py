@@ -28,6 +28,11 @@ class BaseSubsampling(nn.Module):
         """The fewest input frames that give one output frame (the data pipeline drops shorter utterances)."""
         return 1
 
+    @classmethod
+    def output_frames(cls, frames: int) -> int:
+        """The output frames of ``frames`` input frames (what CTC can align a target to)."""
+        return frames
+
     def position_encoding(self, offset: Union[int, torch.Tensor], size: int) -> torch.Tensor:
         """The positional encoding of output frames ``offset .. offset+size-1`` (1 or B, size, odim)."""
         return self.pos_enc.position_encoding(offset, size)
@@ -81,6 +86,12 @@ class _Conv2dSubsampling(BaseSubsampling):
     @classmethod
     def min_frames(cls) -> int:
         return cls._min_idim(cls.KERNELS_STRIDES)
+
+    @classmethod
+    def output_frames(cls, frames: int) -> int:
+        for kernel, stride in cls.KERNELS_STRIDES:
+            frames = max(0, (frames - kernel) // stride + 1)
+        return frames
 
     @staticmethod
     def _min_idim(kernels_strides) -> int:

@@ -1,0 +1,58 @@
+"""What a result or an export was made from, and the one rule for when it no longer counts.
+
+``recognize`` writes ``<result_dir>/<mode>/decode.info``, ``export --format sherpa-onnx`` writes
+``<output_dir>/export.info`` and ``sherpa_decode`` copies that into its ``<result_dir>/decode.info``: ``key: value``
+lines naming the checkpoint by absolute path and SHA-256, and the config. A checkpoint replaced under the same name
+(``--force`` retraining, a re-average of other epochs) or removed since is another model: every result made from
+the old one is stale, and tools/collect_results.py leaves it out of the table, saying so.
+A ``decode.info`` without ``sha256`` (written before this rule) cannot be checked and counts as current.
+"""
+import hashlib
+import os
+import re
+from typing import Dict, Mapping, Optional
+
+_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]\s*(.*?)\s*$")
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_source(checkpoint: str, config: str) -> Dict[str, str]:
+    """The source record of a model loaded from ``checkpoint`` with ``config``."""
+    return {"checkpoint": os.path.abspath(checkpoint), "sha256": file_sha256(checkpoint),
+            "config": os.path.abspath(config)}
+
+
+def write_source(path: str, source: Mapping[str, str]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{key}: {value}\n" for key, value in source.items())
+
+
+def read_source(path: str) -> Dict[str, str]:
+    """The ``key: value`` lines of ``path`` (``key = value`` too); {} when there is no such file."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return {m.group(1): m.group(2) for m in map(_LINE.match, f) if m}
+
+
+def stale_reason(source: Mapping[str, str], sums: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """Why a result made from ``source`` is stale (its checkpoint removed or replaced), or None when current.
+    ``sums`` caches the checkpoints' SHA-256 by path between calls."""
+    expected, path = source.get("sha256"), source.get("checkpoint", "")
+    if not expected:
+        return None
+    if not os.path.isfile(path):
+        return f"its checkpoint {path} no longer exists"
+    sums = {} if sums is None else sums
+    if path not in sums:
+        sums[path] = file_sha256(path)
+    if sums[path] != expected:
+        return f"its checkpoint {path} has been replaced since (SHA-256 {expected[:12]}, now {sums[path][:12]})"
+    return None
