@@ -27,8 +27,9 @@ def _forward(q, k_num, k_norm, v, keep, eps):
     a = torch.linalg.vector_norm(q, dim=-1, keepdim=True)
     den = a + k_norm.unsqueeze(-2)
     live = None
-    if den.numel() and float(a.amin() + k_norm.amin()) ** 2 < eps:
-        # Some |q_i| + n_j is below the floor: D = max(den^2, eps) there, and no gradient flows into the norms.
+    # Factor 2: the check runs in Python floats, the floor below in the tensor's dtype; near it take the exact path.
+    if den.numel() and float(a.amin() + k_norm.amin()) ** 2 < 2.0 * eps:
+        # Some |q_i| + n_j may be below the floor: D = max(den^2, eps) there, and no gradient flows into the norms.
         live = den.square() >= eps
         den.clamp_min_(math.sqrt(eps))
     r = den.reciprocal_()
@@ -44,7 +45,7 @@ def _forward(q, k_num, k_norm, v, keep, eps):
     p = torch.softmax(s, dim=-1)
     out = torch.matmul(p, v)
     if row_valid is not None:
-        # A row with no kept key has a uniform p; its output (and so its gradient) is zeroed instead of p.
+        # A row with no kept key still has a p (over masked keys); its output (and so its gradient) is zeroed.
         out = out * row_valid
     return out, (a, r, s, p, live, row_valid)
 
