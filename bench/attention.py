@@ -1,13 +1,15 @@
-"""Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, tiled compiled/eager, dispatch).
+"""Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, fused, tiled compiled/eager,
+dispatch).
 
 Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask; repeats are interleaved (one
 round runs every implementation once, in a shuffled order) so load from other processes hits all of them alike, and
 the table reports the median time and its ratio to SDPA's median. Peak memory of forward+backward is measured in a
 fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.max_memory_allocated`` on GPU.
 
-    python bench/attention.py --out docs/bench_attention.md          # T in 128 512 1024 2048
+    python bench/attention.py --out docs/bench_attention.md          # T in 64 128 256 512 1024 2048
     python bench/attention.py --quick                                # T in 64 128, 3 repeats
     python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
+    python bench/attention.py --threads 1 --T 128 512 --profile      # where the time goes: top ops per impl
 """
 import argparse
 import functools
@@ -28,6 +30,7 @@ import torch  # noqa: E402
 
 from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
 from wenet_udps.kernels import cpu_tiled  # noqa: E402
+from wenet_udps.kernels.cpu_fused import udps_attention_fused  # noqa: E402
 from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
 
@@ -45,6 +48,7 @@ IMPLS: Dict[str, Callable] = {
     "sdpa (scaled-dot)": lambda q, k, v, mask: scaled_dot_attention(q, k, v, mask, 0.0),
     "naive scaled-dot": naive_scaled_dot,
     "udps reference": udps_call(udps_attention_reference),
+    "udps fused (eager)": udps_call(udps_attention_fused),
     "udps tiled (compiled)": udps_call(cpu_tiled.udps_attention_tiled),
     "udps tiled (eager)": udps_call(functools.partial(cpu_tiled.udps_attention_tiled, compiled=False)),
     "udps (dispatch)": udps_call(udps_attention),
@@ -99,6 +103,20 @@ def measure_memory(name: str, t: int, args) -> float:
     return json.loads(out.strip().splitlines()[-1])["peak_mib"]
 
 
+def profile_line(name: str, t: int, args, backward: bool, calls: int = 10, top: int = 8) -> str:
+    """One implementation's ops by self CPU time, ms per call (after a warm-up call): which passes cost what."""
+    inputs = inputs_for(t, args)
+    step(IMPLS[name], *inputs, backward=backward)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            step(IMPLS[name], *inputs, backward=backward)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events) / calls / 1e3
+    ops = ", ".join(f"{e.key.replace('aten::', '')} {e.self_cpu_time_total / calls / 1e3:.2f} ({e.count // calls})"
+                    for e in events[:top])
+    return f"| {t} | {'fwd+bwd' if backward else 'fwd'} | {name} | {total:.2f} | {ops} |"
+
+
 def machine_line(args) -> str:
     cpu = "unknown CPU"
     try:
@@ -114,7 +132,7 @@ def machine_line(args) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--T", type=int, nargs="+", default=[128, 512, 1024, 2048])
+    parser.add_argument("--T", type=int, nargs="+", default=[64, 128, 256, 512, 1024, 2048])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--d-k", dest="d_k", type=int, default=64)
@@ -131,6 +149,8 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--quick", action="store_true", help="T in 64 128, 3 repeats")
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead of timing: torch.profiler's top ops (self CPU ms per call) of each --impls entry")
     parser.add_argument("--_memory", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
@@ -146,6 +166,12 @@ def main() -> None:
         parser.error(f"--impls must include {BASELINE!r}; unknown: {unknown}; valid: {list(IMPLS)}")
     if args.quick:
         args.T, args.repeats = [64, 128], 3
+    if args.profile:
+        for t in args.T:
+            for backward in (False, True):
+                for name in args.impls:
+                    print(profile_line(name, t, args, backward), flush=True)
+        return
 
     slow = {"udps reference", "naive scaled-dot"}
     lines = [f"Machine: {machine_line(args)}; key padding mask, lengths in [T/2, T]; {args.clock_name} clock, median "

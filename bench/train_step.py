@@ -1,15 +1,18 @@
-"""Whole-model benchmark: one training step and decoding, scaled-dot vs UDPS, for the AISHELL-1 confs.
+"""Whole-model benchmark: one training step and decoding, scaled-dot vs UDPS, for the AISHELL-1 confs and the
+main job's (tiny_zh).
 
-For each conf (``conf/aishell/train_conformer.yaml``, ``train_transformer.yaml``) two models are built from the same
+For each conf (``conf/aishell/train_conformer.yaml``, ``train_transformer.yaml``, ``conf/tiny_zh/
+train_conformer.yaml``) two models are built from the same
 seed, ``att_udps: false`` (scaled-dot) and ``att_udps: true`` (every attention site UDPS), with input_dim 80,
 output_dim 4233 and no CMVN. One training step is forward, backward and an Adam step on a fixed random batch;
 the two modes are timed interleaved (alternating, the order flipped every repeat) and the medians compared.
 Decoding real-time factor (decode seconds / audio seconds, 10 ms frames) is measured per method with
-``model.decode`` on the first batch in eval mode; for ``attention`` also per decoder step, since the two untrained
-models stop the beam search after different numbers of steps.
+``model.decode`` on the first batch in eval mode (median of interleaved repeats); for ``attention`` also per
+decoder step, since the two untrained models stop the beam search after different numbers of steps.
 
     python bench/train_step.py --out docs/bench_train_step.md
     python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
+    python bench/train_step.py --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
 """
 import argparse
 import statistics
@@ -28,11 +31,15 @@ import yaml  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
-         "transformer": ROOT / "conf/aishell/train_transformer.yaml"}
+         "transformer": ROOT / "conf/aishell/train_transformer.yaml",
+         "tiny_zh": ROOT / "conf/tiny_zh/train_conformer.yaml"}  # the main job's conf (run.sh)
 # (utterances, frames): 8 utterances of 6 s and 4 of 20 s at 10 ms frames, as the project owner's measurements.
 BATCHES = [(8, 600), (4, 2000)]
 METHODS = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
 MODES = {"scaled-dot": False, "udps": True}
+# The clock every timing reads (--clock): wall time, or this process's CPU time (steadier on a shared machine with
+# --threads 1, where waiting for a core does not count).
+CLOCK = [time.perf_counter]
 
 
 def load_config(path: Path, udps: bool) -> dict:
@@ -62,7 +69,7 @@ def train_step(model, optimizer, batch, amp: Optional[torch.dtype] = None,
     device = batch[0].device
     if device.type == "cuda":
         torch.cuda.synchronize()
-    start = time.perf_counter()
+    start = CLOCK[0]()
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
         loss = model(*batch)["loss"]
@@ -75,7 +82,7 @@ def train_step(model, optimizer, batch, amp: Optional[torch.dtype] = None,
         optimizer.step()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return CLOCK[0]() - start
 
 
 def _count_decoder_steps(model) -> list:
@@ -84,9 +91,9 @@ def _count_decoder_steps(model) -> list:
     step = type(model.decoder).forward_one_step
 
     def timed(*args, **kwargs):
-        start = time.perf_counter()
+        start = CLOCK[0]()
         result = step(model.decoder, *args, **kwargs)
-        steps.append(time.perf_counter() - start)
+        steps.append(CLOCK[0]() - start)
         return result
     model.decoder.forward_one_step = timed
     return steps
@@ -121,18 +128,20 @@ def bench_conf(name: str, args) -> List[str]:
         speech, speech_lengths, _, _ = (x.to(args.device) for x in make_batch(utts, frames, seed=1))
         audio_s = utts * frames / 100
         for method in METHODS:
-            rtf, step_ms = {}, {}
-            for mode in MODES:
-                model = models[mode].eval()
-                steps = _count_decoder_steps(model)
-                with torch.no_grad():
-                    model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
-                    steps.clear()
-                    start = time.perf_counter()
-                    model.decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
-                elapsed = time.perf_counter() - start
-                rtf[mode] = elapsed / audio_s
-                step_ms[mode] = sum(steps) * 1e3 / len(steps) if steps else None
+            seconds: Dict[str, List[float]] = {mode: [] for mode in MODES}
+            steps = {mode: _count_decoder_steps(models[mode].eval()) for mode in MODES}
+            with torch.no_grad():
+                for mode in MODES:  # warm-up
+                    models[mode].decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
+                    steps[mode].clear()
+                # Interleaved as the train steps: a machine that slows down slows both modes alike.
+                for rep in range(args.repeats):
+                    for mode in (list(MODES) if rep % 2 == 0 else list(reversed(MODES))):
+                        start = CLOCK[0]()
+                        models[mode].decode([method], speech, speech_lengths, beam_size=args.beam, ctc_weight=0.5)
+                        seconds[mode].append(CLOCK[0]() - start)
+            rtf = {mode: statistics.median(ts) / audio_s for mode, ts in seconds.items()}
+            step_ms = {mode: sum(ts) * 1e3 / len(ts) if ts else None for mode, ts in steps.items()}
             rows.append(f"| {name} | RTF {method} | {utts} x {frames / 100:.0f} s | {rtf['scaled-dot']:.4f} | "
                         f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
@@ -155,15 +164,24 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"],
                         help="training-step precision: autocast bf16, or fp16 with a GradScaler")
+    parser.add_argument("--batches", nargs="+", metavar="UTTSxFRAMES",
+                        help="batches as utterances x 10 ms frames (default: 8x600 4x2000)")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    args.batches = BATCHES
+    args.batches = [tuple(int(n) for n in b.split("x")) for b in args.batches] if args.batches else BATCHES
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
     if args.quick:
         args.confs, args.batches, args.repeats, args.decode = ["transformer"], [(2, 200)], 2, False
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"{torch.get_num_threads()} threads"
-    header = [f"torch {torch.__version__}, {where}, train step {args.dtype}; median of {args.repeats} interleaved "
-              "repeats after one warm-up (train step: median and fastest repeat); ratio = udps / scaled-dot; ms per "
-              "decoder step = time inside the decoder's incremental step only.", "",
+    header = [f"torch {torch.__version__}, {where}, {args.clock} clock, train step {args.dtype}; median of "
+              f"{args.repeats} interleaved repeats after one warm-up (train step: median and fastest repeat); "
+              "ratio = udps / scaled-dot; ms per decoder step = time inside the decoder's incremental step only.", "",
               "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
     rows = [row for name in args.confs for row in bench_conf(name, args)]
     table = "\n".join(header + rows)

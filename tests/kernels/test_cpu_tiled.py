@@ -8,7 +8,7 @@ from wenet_udps.kernels import cpu_tiled
 from wenet_udps.kernels.cpu_tiled import UDPSTiledFunction, plan_tiles, udps_attention_tiled
 from wenet_udps.kernels.reference import udps_attention_reference
 
-from tests.kernels.udps_inputs import assert_same, make_inputs, padding_mask, run_kernel
+from tests.kernels.udps_inputs import CASES, assert_same, make_inputs, padding_mask, run_kernel
 
 
 @pytest.fixture(params=["compiled", "eager"])
@@ -20,20 +20,6 @@ def tile_kernels(request, monkeypatch):
     else:
         assert kernels.compiled, "WENET_UDPS_COMPILE=0 in the test environment"
     return request.param
-
-
-CASES = {
-    "no mask": (2, 3, 20, 20, None),
-    "padding": (3, 3, 20, 20, lambda: padding_mask([20, 13, 1], 20)),
-    "padding with an empty utterance": (3, 3, 20, 20, lambda: padding_mask([20, 13, 0], 20)),
-    "non-prefix key mask": (2, 3, 20, 20, lambda: torch.rand(2, 1, 20, generator=torch.Generator().manual_seed(3))
-                            > 0.4),
-    "causal (B, T1, T2)": (2, 3, 20, 20, lambda: torch.tril(torch.ones(20, 20, dtype=torch.bool)).expand(2, 20, 20)),
-    "T1 != T2, fully masked rows": (2, 2, 9, 23, lambda: torch.cat(
-        [torch.rand(2, 7, 23, generator=torch.Generator().manual_seed(4)) > 0.5,
-         torch.zeros(2, 2, 23, dtype=torch.bool)], dim=1)),
-    "mask batch 1": (3, 2, 20, 20, lambda: padding_mask([11], 20)),
-}
 
 
 # (tile_elems, save_elems): one tile per call, scores saved for the backward; one tile, recomputed; tiles of a few

@@ -2,6 +2,7 @@
 numbers whichever it picks."""
 import torch
 
+from wenet_udps.kernels.cpu_fused import UDPSFusedFunction
 from wenet_udps.kernels.cpu_tiled import UDPSTiledFunction
 from wenet_udps.kernels import dispatch
 from wenet_udps.kernels.dispatch import TILED_MIN_LEN, TILED_MIN_SCORES, choose_udps_kernel, udps_attention
@@ -29,25 +30,36 @@ def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
                                run_kernel(udps_attention_reference, q, k, v, alpha, None)[0], atol=2e-5, rtol=1e-4)
 
 
-def test_small_calls_run_the_reference_so_nothing_compiles():
+def test_small_calls_run_the_fused_kernel_so_nothing_compiles():
     """Calls below TILED_MIN_SCORES (the main job's short utterances, decoding) never pay the compile cost."""
     q = torch.empty(8, 4, 100, 32)
     assert 8 * 4 * 100 * 100 < TILED_MIN_SCORES
-    assert choose_udps_kernel(q, q, None, 0.0, True) == "reference"
+    assert choose_udps_kernel(q, q, None, 0.0, True) == "cpu_fused"
     big = torch.empty(8, 4, 400, 32)
     assert 8 * 4 * 400 * 400 >= TILED_MIN_SCORES
     assert choose_udps_kernel(big, big, None, 0.0, True) == "cpu_tiled"
-    assert choose_udps_kernel(big[:, :, :TILED_MIN_LEN - 1], big, None, 0.0, True) == "reference"
+    assert choose_udps_kernel(big[:, :, :TILED_MIN_LEN - 1], big, None, 0.0, True) == "cpu_fused"
 
 
-def test_dispatch_falls_back_for_bias_dropout_and_short_inputs(monkeypatch):
+def test_small_calls_take_the_fused_kernel_and_match_reference(monkeypatch):
+    q, k, v, alpha = make_inputs(2, 2, 30, 30, 8)
+    mask = padding_mask([30, 21], 30)
+    calls = []
+    real = UDPSFusedFunction.apply
+    monkeypatch.setattr(UDPSFusedFunction, "apply", lambda *a: calls.append(1) or real(*a))
+    got = run_kernel(udps_attention, q, k, v, alpha, mask)
+    assert calls, "udps_attention did not take the fused path"
+    assert_same(run_kernel(udps_attention_reference, q, k, v, alpha, mask), got)
+
+
+def test_dispatch_falls_back_for_bias_and_dropout_and_short_inputs_skip_tiles(monkeypatch):
     t = TILED_MIN_LEN
     monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
     q, k, _, _ = make_inputs(1, 2, t, t, 4)
     assert choose_udps_kernel(q, k, torch.zeros(1, 2, t, t), 0.0, False) == "reference"
     assert choose_udps_kernel(q, k, None, 0.1, True) == "reference"
     assert choose_udps_kernel(q, k, None, 0.1, False) == "cpu_tiled"
-    assert choose_udps_kernel(q[:, :, :1], k, None, 0.0, False) == "reference"
+    assert choose_udps_kernel(q[:, :, :1], k, None, 0.0, False) == "cpu_fused"
     # With a bias the dispatch still gives the reference's numbers.
     q, k, v, alpha = make_inputs(1, 2, t, t, 4)
     bias = torch.randn(1, 2, t, t)
@@ -61,7 +73,7 @@ def test_tracing_records_the_reference_formula(monkeypatch):
     monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
     q, k, v, _ = make_inputs(1, 2, t, t, 4)
     traced = torch.jit.trace(udps_attention, (q, k, torch.linalg.vector_norm(k, dim=-1), v))
-    assert "UDPSTiled" not in str(traced.graph)
+    assert "UDPSTiled" not in str(traced.graph) and "UDPSFused" not in str(traced.graph)
     q, k, v, _ = make_inputs(1, 2, t + 16, t + 16, 4, seed=5)
     k_norm = torch.linalg.vector_norm(k, dim=-1)
     torch.testing.assert_close(traced(q, k, k_norm, v), udps_attention_reference(q, k, k_norm, v))

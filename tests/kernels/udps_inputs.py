@@ -33,3 +33,18 @@ def assert_same(ref, got, atol=2e-5, rtol=1e-4):
     for name, r, g in zip(["out", "dq", "dk", "dv", "dalpha"], ref, got):
         assert torch.isfinite(g).all(), name
         torch.testing.assert_close(g, r, atol=atol, rtol=rtol, msg=lambda m, n=name: f"{n}: {m}")
+
+
+# Masks every kernel's parity test covers: name -> (B, H, T1, T2, mask maker or None).
+CASES = {
+    "no mask": (2, 3, 20, 20, None),
+    "padding": (3, 3, 20, 20, lambda: padding_mask([20, 13, 1], 20)),
+    "padding with an empty utterance": (3, 3, 20, 20, lambda: padding_mask([20, 13, 0], 20)),
+    "non-prefix key mask": (2, 3, 20, 20, lambda: torch.rand(2, 1, 20, generator=torch.Generator().manual_seed(3))
+                            > 0.4),
+    "causal (B, T1, T2)": (2, 3, 20, 20, lambda: torch.tril(torch.ones(20, 20, dtype=torch.bool)).expand(2, 20, 20)),
+    "T1 != T2, fully masked rows": (2, 2, 9, 23, lambda: torch.cat(
+        [torch.rand(2, 7, 23, generator=torch.Generator().manual_seed(4)) > 0.5,
+         torch.zeros(2, 2, 23, dtype=torch.bool)], dim=1)),
+    "mask batch 1": (3, 2, 20, 20, lambda: padding_mask([11], 20)),
+}

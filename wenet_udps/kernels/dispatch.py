@@ -8,7 +8,8 @@ UDPS (:func:`udps_attention`):
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
 | CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
-| anything else (short inputs on CPU, float64 on CUDA, no triton, a failed self-check) | ``reference`` |
+| CPU, any other size (short utterances, decoding steps) | ``cpu_fused`` (eager, nothing to compile) |
+| anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
 
 The first Triton call per (dtype, head dim, value dim, mask kind) is checked against the reference
 (:mod:`~wenet_udps.kernels.selfcheck`); a failure warns once and the reference serves that key from then on.
@@ -25,6 +26,7 @@ from typing import Optional
 import torch
 
 from wenet_udps.kernels import selfcheck
+from wenet_udps.kernels.cpu_fused import udps_attention_fused
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
@@ -32,11 +34,11 @@ from wenet_udps.utils.cli import UserError
 
 __all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
-# Below this many query rows or keys (e.g. one decoding step, T1 = 1) a single pass of the reference is cheaper than
-# the tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
+# Below this many query rows or keys (e.g. one decoding step, T1 = 1) the untiled fused kernel is cheaper than the
+# tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
 TILED_MIN_LEN = 64
 # Below this many scores per call (B * H * T1 * T2) the compiled tiled kernel saves too little per call to earn back
-# its compile cost (seconds per process, even from inductor's disk cache) within a run: the reference runs, and a
+# its compile cost (seconds per process, even from inductor's disk cache) within a run: cpu_fused runs, and a
 # process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
 TILED_MIN_SCORES = 1 << 20
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -56,7 +58,8 @@ def triton_available() -> bool:
 
 def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
                        training: bool) -> str:
-    """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_tiled"`` or ``"triton"``."""
+    """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_fused"``, ``"cpu_tiled"`` or
+    ``"triton"``."""
     # exporting() first: under tracing the size comparisons would be recorded as constants.
     if exporting() or bias is not None or (dropout_p > 0.0 and training):
         return "reference"
@@ -75,11 +78,12 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     if q.device.type in TRITON_DEVICES:
         same = q.dtype in TRITON_DTYPES and k_num.dtype in TRITON_DTYPES
         return "triton" if same and triton_available() else "reference"
+    if q.device.type != "cpu":
+        return "reference"
     t1, t2 = q.size(-2), k_num.size(-2)
-    if (q.device.type == "cpu" and t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN
-            and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES):
+    if t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES:
         return "cpu_tiled"
-    return "reference"
+    return "cpu_fused"
 
 
 def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
@@ -96,6 +100,8 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
         return udps_attention_triton(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     if kernel == "cpu_tiled":
         return udps_attention_tiled(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
+    if kernel == "cpu_fused":
+        return udps_attention_fused(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     return udps_attention_reference(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps,
                                     dropout_p=dropout_p, training=training)
 
