@@ -13,9 +13,17 @@ decoder step, since the two untrained models stop the beam search after differen
     python bench/train_step.py --out docs/bench_train_step.md
     python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
     python bench/train_step.py --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
+    python bench/train_step.py --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
+        --threads 1 --clock cpu        # real batches: the shortest, median and longest 8 utterances of the list
+
+With ``--data_list`` the batches are real utterances of that list (the conf's fbank and units, no augmentation,
+targets the real transcripts), 8 a batch as training sorts them: the shortest, the median and the longest 8 by
+duration; the models then output the conf's vocabulary (its units file must exist: run.sh stages 0-3).
 """
 import argparse
+import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -32,7 +40,8 @@ from wenet_udps.model_builder import build_model  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
          "transformer": ROOT / "conf/aishell/train_transformer.yaml",
-         "tiny_zh": ROOT / "conf/tiny_zh/train_conformer.yaml"}  # the main job's conf (run.sh)
+         "tiny_zh": ROOT / "conf/tiny_zh/train_conformer.yaml",  # the main job's conf (run.sh)
+         "mini_librispeech": ROOT / "conf/mini_librispeech/train_conformer.yaml"}
 # (utterances, frames): 8 utterances of 6 s and 4 of 20 s at 10 ms frames, as the project owner's measurements.
 BATCHES = [(8, 600), (4, 2000)]
 METHODS = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
@@ -42,9 +51,9 @@ MODES = {"scaled-dot": False, "udps": True}
 CLOCK = [time.perf_counter]
 
 
-def load_config(path: Path, udps: bool) -> dict:
+def load_config(path: Path, udps: bool, output_dim: int = 4233) -> dict:
     config = yaml.safe_load(path.read_text())
-    config["input_dim"], config["output_dim"] = 80, 4233
+    config["input_dim"], config["output_dim"] = 80, output_dim
     config.pop("cmvn", None)
     config.pop("cmvn_conf", None)
     config["att_udps"] = udps
@@ -60,6 +69,35 @@ def make_batch(utts: int, frames: int, seed: int) -> Tuple[torch.Tensor, ...]:
     text = torch.randint(1, 4232, (utts, tokens), generator=gen)
     text_lengths = torch.full((utts,), tokens, dtype=torch.long)
     return speech, speech_lengths, text, text_lengths
+
+
+def real_batches(conf: Path, data_list: Path, utts: int = 8) -> Tuple[int, List[Tuple[str, Tuple[torch.Tensor, ...]]]]:
+    """(vocabulary size, [(label, batch)]): the shortest, median and longest ``utts`` utterances of ``data_list``
+    by duration, each as one batch with the conf's features and units (wenet_udps.bin.recognize.eval_dataset)."""
+    import soundfile as sf
+    from torch.utils.data import DataLoader
+
+    from wenet_udps.bin.recognize import eval_dataset
+    from wenet_udps.config import load_config as read_conf
+    from wenet_udps.text import init_tokenizer
+
+    config = read_conf(str(conf))
+    tokenizer = init_tokenizer(config)
+    rows = [json.loads(line) for line in data_list.read_text(encoding="utf-8").splitlines() if line.strip()]
+    order = sorted(rows, key=lambda r: sf.info(r["wav"]).duration)
+    middle = max(0, len(order) // 2 - utts // 2)
+    out = []
+    for label, picked in (("shortest", order[:utts]), ("median", order[middle:middle + utts]),
+                          ("longest", order[-utts:])):
+        with tempfile.NamedTemporaryFile("w", suffix=".list", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in picked))
+            f.flush()
+            batch = next(iter(DataLoader(eval_dataset(config, tokenizer, f.name, utts), batch_size=None)))
+        seconds = float(batch["feats_lengths"].float().mean()) / 100
+        out.append((f"{label} {utts}, {seconds:.1f} s mean",
+                    (batch["feats"], batch["feats_lengths"].long(), batch["target"].long(),
+                     batch["target_lengths"].long())))
+    return tokenizer.vocab_size(), out
 
 
 def train_step(model, optimizer, batch, amp: Optional[torch.dtype] = None,
@@ -100,16 +138,21 @@ def _count_decoder_steps(model) -> list:
 
 
 def bench_conf(name: str, args) -> List[str]:
+    if args.data_list:
+        vocab, batches = real_batches(CONFS[name], args.data_list)
+    else:
+        vocab = 4233
+        batches = [(f"{u} x {f / 100:.0f} s", make_batch(u, f, seed=u * f)) for u, f in args.batches]
     models, optims = {}, {}
     for mode, udps in MODES.items():
         torch.manual_seed(0)
-        models[mode] = build_model(load_config(CONFS[name], udps)).to(args.device).train()
+        models[mode] = build_model(load_config(CONFS[name], udps, vocab)).to(args.device).train()
         optims[mode] = torch.optim.Adam(models[mode].parameters(), lr=1e-4)
     amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     scalers = {mode: torch.amp.GradScaler(args.device) if args.dtype == "fp16" else None for mode in MODES}
     rows = []
-    for utts, frames in args.batches:
-        batch = tuple(x.to(args.device) for x in make_batch(utts, frames, seed=utts * frames))
+    for label, batch in batches:
+        batch = tuple(x.to(args.device) for x in batch)
         times: Dict[str, List[float]] = {mode: [] for mode in MODES}
         for mode in MODES:  # warm-up
             train_step(models[mode], optims[mode], batch, amp, scalers[mode])
@@ -120,13 +163,14 @@ def bench_conf(name: str, args) -> List[str]:
         # Load from other processes only adds time: the fastest repeat is the steadier estimate on a shared machine.
         for stat, fn in (("median", statistics.median), ("fastest", min)):
             t = {mode: fn(ts) for mode, ts in times.items()}
-            rows.append(f"| {name} | train step ({stat}) | {utts} x {frames / 100:.0f} s | {t['scaled-dot']:.2f} s | "
+            rows.append(f"| {name} | train step ({stat}) | {label} | {t['scaled-dot']:.2f} s | "
                         f"{t['udps']:.2f} s | {t['udps'] / t['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
     if args.decode:
-        utts, frames = args.batches[0]
-        speech, speech_lengths, _, _ = (x.to(args.device) for x in make_batch(utts, frames, seed=1))
-        audio_s = utts * frames / 100
+        # The median batch of a real list (its typical length), else the first synthetic batch.
+        label, batch = batches[1] if args.data_list else batches[0]
+        speech, speech_lengths = (x.to(args.device) for x in batch[:2])
+        audio_s = float(speech_lengths.sum()) / 100
         for method in METHODS:
             seconds: Dict[str, List[float]] = {mode: [] for mode in MODES}
             steps = {mode: _count_decoder_steps(models[mode].eval()) for mode in MODES}
@@ -142,12 +186,12 @@ def bench_conf(name: str, args) -> List[str]:
                         seconds[mode].append(CLOCK[0]() - start)
             rtf = {mode: statistics.median(ts) / audio_s for mode, ts in seconds.items()}
             step_ms = {mode: sum(ts) * 1e3 / len(ts) if ts else None for mode, ts in steps.items()}
-            rows.append(f"| {name} | RTF {method} | {utts} x {frames / 100:.0f} s | {rtf['scaled-dot']:.4f} | "
+            rows.append(f"| {name} | RTF {method} | {label} | {rtf['scaled-dot']:.4f} | "
                         f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
             if step_ms["udps"] is not None:
                 # Untrained models stop the beam search after different numbers of steps; per step is comparable.
-                rows.append(f"| {name} | {method}: ms per decoder step | {utts} x {frames / 100:.0f} s | "
+                rows.append(f"| {name} | {method}: ms per decoder step | {label} | "
                             f"{step_ms['scaled-dot']:.2f} | {step_ms['udps']:.2f} | "
                             f"{step_ms['udps'] / step_ms['scaled-dot']:.3f} |")
                 print(rows[-1], flush=True)
@@ -166,6 +210,7 @@ def main() -> None:
                         help="training-step precision: autocast bf16, or fp16 with a GradScaler")
     parser.add_argument("--batches", nargs="+", metavar="UTTSxFRAMES",
                         help="batches as utterances x 10 ms frames (default: 8x600 4x2000)")
+    parser.add_argument("--data_list", type=Path, help="real batches from this data.list (see above)")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
