@@ -58,11 +58,12 @@ def test_config_keys_of_an_unregistered_variant_are_rejected(tmp_path, fsdd_dir)
 def test_registered_variant_builds_trains_and_decodes(tmp_path, fsdd_dir, sharp_variant):
     exp = make_experiment(tmp_path, fsdd_dir, n_train=4, n_cv=2, att_udps=False, max_epoch=1)
     config = _with_variant(exp["config"])
-    # The variant's own option is a valid udps_conf key now, and att_udps keeps a UDPS site as it is.
-    for att_udps in (False, True):
+    # The variant's own option is a valid udps_conf key now; an att_udps that makes the site UDPS keeps the variant.
+    for att_udps, label in ((None, "udps_enc_self"), ("enc_self", "udps_enc_self"), (True, "udps")):
         types = site_types(validate_config(dict(config, att_udps=att_udps)))
         assert types["enc_self"] == ["sharp_udps_selfattn"]
-        assert attention_label(types) == ("udps" if att_udps else "udps_enc_self")
+        assert attention_label(types) == label
+    config = dict(config, att_udps="enc_self")
 
     exp["conf"].write_text(yaml.safe_dump(config), encoding="utf-8")
     model_dir = tmp_path / "exp"
