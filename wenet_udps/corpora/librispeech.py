@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from wenet_udps.corpora.common import write_kaldi_dir
+from wenet_udps.utils import cli
 
 SHOWN = 3  # problem examples named per reason
 
@@ -109,14 +110,13 @@ def speaker_set(text: str) -> Set[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="librispeech", description=__doc__.split("\n\n")[0])
-    parser.add_argument("part_dir", type=Path, help="a LibriSpeech part, e.g. LibriSpeech/train-clean-5")
-    parser.add_argument("out_dir", type=Path, help="Kaldi data dir to write (wav.scp, text, utt2spk)")
+    parser = cli.ArgumentParser(prog="librispeech", description=__doc__.split("\n\n")[0])
+    parser.add_argument("part_dir", type=cli.existing_dir, help="a LibriSpeech part, e.g. LibriSpeech/train-clean-5")
+    parser.add_argument("out_dir", type=cli.output_dir, help="Kaldi data dir to write (wav.scp, text, utt2spk)")
     parser.add_argument("--speakers", type=speaker_set, default=None, help="only these speaker ids (space-separated)")
     parser.add_argument("--exclude_speakers", type=speaker_set, default=set(), help="leave these speakers out")
     args = parser.parse_args(argv)
-    if not args.part_dir.is_dir():
-        parser.error(f"{args.part_dir} is not a directory")
+    args.part_dir, args.out_dir = Path(args.part_dir), Path(args.out_dir)
     try:
         part = scan_part(args.part_dir)
         rows = select(part, args.speakers, args.exclude_speakers)
