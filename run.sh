@@ -17,7 +17,7 @@ cd "$(dirname "$0")"
 . tools/log.sh
 . tools/run_lib.sh
 
-corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech (~4 h, 2 cores)
+corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech (~2.5 h, 2 cores)
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)
