@@ -28,7 +28,8 @@ fetch() {
 
 # fetch_part URL MD5 DIR PART: download URL (a LibriSpeech-format archive of DIR/LibriSpeech/PART) and unpack it.
 # The part is unpacked into a temporary folder and moved into place when complete, so DIR/LibriSpeech/PART exists
-# only whole: an existing one is skipped without writing anything (DIR may be a read-only copy).
+# only whole: an existing one is skipped without writing anything (DIR may be a read-only copy). The archive is
+# deleted afterwards unless the calling download.sh set keep_archives=true.
 fetch_part() {
   local url=$1 md5=$2 dir=$3 part=$4
   if [[ -d ${dir}/LibriSpeech/${part} ]]; then
