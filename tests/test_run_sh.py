@@ -191,6 +191,14 @@ def test_stage0_redone_when_prepare_opts_change(tmp_path, fsdd_dir):
     assert small.returncode == 0, small.stderr[-2000:]
     same = run_sh(*common, "--prepare_opts", "--num_train 2 --num_dev 1 --num_test 1")
     assert "already prepared" in same.stderr
+    # The same folders named another way (a symlink, a "..") are the same source: nothing is prepared again.
+    (tmp_path / "link").symlink_to(tmp_path)
+    other = [str(tmp_path / "link" / "sub" / ".." / "dl") if x == str(tmp_path / "dl") else
+             str(tmp_path / "link" / fsdd_dir.name) if x == str(fsdd_dir) else x for x in common]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / fsdd_dir.name).symlink_to(fsdd_dir)
+    aliased = run_sh(*other, "--prepare_opts", "--num_train 2 --num_dev 1 --num_test 1")
+    assert "already prepared" in aliased.stderr, aliased.stderr[-2000:]
     larger = run_sh(*common, "--prepare_opts", "--num_train 3 --num_dev 1 --num_test 1")
     assert larger.returncode == 0, larger.stderr[-2000:]
     assert "preparing" in larger.stderr and "--num_train 3" in larger.stderr
