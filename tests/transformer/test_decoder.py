@@ -65,24 +65,27 @@ def test_causal_and_padding_masks(self_type, src_type):
     assert not torch.allclose(out[0, 3:], out2[0, 3:], atol=1e-5)
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))
 @pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
-def test_forward_one_step_matches_full_forward(name, self_type, src_type):
-    dec = make(name, self_type, src_type).eval()
-    memory, memory_mask, ys, _ = batch()
-    full_lens = torch.tensor([5, 5])
-    out, _, _ = dec(memory, memory_mask, ys, full_lens)
-    memory_caches = dec.memory_caches(memory)
-    cache = None
-    for i in range(1, 6):
-        tgt_mask = subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1)
-        logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache, memory_caches)
-        assert len(new_cache) == 2 and new_cache[0].shape == (2, i, D)
-        assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
-        # The memory's projections made once give the numbers that projecting it at this step gives.
-        logp_fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache)
-        torch.testing.assert_close(logp, logp_fresh, rtol=1e-6, atol=1e-6)
-        cache = new_cache
+def test_forward_one_step_matches_full_forward(name, self_type, src_type, grad):
+    """Also without gradients, as decoding runs: UDPS self-attention steps then take the one_query kernel."""
+    with torch.set_grad_enabled(grad):
+        dec = make(name, self_type, src_type).eval()
+        memory, memory_mask, ys, _ = batch()
+        full_lens = torch.tensor([5, 5])
+        out, _, _ = dec(memory, memory_mask, ys, full_lens)
+        memory_caches = dec.memory_caches(memory)
+        cache = None
+        for i in range(1, 6):
+            tgt_mask = subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1)
+            logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache, memory_caches)
+            assert len(new_cache) == 2 and new_cache[0].shape == (2, i, D)
+            assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
+            # The memory's projections made once give the numbers that projecting it at this step gives.
+            logp_fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache)
+            torch.testing.assert_close(logp, logp_fresh, rtol=1e-6, atol=1e-6)
+            cache = new_cache
 
 
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))

@@ -9,7 +9,12 @@ UDPS (:func:`udps_attention`):
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
 | CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
 | CPU, any other size (short utterances, decoding steps) | ``cpu_fused`` (eager, nothing to compile) |
+| :func:`udps_attention_from_keys` only: one query row, no gradient, no forced kernel (a decoding step) | ``one_query`` |
 | anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
+
+``one_query`` (any device) folds the denominators into the keys and runs torch's SDPA; it needs the raw keys and the
+numerator scale, which is why the modules that compute their keys per call (decoder self-attention) call
+:func:`udps_attention_from_keys`, and those with a ready ``k~`` (the cross-attention cache) :func:`udps_attention`.
 
 The first Triton call per (dtype, head dim, value dim, mask kind) is checked against the reference
 (:mod:`~wenet_udps.kernels.selfcheck`); a failure warns once and the reference serves that key from then on.
@@ -28,11 +33,12 @@ import torch
 from wenet_udps.kernels import selfcheck
 from wenet_udps.kernels.cpu_fused import udps_attention_fused
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
-from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference
+from wenet_udps.kernels.one_query import udps_attention_one_query
+from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference, upcast
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 from wenet_udps.utils.cli import UserError
 
-__all__ = ["udps_attention", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
+__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
 # Below this many query rows or keys (e.g. one decoding step, T1 = 1) the untiled fused kernel is cheaper than the
 # tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
@@ -104,6 +110,24 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
         return udps_attention_fused(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     return udps_attention_reference(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps,
                                     dropout_p=dropout_p, training=training)
+
+
+def udps_attention_from_keys(q: torch.Tensor, k: torch.Tensor, scale: torch.Tensor, v: torch.Tensor,
+                             mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS, dropout_p: float = 0.0,
+                             training: bool = False) -> torch.Tensor:
+    """Plain UDPS attention from the raw keys: k~ = ``scale`` k (``scale`` = 4 alpha, (1, H, 1, 1)) and n = |k|.
+
+    A decoding step (one query row, nothing recording gradients or a graph, no forced kernel) runs ``one_query``;
+    every other call forms k~ and n and goes through :func:`udps_attention`. q (B, H, T1, d), k (B, H, T2, d),
+    v (B, H, T2, dv), mask (B, 1|T1, T2) bool or empty/None -> (B, H, T1, dv).
+    """
+    # exporting() first: under tracing the size comparison would be recorded as a constant.
+    grads = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, scale, v))
+    if (not exporting() and q.size(-2) == 1 and not grads and not (dropout_p > 0.0 and training)
+            and selfcheck.forced_kernel() is None):
+        return udps_attention_one_query(q, k, scale, v, mask=_as_mask(mask), eps=eps)
+    return udps_attention(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), v, mask=mask, eps=eps,
+                          dropout_p=dropout_p, training=training)
 
 
 def _as_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:

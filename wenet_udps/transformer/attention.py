@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple, Type
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention
+from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention, udps_attention_from_keys
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 
 _EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
@@ -209,9 +209,9 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         return (4.0 * a) * k, torch.linalg.vector_norm(upcast(k), dim=-1)
 
     def attend(self, q, k, v, mask, pos_emb):
-        k_num, k_norm = self.key_terms(k)
-        return udps_attention(q, k_num, k_norm, v, mask=mask, eps=self.eps,
-                              dropout_p=self.dropout_rate, training=self.training)
+        # The keys' terms are formed by the kernel: a decoding step folds them into one pass (kernels/one_query.py).
+        return udps_attention_from_keys(q, k, 4.0 * self._effective(self.alpha).view(1, -1, 1, 1), v, mask=mask,
+                                        eps=self.eps, dropout_p=self.dropout_rate, training=self.training)
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         return {"alpha": self._effective(self.alpha).detach()}
