@@ -9,7 +9,7 @@ UDPS (:func:`udps_attention`):
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
 | CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
 | CPU, any other size (short utterances, decoding steps) | ``cpu_fused`` (eager, nothing to compile) |
-| :func:`udps_attention_from_keys` only: one query row, no gradient, no forced kernel (a decoding step) | ``one_query`` |
+| via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel (decoding steps) | ``one_query`` |
 | anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
 
 ``one_query`` (any device) folds the denominators into the keys and runs torch's SDPA; it needs the raw keys and the
@@ -38,7 +38,8 @@ from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 from wenet_udps.utils.cli import UserError
 
-__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "choose_udps_kernel", "TILED_MIN_LEN", "TILED_MIN_SCORES"]
+__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "choose_udps_kernel",
+           "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
 # Below this many query rows or keys (e.g. one decoding step, T1 = 1) the untiled fused kernel is cheaper than the
 # tiled kernel's fixed cost per call (measured: docs/benchmarks.md).
