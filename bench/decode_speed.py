@@ -14,16 +14,18 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from wenet_udps.bin.recognize import eval_dataset, load_experiment
+from wenet_udps.bin.recognize import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import DECODING_METHODS
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
-    """(model, batches) of one experiment dir."""
+    """(model, batches, seconds of audio in the batches) of one experiment dir."""
     config, model = load_experiment(exp, checkpoint)
     dataset = eval_dataset(config, init_tokenizer(config), test_data, batch_size)
-    return model, list(DataLoader(dataset, batch_size=None, num_workers=0))
+    batches = list(DataLoader(dataset, batch_size=None, num_workers=0))
+    shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
+    return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches)
 
 
 def main() -> None:
@@ -36,24 +38,30 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: this process's CPU time, steadier on a machine shared with other jobs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     runs = {exp: load(exp, args.checkpoint, args.test_data, args.batch_size) for exp in args.exp_dirs}
     seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
     with torch.no_grad():
-        for model, batches in runs.values():
+        for model, batches, _ in runs.values():
             model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size)
-        for _ in range(args.repeats):
+        for rep in range(args.repeats):
             for mode in args.modes:
-                for exp, (model, batches) in runs.items():
-                    start = time.perf_counter()
+                # The order flips every pass, so neither model always runs right after the other's cache traffic.
+                for exp in (list(runs) if rep % 2 == 0 else list(reversed(runs))):
+                    model, batches, _ = runs[exp]
+                    start = clock()
                     for b in batches:
                         model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size)
-                    seconds[exp, mode] += time.perf_counter() - start
+                    seconds[exp, mode] += clock() - start
     for mode in args.modes:
-        for exp in runs:
-            print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode} "
-                  f"({len(runs[exp][1])} batches, {args.threads} thread(s))")
+        for exp, (_, batches, audio) in runs.items():
+            rtf = seconds[exp, mode] / (args.repeats * audio)
+            print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode}, RTF {rtf:.4f} "
+                  f"({len(batches)} batches, {args.threads} thread(s), {args.clock} clock)")
         if len(runs) == 2:
             first, second = runs
             print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
