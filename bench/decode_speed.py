@@ -7,6 +7,12 @@ Prints one line per model and mode: seconds for ``--repeats`` passes over the li
 alone (the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and the
 UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate between
 the models, so a machine that slows down slows both.
+
+Two trained models stop their beam searches after different numbers of steps (their hypotheses differ), so the
+``attention`` ratio mixes speed with what they decode. ``--step_prefixes 10 40 80`` also times one decoder step at
+fixed prefix lengths, equal work for both: the first batch's encoder output repeated ``--beam_size`` times (as the
+beam search holds it), a prefix of L tokens and its cache, ``decoder.forward_one_step`` (median of ``--repeats`` x 5
+calls, the models alternating).
 """
 import argparse
 import time
@@ -28,16 +34,52 @@ def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
     return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches)
 
 
+@torch.no_grad()
+def step_times(runs, length: int, args, clock) -> None:
+    """Print each model's median seconds for one ``forward_one_step`` with prefixes of ``length`` tokens."""
+    calls = {}
+    for exp, (model, batches, _) in runs.items():
+        b = batches[0]
+        memory, memory_mask = model.encoder(b["feats"], b["feats_lengths"])
+        rows = memory.size(0) * args.beam_size
+        memory = memory.repeat_interleave(args.beam_size, 0)
+        memory_mask = memory_mask.repeat_interleave(args.beam_size, 0)
+        gen = torch.Generator().manual_seed(length)
+        tokens = torch.randint(1, model.vocab_size, (rows, length), generator=gen)
+        causal = torch.tril(torch.ones(length, length, dtype=torch.bool)).expand(rows, length, length)
+        dec = model.decoder
+        caches = dec.memory_caches(memory)
+        cache = [torch.randn(rows, length - 1, memory.size(-1), generator=gen) for _ in dec.decoders]
+        calls[exp] = (lambda d=dec, m=memory, mm=memory_mask, t=tokens, c=causal, k=cache, mc=caches:
+                      d.forward_one_step(m, mm, t, c, k, mc))
+        calls[exp]()
+    times = {exp: [] for exp in calls}
+    for rep in range(5 * args.repeats):
+        for exp in (list(calls) if rep % 2 == 0 else list(reversed(calls))):
+            start = clock()
+            calls[exp]()
+            times[exp].append(clock() - start)
+    median = {exp: sorted(ts)[len(ts) // 2] for exp, ts in times.items()}
+    for exp, t in median.items():
+        print(f"{exp}: {t * 1e3:.2f} ms per decoder step, prefix {length}, {rows} rows (median of {len(times[exp])})")
+    if len(median) == 2:
+        first, second = median
+        print(f"ratio {second} / {first}, decoder step at prefix {length}: {median[second] / median[first]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
-    parser.add_argument("--modes", nargs="+", default=["attention"], choices=DECODING_METHODS)
+    parser.add_argument("--modes", nargs="*", default=["attention"], choices=DECODING_METHODS,
+                        help="decoding modes to time over the whole list (none: only --step_prefixes)")
     parser.add_argument("--beam_size", type=int, default=10)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--step_prefixes", nargs="*", type=int, default=[], metavar="L",
+                        help="also time one decoder step at these prefix lengths (equal work for both models)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: this process's CPU time, steadier on a machine shared with other jobs")
     args = parser.parse_args()
@@ -57,6 +99,8 @@ def main() -> None:
                     for b in batches:
                         model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size)
                     seconds[exp, mode] += clock() - start
+    for length in args.step_prefixes:
+        step_times(runs, length, args, clock)
     for mode in args.modes:
         for exp, (_, batches, audio) in runs.items():
             rtf = seconds[exp, mode] / (args.repeats * audio)
