@@ -34,6 +34,20 @@ def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
     return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches)
 
 
+def _time_sublayers(decoder, clock):
+    """(totals, handles): hooks that add each block's self_attn / src_attn / feed_forward seconds into ``totals``;
+    remove the ``handles`` when done."""
+    totals = {"self_attn": 0.0, "src_attn": 0.0, "feed_forward": 0.0}
+    started, handles = {}, []
+    for layer in decoder.decoders:
+        for name in totals:
+            module = getattr(layer, name)
+            handles.append(module.register_forward_pre_hook(lambda m, inp: started.__setitem__(id(m), clock())))
+            handles.append(module.register_forward_hook(
+                lambda m, inp, out, n=name: totals.__setitem__(n, totals[n] + clock() - started[id(m)])))
+    return totals, handles
+
+
 @torch.no_grad()
 def step_times(runs, length: int, args, clock) -> None:
     """Print each model's median seconds for one ``forward_one_step`` with prefixes of ``length`` tokens."""
@@ -54,6 +68,7 @@ def step_times(runs, length: int, args, clock) -> None:
                       d.forward_one_step(m, mm, t, c, k, mc))
         calls[exp]()
     times = {exp: [] for exp in calls}
+    parts = {exp: _time_sublayers(runs[exp][0].decoder, clock) for exp in calls}
     for rep in range(5 * args.repeats):
         for exp in (list(calls) if rep % 2 == 0 else list(reversed(calls))):
             start = clock()
@@ -61,7 +76,12 @@ def step_times(runs, length: int, args, clock) -> None:
             times[exp].append(clock() - start)
     median = {exp: sorted(ts)[len(ts) // 2] for exp, ts in times.items()}
     for exp, t in median.items():
-        print(f"{exp}: {t * 1e3:.2f} ms per decoder step, prefix {length}, {rows} rows (median of {len(times[exp])})")
+        totals, handles = parts[exp]
+        for handle in handles:
+            handle.remove()
+        shares = ", ".join(f"{name} {1e3 * sec / len(times[exp]):.2f}" for name, sec in totals.items())
+        print(f"{exp}: {t * 1e3:.2f} ms per decoder step, prefix {length}, {rows} rows (median of {len(times[exp])}; "
+              f"mean ms per step in all blocks: {shares})")
     if len(median) == 2:
         first, second = median
         print(f"ratio {second} / {first}, decoder step at prefix {length}: {median[second] / median[first]:.3f}")
