@@ -54,6 +54,9 @@ train_override=         # extra overrides for training, e.g. "max_epoch=3 datase
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
                         # model with the config's seed (train's default), in <exp>
 checkpoint=             # continue training one model from this checkpoint; default: its newest valid epoch_N/step_N.pt
+enc_init=               # fine-tuning: a new model starts with --enc_init_mods copied from this checkpoint; {attention}
+                        # becomes each model's attention (e.g. exp/mini_librispeech/train_conformer_{attention}/avg_5.pt)
+enc_init_mods=encoder.  # comma-separated module-name prefixes copied from --enc_init (WeNet's train.py options)
 force=false             # true: train afresh where an exp dir holds an earlier run (its checkpoints are deleted)
 average_num=5           # checkpoints averaged for decoding (fewer when fewer exist: avg_<number used>.pt)
 average_mode=val_best   # val_best (the N best by cv loss) | latest (the last N epochs)
@@ -87,7 +90,7 @@ args_given=("$@")
 # silently name the repo's file of that name (an edited conf/... in the caller's folder ignored): make it the caller's.
 resolved=()  # the resolved paths as options, for recipes/fsdd/loso.sh, which reruns run.sh from here
 if ! [[ ${caller_dir} -ef ${PWD} ]]; then
-  for v in config dir data download_dir fsdd_dir checkpoint loso_compare; do
+  for v in config dir data download_dir fsdd_dir checkpoint enc_init loso_compare; do
     [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
   done
 fi
@@ -220,6 +223,14 @@ for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative 
 # runs: "<variant>:<seed>" per model trained ("none": the config's seed, exp dir without suffix).
 runs=()
 for udps in ${variants}; do for s in ${seeds:-none}; do runs+=("${udps}:${s}"); done; done
+enc_init_of() {  # enc_init_of VARIANT -> its --enc_init file ({attention} replaced by the variant's exp suffix)
+  echo "${enc_init//\{attention\}/${exp_of[${1}]#"${exp_prefix}_"}}"
+}
+if [[ -n ${enc_init} && ${stage} -le 4 && ${stop_stage} -ge 4 ]]; then
+  for udps in ${variants}; do
+    [[ -f $(enc_init_of "${udps}") ]] || die "--enc_init: $(enc_init_of "${udps}") (for att_udps ${udps}) is not a file"
+  done
+fi
 run_exp() {  # run_exp VARIANT:SEED -> its exp dir
   if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
 }
@@ -388,6 +399,11 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
           train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \
           cv_list="$(file_sum "${data}/${dev_set}/$(list_name)")" units="$(file_sum "${units}")" \
           cmvn="$(file_sum "${cmvn}.stamp")" seed="${seed}")   # cmvn: what the stats were made from
+    init=
+    if [[ -n ${enc_init} ]]; then
+      init=$(enc_init_of "${udps}")
+      key+=$'\n'$(stamp_text enc_init="$(file_sum "${init}")" enc_init_mods="${enc_init_mods}")
+    fi
     newest=$(newest_checkpoint "${exp}")
     trained=false; [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
     if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
@@ -407,6 +423,7 @@ except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g
           --dtype "${train_dtype}")
     for o in "${overrides[@]}"; do args+=(--override "${o}"); done
     [[ ${seed} == none ]] || args+=(--seed "${seed}")
+    [[ -z ${init} ]] || args+=(--enc_init "${init}" --enc_init_mods "${enc_init_mods}")
     # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
     if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
     log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \

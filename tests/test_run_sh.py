@@ -273,3 +273,26 @@ def test_stage5_waits_for_no_training_it_would_average(tmp_path):
         proc = run_sh("--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp" / "x"), "--att_udps", "false")
     assert f"{exp} is in use by a training run (pid 4343)" in _one_error_line(proc)
     assert {p.name for p in exp.iterdir()} == {"final.pt", ".lock", ".run.lock"}
+
+
+def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, fsdd_dir):
+    """--enc_init with {attention}: each model starts from the donor of its attention type; the stamp records it,
+    and a donor missing for one variant is refused before any training."""
+    tiny = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32 "
+            "decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=4")
+    common = ["--corpus", "fsdd", "--fsdd_dir", str(fsdd_dir), "--download_dir", str(tmp_path / "dl"),
+              "--data", str(tmp_path / "data"), "--prepare_opts", "--num_train 8 --num_dev 2 --num_test 2",
+              "--num_workers", "0", "--stop_stage", "4", "--train_override", tiny]
+    donor = run_sh(*common, "--stage", "-1", "--dir", str(tmp_path / "donor"))
+    assert donor.returncode == 0, donor.stderr[-3000:]
+    pattern = str(tmp_path / "donor_{attention}" / "final.pt")
+    tuned = run_sh(*common, "--stage", "4", "--dir", str(tmp_path / "tuned"), "--enc_init", pattern)
+    assert tuned.returncode == 0, tuned.stderr[-3000:]
+    for attention in ("scaled_dot", "udps"):
+        log = (tmp_path / f"tuned_{attention}" / "train.log").read_text()
+        assert f"from {tmp_path}/donor_{attention}/final.pt" in log and "under encoder." in log
+        assert "enc_init=" in (tmp_path / f"tuned_{attention}" / ".train.stamp").read_text()
+    (tmp_path / "donor_udps" / "final.pt").unlink()
+    line = _one_error_line(run_sh(*common, "--stage", "4", "--dir", str(tmp_path / "other"), "--enc_init", pattern))
+    assert f"--enc_init: {tmp_path}/donor_udps/final.pt (for att_udps true) is not a file" in line
+    assert not (tmp_path / "other_scaled_dot").exists()

@@ -18,6 +18,8 @@ Resume exactly where a run stopped with ``--checkpoint exp/x/epoch_N.pt`` (or a 
 when there is none: the one command to start or continue a run.
 The experiment dir is locked while training (a second run on it is refused, naming the pid), and a new run refuses
 a dir holding another run's checkpoints unless it resumes that run or ``--force`` deletes them.
+Fine-tuning: ``--enc_init CKPT [--enc_init_mods encoder.]`` starts a new run with those modules copied from another
+model (e.g. a mini LibriSpeech encoder for FSDD's digits), the rest fresh (wenet_udps.train.init_modules).
 Epochs are numbered from 0 everywhere (logs, epoch_N.pt, TensorBoard), as WeNet numbers them.
 Writes ``model_dir/train.yaml`` (the config with overrides, input_dim, output_dim, absolute paths) for decoding
 and export, checkpoints (wenet_udps.train.checkpoint) and TensorBoard logs (tags in docs/design.md).
@@ -52,9 +54,17 @@ from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.targets import TargetAdmission
+from wenet_udps.train.init_modules import init_modules, parse_prefixes
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
+
+
+def _prefixes(text: str) -> List[str]:
+    try:
+        return parse_prefixes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -67,6 +77,11 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--checkpoint", default=None, type=cli.existing_file_or("auto"),
                    help="resume from this checkpoint; 'auto': the newest valid epoch_N.pt/step_N.pt in --model_dir "
                         "(none: start afresh)")
+    p.add_argument("--enc_init", default=None, type=cli.existing_file,
+                   help="start a new run from this checkpoint's --enc_init_mods (fine-tuning; a resumed run "
+                        "ignores it)")
+    p.add_argument("--enc_init_mods", default="encoder.", type=_prefixes,
+                   help="comma-separated module-name prefixes copied from --enc_init (default: encoder.)")
     p.add_argument("--force", action="store_true",
                    help="delete the checkpoints of another run in --model_dir instead of refusing to start")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -286,7 +301,10 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
         logging.warning("udps_conf is unused: this model has no UDPS attention (att_udps false, no udps layer type)")
     if run.ckpt:
         fit_weights(model, run.ckpt["model"], run.ckpt_path)
-        logging.info("loaded %s", run.ckpt_path)
+        logging.info("loaded %s%s", run.ckpt_path, f" (--enc_init {args.enc_init} is for a new run: not used)"
+                     if args.enc_init else "")
+    elif args.enc_init:
+        init_modules(model, args.enc_init, args.enc_init_mods, verify=args.verify_checkpoint)
     model.to(run.device)
     optimizer = build_optimizer(config, model.parameters())
     scheduler = build_scheduler(config, optimizer)
