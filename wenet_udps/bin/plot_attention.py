@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from wenet_udps.bin.recognize import eval_dataset, load_experiment
-from wenet_udps.kernels.reference import udps_scores
+from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module
 from wenet_udps.utils import cli
@@ -49,6 +49,7 @@ def recording(model: torch.nn.Module):
             hooks.append(module.register_forward_pre_hook(lambda _m, _a, n=name: current.append(n)))
             hooks.append(module.register_forward_hook(lambda *_: current.pop() and None))  # None: output kept
     sdpa, udps = attention_module.scaled_dot_attention, attention_module.udps_attention
+    udps_keys = attention_module.udps_attention_from_keys
 
     def scaled_dot(q, k, v, mask, dropout_p, scale=None):
         s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
@@ -60,11 +61,19 @@ def recording(model: torch.nn.Module):
         records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
         return udps(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps, **kwargs)
 
+    def udps_keys_fn(q, k, scale, v, mask=None, eps=1e-6, **kwargs):
+        s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
+        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
+        return udps_keys(q, k, scale, v, mask=mask, eps=eps, **kwargs)
+
+    # Every kernel entry the attention modules call (plain UDPS layers form their keys' terms in the kernel).
     attention_module.scaled_dot_attention, attention_module.udps_attention = scaled_dot, udps_fn
+    attention_module.udps_attention_from_keys = udps_keys_fn
     try:
         yield records
     finally:
         attention_module.scaled_dot_attention, attention_module.udps_attention = sdpa, udps
+        attention_module.udps_attention_from_keys = udps_keys
         for h in hooks:
             h.remove()
 
