@@ -1,0 +1,368 @@
+// UDPS attention on CPU, blockwise in cache (float32): the math of wenet_udps/kernels/cpu_fused.py without any
+// (B, H, T1, T2) tensor.
+//
+//   forward   N = q k~^T;  r = 1 / max(|q_i| + n_j, sqrt(eps));  S = N r r (masked keys: -inf);  P = softmax(S);
+//             O = P v;  lse_i = log sum_j exp(S_ij) is kept for the backward (+inf for a row with no kept key)
+//   backward  P = exp(S - lse);  dv = P^T dO;  dS = P (dO v^T - dO_i . O_i);  Y = dS r;  G = Y S (0 where the floor
+//             is active);  da_i = -2 sum_j G_ij;  dn_j = -2 sum_i G_ij;  dN = Y r;  dq = dN k~ + da_i q_i / |q_i|;
+//             dk~ = dN^T q
+//
+// Each (b, h) is owned by one thread and walks its query rows in blocks: the block's scores come from one GEMM, one
+// loop per row applies the denominator, the mask and the exponential while the row is in L1, and the products with
+// v (forward) or dO, k~, q (backward) are GEMMs again. Keys outside the block's first..last kept key are skipped
+// (padding, causal masks). Gradients of the keys are summed over query blocks in order, so results are bitwise
+// reproducible; a batch-1 k~ / v gets one gradient per batch entry, summed by the caller.
+#include <torch/extension.h>
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+// The Fortran BLAS symbol that torch's MKL/OpenBLAS build exports; weak, so a torch without it still loads the
+// extension and the GEMMs go through at::mm instead.
+extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                       const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+                       const float* beta, float* c, const int* ldc) __attribute__((weak));
+
+namespace {
+
+constexpr int64_t kLanes = 16;  // independent accumulators of a row reduction: one AVX-512 register (two AVX2)
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Row-major C (m x n) = op(A) op(B) + beta C, beta 0 or 1; op(X) = X^T when the flag is set.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) {
+    return;
+  }
+  if (sgemm_ != nullptr && k > 0) {
+    // Column-major BLAS sees each row-major matrix transposed: C^T = op(B)^T op(A)^T.
+    const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+    const int mi = n, ni = m, ki = k, la = ldb, lb = lda, lc = ldc;
+    const float one = 1.0f;
+    sgemm_(&tb, &ta, &mi, &ni, &ki, &one, b, &la, a, &lb, &beta, c, &lc);
+    return;
+  }
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  auto view = [&](const float* p, int64_t rows, int64_t cols, int64_t ld, bool t) {
+    auto x = at::from_blob(const_cast<float*>(p), {rows, cols}, {ld, 1}, opts);
+    return t ? x.t() : x;
+  };
+  auto out = at::from_blob(c, {m, n}, {ldc, 1}, opts);
+  auto lhs = view(a, trans_a ? k : m, trans_a ? m : k, lda, trans_a);
+  auto rhs = view(b, trans_b ? n : k, trans_b ? k : n, ldb, trans_b);
+  if (beta == 0.0f) {
+    at::mm_out(out, lhs, rhs);
+  } else {
+    out.addmm_(lhs, rhs);
+  }
+}
+
+// exp(x) to about 1 ulp as a loop the compiler vectorises: x = k ln2 + r, |r| <= ln2 / 2, exp(r) by its degree-7
+// Taylor polynomial (error < 6e-9 on that range), 2^k from the exponent bits. Exactly 0 below -87 (and for -inf).
+inline float exp_approx(float x) {
+  const float xc = std::min(std::max(x, -87.0f), 88.0f);
+  const float kf = std::floor(xc * 1.44269504088896341f + 0.5f);
+  const float r = (xc - kf * 0.693145751953125f) - kf * 1.42860682028622680e-6f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(kf) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return x < -87.0f ? 0.0f : p * scale;
+}
+
+float lane_max(const float* acc) {
+  float m = acc[0];
+  for (int64_t l = 1; l < kLanes; ++l) m = std::max(m, acc[l]);
+  return m;
+}
+
+float lane_sum(const float* acc) {
+  float s = 0.0f;
+  for (int64_t l = 0; l < kLanes; ++l) s += acc[l];
+  return s;
+}
+
+// Score of one (query, key) pair: (q_i . k~_j) r r with r = 1 / max(|q_i| + n_j, sqrt(eps)); -inf if masked.
+inline float score(float dot, float a, float n, const uint8_t* keep, int64_t j, float sqrt_eps) {
+  const float r = 1.0f / std::max(a + n, sqrt_eps);
+  const float s = dot * r * r;
+  return (keep == nullptr || keep[j]) ? s : -kInf;
+}
+
+// Forward of one query row: the dots in ``row`` become exp(S - max); returns the row's log-sum-exp (+inf and a zero
+// row when no key is kept) and sets ``inv_sum``, the factor of the row of P v.
+float row_forward(float* row, int64_t n, float a, const float* norms, const uint8_t* keep, float sqrt_eps,
+                  float* inv_sum) {
+  const int64_t full = n - n % kLanes;
+  float acc[kLanes];
+  std::fill(acc, acc + kLanes, -kInf);
+  for (int64_t j = 0; j < full; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float s = score(row[j + l], a, norms[j + l], keep, j + l, sqrt_eps);
+      row[j + l] = s;
+      acc[l] = std::max(acc[l], s);
+    }
+  }
+  float m = lane_max(acc);
+  for (int64_t j = full; j < n; ++j) {
+    row[j] = score(row[j], a, norms[j], keep, j, sqrt_eps);
+    m = std::max(m, row[j]);
+  }
+  if (m == -kInf) {
+    std::fill(row, row + n, 0.0f);
+    *inv_sum = 0.0f;
+    return kInf;
+  }
+  std::fill(acc, acc + kLanes, 0.0f);
+  for (int64_t j = 0; j < full; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float p = exp_approx(row[j + l] - m);
+      row[j + l] = p;
+      acc[l] += p;
+    }
+  }
+  float sum = lane_sum(acc);
+  for (int64_t j = full; j < n; ++j) {
+    row[j] = exp_approx(row[j] - m);
+    sum += row[j];
+  }
+  *inv_sum = 1.0f / sum;
+  return m + std::log(sum);
+}
+
+// One (query, key) pair of the backward: P into ``nrow``, dN into ``grow`` (which held dP); adds G to ``g_acc`` and
+// to the key's ``dn`` (both summed over the other index; -2 is applied by the caller).
+inline void pair_backward(float* nrow, float* grow, float* dn, float& g_acc, int64_t j, float a, const float* norms,
+                          const uint8_t* keep, float sqrt_eps, float eps, float lse, float delta) {
+  const float t = a + norms[j];
+  const float r = 1.0f / std::max(t, sqrt_eps);
+  const float s = nrow[j] * r * r;
+  const float p = (keep == nullptr || keep[j]) ? exp_approx(s - lse) : 0.0f;
+  const float y = p * (grow[j] - delta) * r;
+  const float g = t * t >= eps ? y * s : 0.0f;
+  nrow[j] = p;
+  grow[j] = y * r;
+  dn[j] += g;
+  g_acc += g;
+}
+
+// Backward of one query row; returns sum_j G_ij.
+float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const uint8_t* keep,
+                   float sqrt_eps, float eps, float lse, float delta) {
+  const int64_t full = n - n % kLanes;
+  float acc[kLanes] = {};
+  for (int64_t j = 0; j < full; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      pair_backward(nrow, grow, dn, acc[l], j + l, a, norms, keep, sqrt_eps, eps, lse, delta);
+    }
+  }
+  float g = lane_sum(acc);
+  for (int64_t j = full; j < n; ++j) {
+    pair_backward(nrow, grow, dn, g, j, a, norms, keep, sqrt_eps, eps, lse, delta);
+  }
+  return g;
+}
+
+// Shapes and pointers of one (b, h) slice; batch-1 keys, values and masks are shared by every b.
+struct Slice {
+  const float *q, *k, *norms, *v;
+  const uint8_t* keep;  // (T1 | 1, T2) rows of the mask, or nullptr
+  int64_t keep_row_stride;
+  int64_t t1, t2, d, dv;
+};
+
+struct Problem {
+  at::Tensor q, k, norms, v, keep;  // keep undefined when there is no mask
+  int64_t batch, heads, t1, t2, d, dv;
+
+  Problem(const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& n_, const at::Tensor& v_,
+          const c10::optional<at::Tensor>& keep_)
+      : q(q_), k(k_), norms(n_), v(v_) {
+    for (const auto& x : {q, k, norms, v}) {
+      TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(),
+                  "udps_cpu: inputs must be contiguous float32 CPU tensors");
+    }
+    batch = q.size(0), heads = q.size(1), t1 = q.size(2), d = q.size(3), t2 = k.size(2), dv = v.size(3);
+    TORCH_CHECK(k.size(1) == heads && k.size(3) == d && norms.size(2) == t2 && v.size(2) == t2, "udps_cpu: shapes");
+    if (keep_.has_value() && keep_->defined()) {
+      keep = *keep_;
+      TORCH_CHECK(keep.scalar_type() == at::kBool && keep.is_contiguous() && keep.dim() == 3 && keep.size(2) == t2,
+                  "udps_cpu: the mask must be a contiguous bool (B|1, T1|1, T2) tensor");
+    }
+  }
+
+  Slice slice(int64_t bh) const {
+    const int64_t b = bh / heads, h = bh % heads;
+    const int64_t kb = k.size(0) == 1 ? 0 : b, vb = v.size(0) == 1 ? 0 : b;
+    Slice s{q.data_ptr<float>() + bh * t1 * d,
+            k.data_ptr<float>() + (kb * heads + h) * t2 * d,
+            norms.data_ptr<float>() + (kb * heads + h) * t2,
+            v.data_ptr<float>() + (vb * heads + h) * t2 * dv,
+            nullptr, 0, t1, t2, d, dv};
+    if (keep.defined()) {
+      const int64_t rows = keep.size(1);
+      s.keep = reinterpret_cast<const uint8_t*>(keep.data_ptr<bool>()) + (keep.size(0) == 1 ? 0 : b) * rows * t2;
+      s.keep_row_stride = rows == 1 ? 0 : t2;
+    }
+    return s;
+  }
+};
+
+// Query rows per block: the block of scores (and in the backward its gradient) stays within L2.
+int64_t block_rows(int64_t t2) {
+  return t2 <= 512 ? 64 : 32;
+}
+
+// [first, last] kept key over rows i0..i1-1, as a half-open range; empty (0, 0) when no key is kept.
+std::pair<int64_t, int64_t> key_range(const Slice& s, int64_t i0, int64_t i1) {
+  if (s.keep == nullptr) {
+    return {0, s.t2};
+  }
+  int64_t lo = s.t2, hi = 0;
+  const int64_t rows = s.keep_row_stride == 0 ? 1 : i1 - i0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint8_t* row = s.keep + (i0 + i) * s.keep_row_stride;
+    int64_t j = 0;
+    while (j < lo && !row[j]) ++j;
+    lo = std::min(lo, j);
+    int64_t e = s.t2;
+    while (e > hi && !row[e - 1]) --e;
+    hi = std::max(hi, e);
+  }
+  return lo < hi ? std::make_pair(lo, hi) : std::make_pair(int64_t{0}, int64_t{0});
+}
+
+void row_norms(const float* x, int64_t rows, int64_t d, float* out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float ss = 0.0f;
+    for (int64_t c = 0; c < d; ++c) ss += x[i * d + c] * x[i * d + c];
+    out[i] = std::sqrt(ss);
+  }
+}
+
+}  // namespace
+
+// q (B, H, T1, d), k~ (B|1, H, T2, d), n (B|1, H, T2), v (B|1, H, T2, dv), keep (B|1, T1|1, T2) bool or None
+// -> out (B, H, T1, dv), lse (B, H, T1).
+std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& norms,
+                                     const at::Tensor& v, const c10::optional<at::Tensor>& keep, double eps) {
+  const Problem pr(q, k, norms, v, keep);
+  auto out = at::empty({pr.batch, pr.heads, pr.t1, pr.dv}, q.options());
+  auto lse = at::empty({pr.batch, pr.heads, pr.t1}, q.options());
+  const float sqrt_eps = std::sqrt(static_cast<float>(eps));
+  at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t bq = block_rows(pr.t2);
+    std::vector<float> scores(bq * pr.t2), a(pr.t1), inv(bq);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Slice s = pr.slice(bh);
+      float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      float* l = lse.data_ptr<float>() + bh * pr.t1;
+      row_norms(s.q, s.t1, s.d, a.data());
+      for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
+        const int64_t rows = std::min(bq, s.t1 - i0);
+        const auto [j0, j1] = key_range(s, i0, i0 + rows);
+        const int64_t n = j1 - j0;
+        if (n == 0) {
+          std::fill(o + i0 * s.dv, o + (i0 + rows) * s.dv, 0.0f);
+          std::fill(l + i0, l + i0 + rows, kInf);
+          continue;
+        }
+        gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores.data(), n);
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint8_t* keep_row = s.keep == nullptr ? nullptr : s.keep + (i0 + r) * s.keep_row_stride + j0;
+          l[i0 + r] = row_forward(scores.data() + r * n, n, a[i0 + r], s.norms + j0, keep_row, sqrt_eps, &inv[r]);
+        }
+        gemm(false, false, rows, s.dv, n, scores.data(), n, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* orow = o + (i0 + r) * s.dv;
+          for (int64_t c = 0; c < s.dv; ++c) orow[c] *= inv[r];
+        }
+      }
+    }
+  });
+  return {out, lse};
+}
+
+// The forward's inputs, its out and lse, and grad_out (B, H, T1, dv) -> dq (B, H, T1, d), dk~ (B, H, T2, d),
+// dn (B, H, T2), dv (B, H, T2, dv): key and value gradients per batch entry even when k~ / v have batch 1.
+std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& norms,
+                                      const at::Tensor& v, const c10::optional<at::Tensor>& keep, const at::Tensor& out,
+                                      const at::Tensor& lse, const at::Tensor& grad_out, double eps) {
+  const Problem pr(q, k, norms, v, keep);
+  TORCH_CHECK(out.is_contiguous() && lse.is_contiguous() && grad_out.is_contiguous() &&
+              grad_out.scalar_type() == at::kFloat && grad_out.sizes() == out.sizes(), "udps_cpu: grad_out");
+  auto dq = at::empty_like(q);
+  auto dk = at::zeros({pr.batch, pr.heads, pr.t2, pr.d}, q.options());
+  auto dn = at::zeros({pr.batch, pr.heads, pr.t2}, q.options());
+  auto dv = at::zeros({pr.batch, pr.heads, pr.t2, pr.dv}, q.options());
+  const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
+  at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t bq = block_rows(pr.t2);
+    std::vector<float> pbuf(bq * pr.t2), gbuf(bq * pr.t2), a(pr.t1), delta(pr.t1), ga(bq);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Slice s = pr.slice(bh);
+      const float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      const float* go = grad_out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      const float* l = lse.data_ptr<float>() + bh * pr.t1;
+      float* dqp = dq.data_ptr<float>() + bh * pr.t1 * pr.d;
+      float* dkp = dk.data_ptr<float>() + bh * pr.t2 * pr.d;
+      float* dnp = dn.data_ptr<float>() + bh * pr.t2;
+      float* dvp = dv.data_ptr<float>() + bh * pr.t2 * pr.dv;
+      row_norms(s.q, s.t1, s.d, a.data());
+      // rowsum(P * dP) = dO_i . O_i (0 for a row with no kept key, whose O is 0).
+      for (int64_t i = 0; i < s.t1; ++i) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < s.dv; ++c) acc += go[i * s.dv + c] * o[i * s.dv + c];
+        delta[i] = acc;
+      }
+      for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
+        const int64_t rows = std::min(bq, s.t1 - i0);
+        const auto [j0, j1] = key_range(s, i0, i0 + rows);
+        const int64_t n = j1 - j0;
+        if (n == 0) {
+          std::fill(dqp + i0 * s.d, dqp + (i0 + rows) * s.d, 0.0f);
+          continue;
+        }
+        const float* qb = s.q + i0 * s.d;
+        const float* gob = go + i0 * s.dv;
+        gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf.data(), n);
+        gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf.data(), n);
+        for (int64_t r = 0; r < rows; ++r) {
+          // A row with no kept key has lse = +inf: P = exp(-inf) = 0 and every gradient of the row is 0.
+          const uint8_t* keep_row = s.keep == nullptr ? nullptr : s.keep + (i0 + r) * s.keep_row_stride + j0;
+          ga[r] = row_backward(pbuf.data() + r * n, gbuf.data() + r * n, dnp + j0, n, a[i0 + r], s.norms + j0,
+                               keep_row, sqrt_eps, feps, l[i0 + r], delta[i0 + r]);
+        }
+        gemm(true, false, n, s.dv, rows, pbuf.data(), n, gob, s.dv, 1.0f, dvp + j0 * s.dv, s.dv);
+        gemm(false, false, rows, s.d, n, gbuf.data(), n, s.k + j0 * s.d, s.d, 0.0f, dqp + i0 * s.d, s.d);
+        gemm(true, false, n, s.d, rows, gbuf.data(), n, qb, s.d, 1.0f, dkp + j0 * s.d, s.d);
+        for (int64_t r = 0; r < rows; ++r) {
+          // d|q|/dq = q / |q|, 0 at q = 0 (as torch's norm backward).
+          const float ai = a[i0 + r];
+          const float f = ai > 0.0f ? -2.0f * ga[r] / ai : 0.0f;
+          for (int64_t c = 0; c < s.d; ++c) dqp[(i0 + r) * s.d + c] += f * qb[r * s.d + c];
+        }
+      }
+      for (int64_t j = 0; j < s.t2; ++j) dnp[j] *= -2.0f;
+    }
+  });
+  return {dq, dk, dn, dv};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &udps_forward, "UDPS attention forward (float32, CPU): out, lse");
+  m.def("backward", &udps_backward, "UDPS attention backward (float32, CPU): dq, dk_num, dk_norm, dv");
+}
