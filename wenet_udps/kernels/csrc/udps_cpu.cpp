@@ -31,9 +31,6 @@ extern "C" void sgemm_(const char* transa, const char* transb, const int* m, con
 
 namespace {
 
-constexpr int64_t kLanes = 16;  // independent accumulators of a row reduction: one AVX-512 register (two AVX2)
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
 // Row-major C (m x n) = op(A) op(B) + beta C, beta 0 or 1; op(X) = X^T when the flag is set.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -63,13 +60,65 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
   }
 }
 
-// exp(x) to about 1 ulp as a loop the compiler vectorises: x = k ln2 + r, |r| <= ln2 / 2, exp(r) by its degree-7
-// Taylor polynomial (error < 6e-9 on that range), 2^k from the exponent bits. Exactly 0 below -87 (and for -inf).
-inline float exp_approx(float x) {
-  const float xc = std::min(std::max(x, -87.0f), 88.0f);
-  const float kf = std::floor(xc * 1.44269504088896341f + 0.5f);
-  const float r = (xc - kf * 0.693145751953125f) - kf * 1.42860682028622680e-6f;
-  float p = 1.0f / 5040.0f;
+// The row loops work on 16 floats at a time in GCC/Clang vector types: one AVX-512 register, two AVX2 or four SSE
+// registers, whichever flags the module is built with (the compiler's auto-vectoriser gives up on these loops).
+using V = float __attribute__((vector_size(64)));
+using VI = int32_t __attribute__((vector_size(64)));
+using VB = uint8_t __attribute__((vector_size(16)));
+constexpr int64_t kLanes = 16;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+inline V splat(float x) {
+  return V{} + x;
+}
+
+// The first m <= 16 floats at p; lanes past m hold ``fill``.
+inline V load(const float* p, int64_t m, float fill) {
+  V x;
+  if (m == kLanes) {
+    std::memcpy(&x, p, sizeof(x));
+  } else {
+    x = splat(fill);
+    for (int64_t l = 0; l < m; ++l) x[l] = p[l];
+  }
+  return x;
+}
+
+inline void store(float* p, V x, int64_t m) {
+  if (m == kLanes) {
+    std::memcpy(p, &x, sizeof(x));
+  } else {
+    for (int64_t l = 0; l < m; ++l) p[l] = x[l];
+  }
+}
+
+// All-ones lanes for the kept keys among the first m (none past m); keep == nullptr keeps every key.
+inline VI kept(const uint8_t* keep, int64_t m) {
+  const VI lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  VI live = lane < static_cast<int32_t>(m);
+  if (keep != nullptr) {
+    VB b{};
+    std::memcpy(&b, keep, static_cast<size_t>(m));
+    live &= __builtin_convertvector(b, VI) != 0;
+  }
+  return live;
+}
+
+inline V vmax(V a, V b) {
+  return a > b ? a : b;
+}
+
+// exp(x) to about 1 ulp: x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-7 Taylor polynomial (error below
+// 6e-9 on that range), 2^k from the exponent bits. Exactly 0 below -87 and for -inf.
+inline V vexp(V x) {
+  const V lo = splat(-87.0f), hi = splat(88.0f);
+  V xc = x < lo ? lo : x;
+  xc = xc > hi ? hi : xc;
+  // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer (|x log2 e| < 2^22).
+  const V magic = splat(12582912.0f);
+  const V kf = (xc * 1.44269504088896341f + magic) - magic;
+  const V r = (xc - kf * 0.693145751953125f) - kf * 1.42860682028622680e-6f;
+  V p = splat(1.0f / 5040.0f);
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
@@ -77,103 +126,75 @@ inline float exp_approx(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(kf) + 127) << 23;
-  float scale;
+  const VI bits = (__builtin_convertvector(kf, VI) + 127) << 23;
+  V scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  return x < -87.0f ? 0.0f : p * scale;
+  return x < lo ? V{} : p * scale;
 }
 
-float lane_max(const float* acc) {
-  float m = acc[0];
-  for (int64_t l = 1; l < kLanes; ++l) m = std::max(m, acc[l]);
+float hmax(V x) {
+  float m = x[0];
+  for (int64_t l = 1; l < kLanes; ++l) m = std::max(m, x[l]);
   return m;
 }
 
-float lane_sum(const float* acc) {
+float hsum(V x) {
   float s = 0.0f;
-  for (int64_t l = 0; l < kLanes; ++l) s += acc[l];
+  for (int64_t l = 0; l < kLanes; ++l) s += x[l];
   return s;
 }
 
-// Score of one (query, key) pair: (q_i . k~_j) r r with r = 1 / max(|q_i| + n_j, sqrt(eps)); -inf if masked.
-inline float score(float dot, float a, float n, const uint8_t* keep, int64_t j, float sqrt_eps) {
-  const float r = 1.0f / std::max(a + n, sqrt_eps);
-  const float s = dot * r * r;
-  return (keep == nullptr || keep[j]) ? s : -kInf;
-}
-
-// Forward of one query row: the dots in ``row`` become exp(S - max); returns the row's log-sum-exp (+inf and a zero
-// row when no key is kept) and sets ``inv_sum``, the factor of the row of P v.
+// Forward of one query row: the dots in ``row`` become exp(S - max S); returns the row's log-sum-exp (+inf, and a
+// zero row, when no key is kept) and sets ``inv_sum``, the factor of the row of P v.
 float row_forward(float* row, int64_t n, float a, const float* norms, const uint8_t* keep, float sqrt_eps,
                   float* inv_sum) {
-  const int64_t full = n - n % kLanes;
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, -kInf);
-  for (int64_t j = 0; j < full; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const float s = score(row[j + l], a, norms[j + l], keep, j + l, sqrt_eps);
-      row[j + l] = s;
-      acc[l] = std::max(acc[l], s);
-    }
+  const V neg_inf = splat(-kInf);
+  V mx = neg_inf;
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t m = std::min(kLanes, n - j);
+    const V r = 1.0f / vmax(a + load(norms + j, m, 1.0f), splat(sqrt_eps));
+    const V s = kept(keep == nullptr ? nullptr : keep + j, m) ? load(row + j, m, 0.0f) * r * r : neg_inf;
+    store(row + j, s, m);
+    mx = vmax(mx, s);
   }
-  float m = lane_max(acc);
-  for (int64_t j = full; j < n; ++j) {
-    row[j] = score(row[j], a, norms[j], keep, j, sqrt_eps);
-    m = std::max(m, row[j]);
-  }
-  if (m == -kInf) {
+  const float row_max = hmax(mx);
+  if (row_max == -kInf) {
     std::fill(row, row + n, 0.0f);
     *inv_sum = 0.0f;
     return kInf;
   }
-  std::fill(acc, acc + kLanes, 0.0f);
-  for (int64_t j = 0; j < full; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const float p = exp_approx(row[j + l] - m);
-      row[j + l] = p;
-      acc[l] += p;
-    }
+  V acc{};
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t m = std::min(kLanes, n - j);
+    const V p = vexp(load(row + j, m, -kInf) - row_max);
+    store(row + j, p, m);
+    acc += p;
   }
-  float sum = lane_sum(acc);
-  for (int64_t j = full; j < n; ++j) {
-    row[j] = exp_approx(row[j] - m);
-    sum += row[j];
-  }
+  const float sum = hsum(acc);
   *inv_sum = 1.0f / sum;
-  return m + std::log(sum);
+  return row_max + std::log(sum);
 }
 
-// One (query, key) pair of the backward: P into ``nrow``, dN into ``grow`` (which held dP); adds G to ``g_acc`` and
-// to the key's ``dn`` (both summed over the other index; -2 is applied by the caller).
-inline void pair_backward(float* nrow, float* grow, float* dn, float& g_acc, int64_t j, float a, const float* norms,
-                          const uint8_t* keep, float sqrt_eps, float eps, float lse, float delta) {
-  const float t = a + norms[j];
-  const float r = 1.0f / std::max(t, sqrt_eps);
-  const float s = nrow[j] * r * r;
-  const float p = (keep == nullptr || keep[j]) ? exp_approx(s - lse) : 0.0f;
-  const float y = p * (grow[j] - delta) * r;
-  const float g = t * t >= eps ? y * s : 0.0f;
-  nrow[j] = p;
-  grow[j] = y * r;
-  dn[j] += g;
-  g_acc += g;
-}
-
-// Backward of one query row; returns sum_j G_ij.
+// Backward of one query row: the dots in ``nrow`` become P, dP in ``grow`` becomes dN; G is added to the keys' ``dn``
+// and its row sum returned (-2 is applied by the caller). A row with no kept key has lse = +inf, so P = 0 there.
 float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const uint8_t* keep,
                    float sqrt_eps, float eps, float lse, float delta) {
-  const int64_t full = n - n % kLanes;
-  float acc[kLanes] = {};
-  for (int64_t j = 0; j < full; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      pair_backward(nrow, grow, dn, acc[l], j + l, a, norms, keep, sqrt_eps, eps, lse, delta);
-    }
+  V acc{};
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t m = std::min(kLanes, n - j);
+    const V t = a + load(norms + j, m, 1.0f);
+    const V r = 1.0f / vmax(t, splat(sqrt_eps));
+    const V s = load(nrow + j, m, 0.0f) * r * r;
+    const V p = kept(keep == nullptr ? nullptr : keep + j, m) ? vexp(s - lse) : V{};
+    const V y = p * (load(grow + j, m, 0.0f) - delta) * r;
+    // The eps floor is a constant: no gradient reaches the norms where it is active.
+    const V g = t * t >= eps ? y * s : V{};
+    store(nrow + j, p, m);
+    store(grow + j, y * r, m);
+    store(dn + j, load(dn + j, m, 0.0f) + g, m);
+    acc += g;
   }
-  float g = lane_sum(acc);
-  for (int64_t j = full; j < n; ++j) {
-    pair_backward(nrow, grow, dn, g, j, a, norms, keep, sqrt_eps, eps, lse, delta);
-  }
-  return g;
+  return hsum(acc);
 }
 
 // Shapes and pointers of one (b, h) slice; batch-1 keys, values and masks are shared by every b.
