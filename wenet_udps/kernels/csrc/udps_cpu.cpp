@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -144,19 +145,29 @@ float hsum(V x) {
   return s;
 }
 
+// Runs chunk(j, 16) over the full chunks of 0..n, then chunk(j, m) on the m < 16 keys left: inlined twice, the
+// main loop's chunk has a constant width (no tail branches, nothing spilled).
+template <typename F>
+inline void for_chunks(int64_t n, F&& chunk) {
+  const int64_t full = n - n % kLanes;
+  for (int64_t j = 0; j < full; j += kLanes) chunk(j, kLanes);
+  if (full < n) chunk(full, n - full);
+}
+
 // Forward of one query row: the dots in ``row`` become exp(S - max S); returns the row's log-sum-exp (+inf, and a
 // zero row, when no key is kept) and sets ``inv_sum``, the factor of the row of P v.
+template <bool kMasked>
 float row_forward(float* row, int64_t n, float a, const float* norms, const uint8_t* keep, float sqrt_eps,
                   float* inv_sum) {
   const V neg_inf = splat(-kInf);
   V mx = neg_inf;
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const int64_t m = std::min(kLanes, n - j);
+  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
     const V r = 1.0f / vmax(a + load(norms + j, m, 1.0f), splat(sqrt_eps));
-    const V s = kept(keep == nullptr ? nullptr : keep + j, m) ? load(row + j, m, 0.0f) * r * r : neg_inf;
+    V s = load(row + j, m, 0.0f) * r * r;
+    if (kMasked || m < kLanes) s = kept(kMasked ? keep + j : nullptr, m) ? s : neg_inf;
     store(row + j, s, m);
     mx = vmax(mx, s);
-  }
+  });
   const float row_max = hmax(mx);
   if (row_max == -kInf) {
     std::fill(row, row + n, 0.0f);
@@ -164,12 +175,11 @@ float row_forward(float* row, int64_t n, float a, const float* norms, const uint
     return kInf;
   }
   V acc{};
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const int64_t m = std::min(kLanes, n - j);
+  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
     const V p = vexp(load(row + j, m, -kInf) - row_max);
     store(row + j, p, m);
     acc += p;
-  }
+  });
   const float sum = hsum(acc);
   *inv_sum = 1.0f / sum;
   return row_max + std::log(sum);
@@ -177,15 +187,16 @@ float row_forward(float* row, int64_t n, float a, const float* norms, const uint
 
 // Backward of one query row: the dots in ``nrow`` become P, dP in ``grow`` becomes dN; G is added to the keys' ``dn``
 // and its row sum returned (-2 is applied by the caller). A row with no kept key has lse = +inf, so P = 0 there.
+template <bool kMasked>
 float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const uint8_t* keep,
                    float sqrt_eps, float eps, float lse, float delta) {
   V acc{};
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const int64_t m = std::min(kLanes, n - j);
+  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
     const V t = a + load(norms + j, m, 1.0f);
     const V r = 1.0f / vmax(t, splat(sqrt_eps));
     const V s = load(nrow + j, m, 0.0f) * r * r;
-    const V p = kept(keep == nullptr ? nullptr : keep + j, m) ? vexp(s - lse) : V{};
+    V p = vexp(s - lse);
+    if (kMasked || m < kLanes) p = kept(kMasked ? keep + j : nullptr, m) ? p : V{};
     const V y = p * (load(grow + j, m, 0.0f) - delta) * r;
     // The eps floor is a constant: no gradient reaches the norms where it is active.
     const V g = t * t >= eps ? y * s : V{};
@@ -193,8 +204,19 @@ float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, cons
     store(grow + j, y * r, m);
     store(dn + j, load(dn + j, m, 0.0f) + g, m);
     acc += g;
-  }
+  });
   return hsum(acc);
+}
+
+// The dot products of ``rows`` rows of x and y (length d each, consecutive) into out.
+void row_dots(const float* x, const float* y, int64_t rows, int64_t d, float* out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    V acc{};
+    for_chunks(d, [&](int64_t c, int64_t m) __attribute__((always_inline)) {
+      acc += load(x + i * d + c, m, 0.0f) * load(y + i * d + c, m, 0.0f);
+    });
+    out[i] = hsum(acc);
+  }
 }
 
 // Shapes and pointers of one (b, h) slice; batch-1 keys, values and masks are shared by every b.
@@ -242,8 +264,14 @@ struct Problem {
   }
 };
 
+int64_t round_up(int64_t n) {
+  return (n + kLanes - 1) / kLanes * kLanes;
+}
+
 // Query rows per block: the block of scores (and in the backward its gradient) stays within L2.
 int64_t block_rows(int64_t t2) {
+  static const int64_t env = std::getenv("UDPS_BQ") ? std::atoi(std::getenv("UDPS_BQ")) : 0;
+  if (env) return env;
   return t2 <= 512 ? 64 : 32;
 }
 
@@ -263,15 +291,22 @@ std::pair<int64_t, int64_t> key_range(const Slice& s, int64_t i0, int64_t i1) {
     while (e > hi && !row[e - 1]) --e;
     hi = std::max(hi, e);
   }
-  return lo < hi ? std::make_pair(lo, hi) : std::make_pair(int64_t{0}, int64_t{0});
+  if (lo >= hi) {
+    return {0, 0};
+  }
+  // Whole 16-key chunks where the keys allow: the extra keys are masked, and the row loops skip their tail step.
+  return {lo, std::min(s.t2, lo + round_up(hi - lo))};
 }
 
+// |q_i| for the rows of a slice.
 void row_norms(const float* x, int64_t rows, int64_t d, float* out) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float ss = 0.0f;
-    for (int64_t c = 0; c < d; ++c) ss += x[i * d + c] * x[i * d + c];
-    out[i] = std::sqrt(ss);
-  }
+  row_dots(x, x, rows, d, out);
+  for (int64_t i = 0; i < rows; ++i) out[i] = std::sqrt(out[i]);
+}
+
+// Scratch of one thread: ``count`` blocks of scores, each row 64-byte aligned (ld a multiple of 16).
+at::Tensor score_blocks(int64_t count, int64_t rows, int64_t t2) {
+  return at::empty({count, rows, round_up(t2)}, at::TensorOptions().dtype(at::kFloat));
 }
 
 }  // namespace
@@ -286,7 +321,9 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
   const float sqrt_eps = std::sqrt(static_cast<float>(eps));
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
     const int64_t bq = block_rows(pr.t2);
-    std::vector<float> scores(bq * pr.t2), a(pr.t1), inv(bq);
+    const at::Tensor buf = score_blocks(1, bq, pr.t2);
+    float* scores = buf.data_ptr<float>();
+    std::vector<float> a(pr.t1), inv(bq);
     for (int64_t bh = begin; bh < end; ++bh) {
       const Slice s = pr.slice(bh);
       float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
@@ -301,12 +338,18 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
           std::fill(l + i0, l + i0 + rows, kInf);
           continue;
         }
-        gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores.data(), n);
+        const int64_t ld = round_up(n);
+        gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores, ld);
         for (int64_t r = 0; r < rows; ++r) {
-          const uint8_t* keep_row = s.keep == nullptr ? nullptr : s.keep + (i0 + r) * s.keep_row_stride + j0;
-          l[i0 + r] = row_forward(scores.data() + r * n, n, a[i0 + r], s.norms + j0, keep_row, sqrt_eps, &inv[r]);
+          float* row = scores + r * ld;
+          if (s.keep == nullptr) {
+            l[i0 + r] = row_forward<false>(row, n, a[i0 + r], s.norms + j0, nullptr, sqrt_eps, &inv[r]);
+          } else {
+            const uint8_t* keep_row = s.keep + (i0 + r) * s.keep_row_stride + j0;
+            l[i0 + r] = row_forward<true>(row, n, a[i0 + r], s.norms + j0, keep_row, sqrt_eps, &inv[r]);
+          }
         }
-        gemm(false, false, rows, s.dv, n, scores.data(), n, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
+        gemm(false, false, rows, s.dv, n, scores, ld, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
         for (int64_t r = 0; r < rows; ++r) {
           float* orow = o + (i0 + r) * s.dv;
           for (int64_t c = 0; c < s.dv; ++c) orow[c] *= inv[r];
@@ -332,7 +375,10 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
   const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
     const int64_t bq = block_rows(pr.t2);
-    std::vector<float> pbuf(bq * pr.t2), gbuf(bq * pr.t2), a(pr.t1), delta(pr.t1), ga(bq);
+    const at::Tensor buf = score_blocks(2, bq, pr.t2);
+    float* pbuf = buf.data_ptr<float>();
+    float* gbuf = pbuf + bq * round_up(pr.t2);
+    std::vector<float> a(pr.t1), delta(pr.t1), ga(bq);
     for (int64_t bh = begin; bh < end; ++bh) {
       const Slice s = pr.slice(bh);
       const float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
@@ -344,11 +390,7 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
       float* dvp = dv.data_ptr<float>() + bh * pr.t2 * pr.dv;
       row_norms(s.q, s.t1, s.d, a.data());
       // rowsum(P * dP) = dO_i . O_i (0 for a row with no kept key, whose O is 0).
-      for (int64_t i = 0; i < s.t1; ++i) {
-        float acc = 0.0f;
-        for (int64_t c = 0; c < s.dv; ++c) acc += go[i * s.dv + c] * o[i * s.dv + c];
-        delta[i] = acc;
-      }
+      row_dots(go, o, s.t1, s.dv, delta.data());
       for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
         const int64_t rows = std::min(bq, s.t1 - i0);
         const auto [j0, j1] = key_range(s, i0, i0 + rows);
@@ -359,17 +401,22 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
         }
         const float* qb = s.q + i0 * s.d;
         const float* gob = go + i0 * s.dv;
-        gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf.data(), n);
-        gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf.data(), n);
+        const int64_t ld = round_up(n);
+        gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf, ld);
+        gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf, ld);
         for (int64_t r = 0; r < rows; ++r) {
-          // A row with no kept key has lse = +inf: P = exp(-inf) = 0 and every gradient of the row is 0.
-          const uint8_t* keep_row = s.keep == nullptr ? nullptr : s.keep + (i0 + r) * s.keep_row_stride + j0;
-          ga[r] = row_backward(pbuf.data() + r * n, gbuf.data() + r * n, dnp + j0, n, a[i0 + r], s.norms + j0,
-                               keep_row, sqrt_eps, feps, l[i0 + r], delta[i0 + r]);
+          float *prow = pbuf + r * ld, *grow = gbuf + r * ld;
+          const float ai = a[i0 + r], li = l[i0 + r], di = delta[i0 + r];
+          if (s.keep == nullptr) {
+            ga[r] = row_backward<false>(prow, grow, dnp + j0, n, ai, s.norms + j0, nullptr, sqrt_eps, feps, li, di);
+          } else {
+            const uint8_t* keep_row = s.keep + (i0 + r) * s.keep_row_stride + j0;
+            ga[r] = row_backward<true>(prow, grow, dnp + j0, n, ai, s.norms + j0, keep_row, sqrt_eps, feps, li, di);
+          }
         }
-        gemm(true, false, n, s.dv, rows, pbuf.data(), n, gob, s.dv, 1.0f, dvp + j0 * s.dv, s.dv);
-        gemm(false, false, rows, s.d, n, gbuf.data(), n, s.k + j0 * s.d, s.d, 0.0f, dqp + i0 * s.d, s.d);
-        gemm(true, false, n, s.d, rows, gbuf.data(), n, qb, s.d, 1.0f, dkp + j0 * s.d, s.d);
+        gemm(true, false, n, s.dv, rows, pbuf, ld, gob, s.dv, 1.0f, dvp + j0 * s.dv, s.dv);
+        gemm(false, false, rows, s.d, n, gbuf, ld, s.k + j0 * s.d, s.d, 0.0f, dqp + i0 * s.d, s.d);
+        gemm(true, false, n, s.d, rows, gbuf, ld, qb, s.d, 1.0f, dkp + j0 * s.d, s.d);
         for (int64_t r = 0; r < rows; ++r) {
           // d|q|/dq = q / |q|, 0 at q = 0 (as torch's norm backward).
           const float ai = a[i0 + r];
