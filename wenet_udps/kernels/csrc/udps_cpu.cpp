@@ -93,16 +93,10 @@ inline void store(float* p, V x, int64_t m) {
   }
 }
 
-// All-ones lanes for the kept keys among the first m (none past m); keep == nullptr keeps every key.
-inline VI kept(const uint8_t* keep, int64_t m) {
+// All-ones lanes for the first m of 16.
+inline VI first_lanes(int64_t m) {
   const VI lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  VI live = lane < static_cast<int32_t>(m);
-  if (keep != nullptr) {
-    VB b{};
-    std::memcpy(&b, keep, static_cast<size_t>(m));
-    live &= __builtin_convertvector(b, VI) != 0;
-  }
-  return live;
+  return lane < static_cast<int32_t>(m);
 }
 
 inline V vmax(V a, V b) {
@@ -155,16 +149,21 @@ inline void for_chunks(int64_t n, F&& chunk) {
 }
 
 // Forward of one query row: the dots in ``row`` become exp(S - max S); returns the row's log-sum-exp (+inf, and a
-// zero row, when no key is kept) and sets ``inv_sum``, the factor of the row of P v.
+// zero row, when no key is kept) and sets ``inv_sum``, the factor of the row of P v. ``bias`` (kMasked) is the
+// row's mask as 0 / -inf.
 template <bool kMasked>
-float row_forward(float* row, int64_t n, float a, const float* norms, const uint8_t* keep, float sqrt_eps,
+float row_forward(float* row, int64_t n, float a, const float* norms, const float* bias, float sqrt_eps,
                   float* inv_sum) {
   const V neg_inf = splat(-kInf);
   V mx = neg_inf;
   for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
     const V r = 1.0f / vmax(a + load(norms + j, m, 1.0f), splat(sqrt_eps));
     V s = load(row + j, m, 0.0f) * r * r;
-    if (kMasked || m < kLanes) s = kept(kMasked ? keep + j : nullptr, m) ? s : neg_inf;
+    if (kMasked) {
+      s += load(bias + j, m, -kInf);
+    } else if (m < kLanes) {
+      s = first_lanes(m) ? s : neg_inf;
+    }
     store(row + j, s, m);
     mx = vmax(mx, s);
   });
@@ -188,15 +187,15 @@ float row_forward(float* row, int64_t n, float a, const float* norms, const uint
 // Backward of one query row: the dots in ``nrow`` become P, dP in ``grow`` becomes dN; G is added to the keys' ``dn``
 // and its row sum returned (-2 is applied by the caller). A row with no kept key has lse = +inf, so P = 0 there.
 template <bool kMasked>
-float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const uint8_t* keep,
+float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const float* bias,
                    float sqrt_eps, float eps, float lse, float delta) {
   V acc{};
   for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
     const V t = a + load(norms + j, m, 1.0f);
     const V r = 1.0f / vmax(t, splat(sqrt_eps));
     const V s = load(nrow + j, m, 0.0f) * r * r;
-    V p = vexp(s - lse);
-    if (kMasked || m < kLanes) p = kept(kMasked ? keep + j : nullptr, m) ? p : V{};
+    V p = vexp(kMasked ? s + load(bias + j, m, -kInf) - lse : s - lse);
+    if (!kMasked && m < kLanes) p = first_lanes(m) ? p : V{};
     const V y = p * (load(grow + j, m, 0.0f) - delta) * r;
     // The eps floor is a constant: no gradient reaches the norms where it is active.
     const V g = t * t >= eps ? y * s : V{};
@@ -216,6 +215,15 @@ void row_dots(const float* x, const float* y, int64_t rows, int64_t d, float* ou
       acc += load(x + i * d + c, m, 0.0f) * load(y + i * d + c, m, 0.0f);
     });
     out[i] = hsum(acc);
+  }
+}
+
+// The mask rows i0.. of a block, keys j0..j0+n, as 0 (kept) / -inf rows of stride ld: one row for a mask shared by
+// every query. The row loops add it to the scores (the compiler makes poor code of byte masks in vector types).
+void mask_bias(const uint8_t* keep, int64_t stride, int64_t rows, int64_t n, float* out, int64_t ld) {
+  for (int64_t i = 0; i < (stride == 0 ? 1 : rows); ++i) {
+    const uint8_t* row = keep + i * stride;
+    for (int64_t j = 0; j < n; ++j) out[i * ld + j] = row[j] ? 0.0f : -kInf;
   }
 }
 
@@ -321,8 +329,9 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
   const float sqrt_eps = std::sqrt(static_cast<float>(eps));
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
     const int64_t bq = block_rows(pr.t2);
-    const at::Tensor buf = score_blocks(1, bq, pr.t2);
+    const at::Tensor buf = score_blocks(2, bq, pr.t2);
     float* scores = buf.data_ptr<float>();
+    float* bias = scores + bq * round_up(pr.t2);
     std::vector<float> a(pr.t1), inv(bq);
     for (int64_t bh = begin; bh < end; ++bh) {
       const Slice s = pr.slice(bh);
@@ -340,13 +349,14 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
         }
         const int64_t ld = round_up(n);
         gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores, ld);
+        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
         for (int64_t r = 0; r < rows; ++r) {
           float* row = scores + r * ld;
           if (s.keep == nullptr) {
             l[i0 + r] = row_forward<false>(row, n, a[i0 + r], s.norms + j0, nullptr, sqrt_eps, &inv[r]);
           } else {
-            const uint8_t* keep_row = s.keep + (i0 + r) * s.keep_row_stride + j0;
-            l[i0 + r] = row_forward<true>(row, n, a[i0 + r], s.norms + j0, keep_row, sqrt_eps, &inv[r]);
+            const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
+            l[i0 + r] = row_forward<true>(row, n, a[i0 + r], s.norms + j0, bias_row, sqrt_eps, &inv[r]);
           }
         }
         gemm(false, false, rows, s.dv, n, scores, ld, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
@@ -375,9 +385,10 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
   const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
     const int64_t bq = block_rows(pr.t2);
-    const at::Tensor buf = score_blocks(2, bq, pr.t2);
+    const at::Tensor buf = score_blocks(3, bq, pr.t2);
     float* pbuf = buf.data_ptr<float>();
     float* gbuf = pbuf + bq * round_up(pr.t2);
+    float* bias = gbuf + bq * round_up(pr.t2);
     std::vector<float> a(pr.t1), delta(pr.t1), ga(bq);
     for (int64_t bh = begin; bh < end; ++bh) {
       const Slice s = pr.slice(bh);
@@ -404,14 +415,15 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
         const int64_t ld = round_up(n);
         gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf, ld);
         gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf, ld);
+        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
         for (int64_t r = 0; r < rows; ++r) {
           float *prow = pbuf + r * ld, *grow = gbuf + r * ld;
           const float ai = a[i0 + r], li = l[i0 + r], di = delta[i0 + r];
           if (s.keep == nullptr) {
             ga[r] = row_backward<false>(prow, grow, dnp + j0, n, ai, s.norms + j0, nullptr, sqrt_eps, feps, li, di);
           } else {
-            const uint8_t* keep_row = s.keep + (i0 + r) * s.keep_row_stride + j0;
-            ga[r] = row_backward<true>(prow, grow, dnp + j0, n, ai, s.norms + j0, keep_row, sqrt_eps, feps, li, di);
+            const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
+            ga[r] = row_backward<true>(prow, grow, dnp + j0, n, ai, s.norms + j0, bias_row, sqrt_eps, feps, li, di);
           }
         }
         gemm(true, false, n, s.dv, rows, pbuf, ld, gob, s.dv, 1.0f, dvp + j0 * s.dv, s.dv);
