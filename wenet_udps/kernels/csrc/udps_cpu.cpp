@@ -16,11 +16,12 @@
 
 #include <ATen/Parallel.h>
 
+#include "udps_rows.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -30,7 +31,7 @@ extern "C" void sgemm_(const char* transa, const char* transb, const int* m, con
                        const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
                        const float* beta, float* c, const int* ldc) __attribute__((weak));
 
-namespace {
+namespace udps_cpu {
 
 // Row-major C (m x n) = op(A) op(B) + beta C, beta 0 or 1; op(X) = X^T when the flag is set.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
@@ -58,172 +59,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
     at::mm_out(out, lhs, rhs);
   } else {
     out.addmm_(lhs, rhs);
-  }
-}
-
-// The row loops work on 16 floats at a time in GCC/Clang vector types: one AVX-512 register, two AVX2 or four SSE
-// registers, whichever flags the module is built with (the compiler's auto-vectoriser gives up on these loops).
-using V = float __attribute__((vector_size(64)));
-using VI = int32_t __attribute__((vector_size(64)));
-using VB = uint8_t __attribute__((vector_size(16)));
-constexpr int64_t kLanes = 16;
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-inline V splat(float x) {
-  return V{} + x;
-}
-
-// The first m <= 16 floats at p; lanes past m hold ``fill``.
-inline V load(const float* p, int64_t m, float fill) {
-  V x;
-  if (m == kLanes) {
-    std::memcpy(&x, p, sizeof(x));
-  } else {
-    x = splat(fill);
-    for (int64_t l = 0; l < m; ++l) x[l] = p[l];
-  }
-  return x;
-}
-
-inline void store(float* p, V x, int64_t m) {
-  if (m == kLanes) {
-    std::memcpy(p, &x, sizeof(x));
-  } else {
-    for (int64_t l = 0; l < m; ++l) p[l] = x[l];
-  }
-}
-
-// All-ones lanes for the first m of 16.
-inline VI first_lanes(int64_t m) {
-  const VI lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  return lane < static_cast<int32_t>(m);
-}
-
-inline V vmax(V a, V b) {
-  return a > b ? a : b;
-}
-
-// exp(x) to about 1 ulp: x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-7 Taylor polynomial (error below
-// 6e-9 on that range), 2^k from the exponent bits. Exactly 0 below -87 and for -inf.
-inline V vexp(V x) {
-  const V lo = splat(-87.0f), hi = splat(88.0f);
-  V xc = x < lo ? lo : x;
-  xc = xc > hi ? hi : xc;
-  // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer (|x log2 e| < 2^22).
-  const V magic = splat(12582912.0f);
-  const V kf = (xc * 1.44269504088896341f + magic) - magic;
-  const V r = (xc - kf * 0.693145751953125f) - kf * 1.42860682028622680e-6f;
-  V p = splat(1.0f / 5040.0f);
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const VI bits = (__builtin_convertvector(kf, VI) + 127) << 23;
-  V scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return x < lo ? V{} : p * scale;
-}
-
-float hmax(V x) {
-  float m = x[0];
-  for (int64_t l = 1; l < kLanes; ++l) m = std::max(m, x[l]);
-  return m;
-}
-
-float hsum(V x) {
-  float s = 0.0f;
-  for (int64_t l = 0; l < kLanes; ++l) s += x[l];
-  return s;
-}
-
-// Runs chunk(j, 16) over the full chunks of 0..n, then chunk(j, m) on the m < 16 keys left: inlined twice, the
-// main loop's chunk has a constant width (no tail branches, nothing spilled).
-template <typename F>
-inline void for_chunks(int64_t n, F&& chunk) {
-  const int64_t full = n - n % kLanes;
-  for (int64_t j = 0; j < full; j += kLanes) chunk(j, kLanes);
-  if (full < n) chunk(full, n - full);
-}
-
-// Forward of one query row: the dots in ``row`` become exp(S - max S); returns the row's log-sum-exp (+inf, and a
-// zero row, when no key is kept) and sets ``inv_sum``, the factor of the row of P v. ``bias`` (kMasked) is the
-// row's mask as 0 / -inf.
-template <bool kMasked>
-float row_forward(float* row, int64_t n, float a, const float* norms, const float* bias, float sqrt_eps,
-                  float* inv_sum) {
-  const V neg_inf = splat(-kInf);
-  V mx = neg_inf;
-  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
-    const V r = 1.0f / vmax(a + load(norms + j, m, 1.0f), splat(sqrt_eps));
-    V s = load(row + j, m, 0.0f) * r * r;
-    if (kMasked) {
-      s += load(bias + j, m, -kInf);
-    } else if (m < kLanes) {
-      s = first_lanes(m) ? s : neg_inf;
-    }
-    store(row + j, s, m);
-    mx = vmax(mx, s);
-  });
-  const float row_max = hmax(mx);
-  if (row_max == -kInf) {
-    std::fill(row, row + n, 0.0f);
-    *inv_sum = 0.0f;
-    return kInf;
-  }
-  V acc{};
-  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
-    const V p = vexp(load(row + j, m, -kInf) - row_max);
-    store(row + j, p, m);
-    acc += p;
-  });
-  const float sum = hsum(acc);
-  *inv_sum = 1.0f / sum;
-  return row_max + std::log(sum);
-}
-
-// Backward of one query row: the dots in ``nrow`` become P, dP in ``grow`` becomes dN; G is added to the keys' ``dn``
-// and its row sum returned (-2 is applied by the caller). A row with no kept key has lse = +inf, so P = 0 there.
-template <bool kMasked>
-float row_backward(float* nrow, float* grow, float* dn, int64_t n, float a, const float* norms, const float* bias,
-                   float sqrt_eps, float eps, float lse, float delta) {
-  V acc{};
-  for_chunks(n, [&](int64_t j, int64_t m) __attribute__((always_inline)) {
-    const V t = a + load(norms + j, m, 1.0f);
-    const V r = 1.0f / vmax(t, splat(sqrt_eps));
-    const V s = load(nrow + j, m, 0.0f) * r * r;
-    V p = vexp(kMasked ? s + load(bias + j, m, -kInf) - lse : s - lse);
-    if (!kMasked && m < kLanes) p = first_lanes(m) ? p : V{};
-    const V y = p * (load(grow + j, m, 0.0f) - delta) * r;
-    // The eps floor is a constant: no gradient reaches the norms where it is active.
-    const V g = t * t >= eps ? y * s : V{};
-    store(nrow + j, p, m);
-    store(grow + j, y * r, m);
-    store(dn + j, load(dn + j, m, 0.0f) + g, m);
-    acc += g;
-  });
-  return hsum(acc);
-}
-
-// The dot products of ``rows`` rows of x and y (length d each, consecutive) into out.
-void row_dots(const float* x, const float* y, int64_t rows, int64_t d, float* out) {
-  for (int64_t i = 0; i < rows; ++i) {
-    V acc{};
-    for_chunks(d, [&](int64_t c, int64_t m) __attribute__((always_inline)) {
-      acc += load(x + i * d + c, m, 0.0f) * load(y + i * d + c, m, 0.0f);
-    });
-    out[i] = hsum(acc);
-  }
-}
-
-// The mask rows i0.. of a block, keys j0..j0+n, as 0 (kept) / -inf rows of stride ld: one row for a mask shared by
-// every query. The row loops add it to the scores (the compiler makes poor code of byte masks in vector types).
-void mask_bias(const uint8_t* keep, int64_t stride, int64_t rows, int64_t n, float* out, int64_t ld) {
-  for (int64_t i = 0; i < (stride == 0 ? 1 : rows); ++i) {
-    const uint8_t* row = keep + i * stride;
-    for (int64_t j = 0; j < n; ++j) out[i * ld + j] = row[j] ? 0.0f : -kInf;
   }
 }
 
@@ -276,12 +111,9 @@ int64_t round_up(int64_t n) {
   return (n + kLanes - 1) / kLanes * kLanes;
 }
 
-// Query rows per block: the block of scores (and in the backward its gradient) stays within L2.
-int64_t block_rows(int64_t t2) {
-  static const int64_t env = std::getenv("UDPS_BQ") ? std::atoi(std::getenv("UDPS_BQ")) : 0;
-  if (env) return env;
-  return t2 <= 512 ? 64 : 32;
-}
+// Query rows per block: with T2 = 2048 the backward's three blocks of scores (1.5 MiB) still fit a 2 MiB L2, and
+// each GEMM packs k~ and v for 64 rows at once (32 or 128 rows timed no better from T = 256 to 2048).
+constexpr int64_t kBlockRows = 64;
 
 // [first, last] kept key over rows i0..i1-1, as a half-open range; empty (0, 0) when no key is kept.
 std::pair<int64_t, int64_t> key_range(const Slice& s, int64_t i0, int64_t i1) {
@@ -317,7 +149,9 @@ at::Tensor score_blocks(int64_t count, int64_t rows, int64_t t2) {
   return at::empty({count, rows, round_up(t2)}, at::TensorOptions().dtype(at::kFloat));
 }
 
-}  // namespace
+}  // namespace udps_cpu
+
+using namespace udps_cpu;
 
 // q (B, H, T1, d), k~ (B|1, H, T2, d), n (B|1, H, T2), v (B|1, H, T2, dv), keep (B|1, T1|1, T2) bool or None
 // -> out (B, H, T1, dv), lse (B, H, T1).
@@ -328,7 +162,7 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
   auto lse = at::empty({pr.batch, pr.heads, pr.t1}, q.options());
   const float sqrt_eps = std::sqrt(static_cast<float>(eps));
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
-    const int64_t bq = block_rows(pr.t2);
+    const int64_t bq = kBlockRows;
     const at::Tensor buf = score_blocks(2, bq, pr.t2);
     float* scores = buf.data_ptr<float>();
     float* bias = scores + bq * round_up(pr.t2);
@@ -384,7 +218,7 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
   auto dv = at::zeros({pr.batch, pr.heads, pr.t2, pr.dv}, q.options());
   const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
-    const int64_t bq = block_rows(pr.t2);
+    const int64_t bq = kBlockRows;
     const at::Tensor buf = score_blocks(3, bq, pr.t2);
     float* pbuf = buf.data_ptr<float>();
     float* gbuf = pbuf + bq * round_up(pr.t2);
