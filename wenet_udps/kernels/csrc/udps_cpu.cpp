@@ -108,7 +108,8 @@ struct Problem {
 };
 
 int64_t round_up(int64_t n) {
-  return (n + kLanes - 1) / kLanes * kLanes;
+  constexpr int64_t kAlign = 16;  // floats: a multiple of every vector width, and 64-byte rows
+  return (n + kAlign - 1) / kAlign * kAlign;
 }
 
 // Query rows per block: with T2 = 2048 the backward's three blocks of scores (1.5 MiB) still fit a 2 MiB L2, and

@@ -1,6 +1,7 @@
 // The per-row loops of udps_cpu.cpp: the denominator, the mask and the exponential of one query row against a range
-// of keys, in 16-float vector types (GCC/Clang vector extensions: one AVX-512 register, two AVX2 or four SSE
-// registers, whichever flags the module is built with; the compiler's auto-vectoriser gives up on these loops).
+// of keys, in vector types of the build's widest registers (GCC/Clang vector extensions: 16 floats with AVX-512, 8
+// with AVX, 4 otherwise; the compiler's auto-vectoriser gives up on these loops, and types wider than the registers
+// are lowered badly).
 #pragma once
 
 #include <algorithm>
@@ -11,16 +12,23 @@
 
 namespace udps_cpu {
 
-using V = float __attribute__((vector_size(64)));
-using VI = int32_t __attribute__((vector_size(64)));
-constexpr int64_t kLanes = 16;
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32;
+#else
+constexpr int kVectorBytes = 16;
+#endif
+using V = float __attribute__((vector_size(kVectorBytes)));
+using VI = int32_t __attribute__((vector_size(kVectorBytes)));
+constexpr int64_t kLanes = kVectorBytes / sizeof(float);
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 inline V splat(float x) {
   return V{} + x;
 }
 
-// The first m <= 16 floats at p; lanes past m hold ``fill``.
+// The first m <= kLanes floats at p; lanes past m hold ``fill``.
 inline V load(const float* p, int64_t m, float fill) {
   V x;
   if (m == kLanes) {
@@ -40,9 +48,10 @@ inline void store(float* p, V x, int64_t m) {
   }
 }
 
-// All-ones lanes for the first m of 16.
+// All-ones lanes for the first m.
 inline VI first_lanes(int64_t m) {
-  const VI lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  VI lane;
+  for (int64_t l = 0; l < kLanes; ++l) lane[l] = static_cast<int32_t>(l);
   return lane < static_cast<int32_t>(m);
 }
 
@@ -86,7 +95,7 @@ inline float hsum(V x) {
   return s;
 }
 
-// Runs chunk(j, 16) over the full chunks of 0..n, then chunk(j, m) on the m < 16 keys left: inlined twice, the
+// Runs chunk(j, kLanes) over the full chunks of 0..n, then chunk(j, m) on the m < kLanes keys left: inlined twice, the
 // main loop's chunk has a constant width (no tail branches, nothing spilled).
 template <typename F>
 inline void for_chunks(int64_t n, F&& chunk) {
