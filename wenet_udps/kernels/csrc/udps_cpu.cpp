@@ -25,8 +25,8 @@
 #include <limits>
 #include <vector>
 
-// The Fortran BLAS symbol that torch's MKL/OpenBLAS build exports; weak, so a torch without it still loads the
-// extension and the GEMMs go through at::mm instead.
+// The Fortran BLAS sgemm that torch's x86 (MKL) wheels export; weak, so a torch without it still loads the
+// extension and the GEMMs go through at::mm (a dispatcher call each, slower for small blocks).
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
                        const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
                        const float* beta, float* c, const int* ldc) __attribute__((weak));
@@ -39,7 +39,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
   if (m == 0 || n == 0) {
     return;
   }
-  if (sgemm_ != nullptr && k > 0) {
+  if (sgemm_ != nullptr && k > 0 && std::max({m, n, k, lda, ldb, ldc}) <= std::numeric_limits<int>::max()) {
     // Column-major BLAS sees each row-major matrix transposed: C^T = op(B)^T op(A)^T.
     const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
     const int mi = n, ni = m, ki = k, la = ldb, lb = lda, lc = ldc;
@@ -81,11 +81,17 @@ struct Problem {
       TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(),
                   "udps_cpu: inputs must be contiguous float32 CPU tensors");
     }
+    TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && norms.dim() == 3 && v.dim() == 4, "udps_cpu: tensor ranks");
     batch = q.size(0), heads = q.size(1), t1 = q.size(2), d = q.size(3), t2 = k.size(2), dv = v.size(3);
-    TORCH_CHECK(k.size(1) == heads && k.size(3) == d && norms.size(2) == t2 && v.size(2) == t2, "udps_cpu: shapes");
+    auto batch_ok = [&](int64_t b) { return b == batch || b == 1; };
+    TORCH_CHECK(batch_ok(k.size(0)) && k.size(1) == heads && k.size(3) == d && batch_ok(v.size(0)) &&
+                    v.size(1) == heads && v.size(2) == t2 && norms.size(0) == k.size(0) && norms.size(1) == heads &&
+                    norms.size(2) == t2,
+                "udps_cpu: shapes q (B, H, T1, d), k (B|1, H, T2, d), n (B|1, H, T2), v (B|1, H, T2, dv)");
     if (keep_.has_value() && keep_->defined()) {
       keep = *keep_;
-      TORCH_CHECK(keep.scalar_type() == at::kBool && keep.is_contiguous() && keep.dim() == 3 && keep.size(2) == t2,
+      TORCH_CHECK(keep.scalar_type() == at::kBool && keep.is_contiguous() && keep.dim() == 3 &&
+                      batch_ok(keep.size(0)) && (keep.size(1) == t1 || keep.size(1) == 1) && keep.size(2) == t2,
                   "udps_cpu: the mask must be a contiguous bool (B|1, T1|1, T2) tensor");
     }
   }
