@@ -6,8 +6,8 @@ the scores, one loop per row for the denominator, the mask and the exponential, 
 only the per-row log-sum-exp for the backward, which recomputes P block by block. It is deterministic (one thread
 per (batch, head), key gradients summed in order) and runs float32; float64 goes to :mod:`cpu_fused`.
 
-The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed,
-about a minute; later loads come from torch's extension cache) for the CPU's vector capability as torch reports it
+The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed;
+about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
 (AVX512, AVX2, default), which is part of the cached module's name so that machines sharing a cache do not share
 instructions. :func:`ext_available` says whether it built; it warns once, naming the reason, when it did not.
 """
