@@ -1,5 +1,5 @@
 """Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, fused, tiled compiled/eager,
-dispatch).
+dispatch, and the C++ CPU kernel where it builds).
 
 Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask; repeats are interleaved (one
 round runs every implementation once, in a shuffled order) so load from other processes hits all of them alike, and
@@ -30,6 +30,7 @@ import torch  # noqa: E402
 
 from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
 from wenet_udps.kernels import cpu_tiled  # noqa: E402
+from wenet_udps.kernels.cpu_ext import ext_available, udps_attention_ext  # noqa: E402
 from wenet_udps.kernels.cpu_fused import udps_attention_fused  # noqa: E402
 from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
@@ -53,6 +54,8 @@ IMPLS: Dict[str, Callable] = {
     "udps tiled (eager)": udps_call(functools.partial(cpu_tiled.udps_attention_tiled, compiled=False)),
     "udps (dispatch)": udps_call(udps_attention),
 }
+if ext_available():  # built on first use; needs a C++ compiler and ninja (else a warning says why)
+    IMPLS["udps cpp (ext)"] = udps_call(udps_attention_ext)
 BASELINE = "sdpa (scaled-dot)"
 
 

@@ -1,0 +1,117 @@
+"""UDPS attention on CPU as a C++ extension (csrc/udps_cpu.cpp): blockwise in cache, like SDPA's CPU flash kernel.
+
+The eager kernels (:mod:`cpu_fused`, :mod:`cpu_tiled`) materialise (B, H, T1, T2) score tensors and pass over them
+several times; the extension computes each block of query rows against the keys while it is in cache (one GEMM for
+the scores, one loop per row for the denominator, the mask and the exponential, GEMMs for the products) and keeps
+only the per-row log-sum-exp for the backward, which recomputes P block by block. It is deterministic (one thread
+per (batch, head), key gradients summed in order) and runs float32; float64 goes to :mod:`cpu_fused`.
+
+The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed;
+about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
+(AVX512, AVX2, default), which is part of the cached module's name so that machines sharing a cache do not share
+instructions. :func:`ext_available` says whether it built; it warns once, naming the reason, when it did not.
+"""
+import functools
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from wenet_udps.kernels.cpu_fused import udps_attention_fused
+from wenet_udps.kernels.reference import DEFAULT_EPS, upcast
+
+_SOURCE = Path(__file__).resolve().parent / "csrc" / "udps_cpu.cpp"
+
+# Vector instructions per torch CPU capability. No -ffast-math: results stay IEEE and reproducible; contracting
+# a * b + c into an FMA is the only liberty taken.
+_CAPABILITY_FLAGS = {
+    "AVX512": ["-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mprefer-vector-width=512"],
+    "AVX2": ["-mavx2", "-mfma"],
+}
+
+
+def _capability() -> str:
+    try:
+        return torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        return "DEFAULT"
+
+
+@functools.lru_cache(maxsize=None)
+def _load():
+    """The compiled module, or the exception that kept it from building or loading."""
+    from torch.utils import cpp_extension
+
+    cap = _capability()
+    flags = _CAPABILITY_FLAGS.get(cap, [])
+    try:
+        return cpp_extension.load(name=f"wenet_udps_udps_cpu_{cap.lower()}", sources=[str(_SOURCE)],
+                                  extra_cflags=["-O3", "-ffp-contract=fast", *flags], verbose=False)
+    except Exception as exc:  # no compiler, no ninja, a compile or link error: the callers fall back
+        return exc
+
+
+def ext_available() -> bool:
+    """Whether the extension builds and loads here (built on the first call); warns once with the reason if not."""
+    ext = _load()
+    if isinstance(ext, Exception):
+        _warn_once(f"{type(ext).__name__}: {str(ext).strip().splitlines()[-1] if str(ext).strip() else ''}")
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(reason: str) -> None:
+    warnings.warn(f"wenet_udps: the C++ UDPS CPU kernel is unavailable ({reason}); using the eager kernels",
+                  RuntimeWarning, stacklevel=3)
+
+
+def _module():
+    ext = _load()
+    if isinstance(ext, Exception):
+        raise RuntimeError("the C++ UDPS CPU kernel did not build; check ext_available() first") from ext
+    return ext
+
+
+def _sum_to(grad: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A gradient summed over the batch dimension that ``like`` broadcast (batch 1)."""
+    return grad.sum(0, keepdim=True) if like.size(0) != grad.size(0) else grad
+
+
+class UDPSExtFunction(torch.autograd.Function):
+    """forward(q (B, H, T1, d), k_num (B|1, H, T2, d), k_norm (B|1, H, T2), v (B|1, H, T2, dv),
+    keep (B|1, T1|1, T2) bool or None, eps) -> (B, H, T1, dv); contiguous float32 inputs."""
+
+    @staticmethod
+    def forward(ctx, q, k_num, k_norm, v, keep, eps):
+        out, lse = _module().forward(q, k_num, k_norm, v, keep, eps)
+        ctx.save_for_backward(q, k_num, k_norm, v, keep, out, lse)
+        ctx.eps = eps
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k_num, k_norm, v, keep, out, lse = ctx.saved_tensors
+        dq, dk, dn, dv = _module().backward(q, k_num, k_norm, v, keep, out, lse, grad_out.contiguous(), ctx.eps)
+        return dq, _sum_to(dk, k_num), _sum_to(dn, k_num), _sum_to(dv, v), None, None
+
+
+def udps_attention_ext(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v: torch.Tensor,
+                       mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS) -> torch.Tensor:
+    """UDPS attention (no bias, no dropout) with the reference's numbers up to float rounding; any float dtype.
+
+    q (B, H, T1, d), k_num (B|1, H, T2, d), k_norm (B|1, H, T2), v (B, H, T2, dv), mask (B|1, 1|T1, T2) bool
+    (True = attend) or None -> (B, H, T1, dv) in v's dtype. Half precision is computed in float32; float64 runs
+    :func:`~wenet_udps.kernels.cpu_fused.udps_attention_fused`. Call :func:`ext_available` first.
+    """
+    if torch.float64 in (q.dtype, k_num.dtype, k_norm.dtype, v.dtype):
+        return udps_attention_fused(q, k_num, k_norm, v, mask=mask, eps=eps)
+    keep = None if mask is None or mask.size(-1) == 0 else mask.to(torch.bool).contiguous()
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        args = [upcast(x).contiguous() for x in (q, k_num, k_norm, v)]
+        if torch.is_grad_enabled() and any(x.requires_grad for x in args):
+            out = UDPSExtFunction.apply(*args, keep, float(eps))
+        else:
+            out = _module().forward(*args, keep, float(eps))[0]
+    return out.to(v.dtype)

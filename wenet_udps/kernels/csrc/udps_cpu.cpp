@@ -1,0 +1,289 @@
+// UDPS attention on CPU, blockwise in cache (float32): the math of wenet_udps/kernels/cpu_fused.py without any
+// (B, H, T1, T2) tensor.
+//
+//   forward   N = q k~^T;  r = 1 / max(|q_i| + n_j, sqrt(eps));  S = N r r (masked keys: -inf);  P = softmax(S);
+//             O = P v;  lse_i = log sum_j exp(S_ij) is kept for the backward (+inf for a row with no kept key)
+//   backward  P = exp(S - lse);  dv = P^T dO;  dS = P (dO v^T - dO_i . O_i);  Y = dS r;  G = Y S (0 where the floor
+//             is active);  da_i = -2 sum_j G_ij;  dn_j = -2 sum_i G_ij;  dN = Y r;  dq = dN k~ + da_i q_i / |q_i|;
+//             dk~ = dN^T q
+//
+// Each (b, h) is owned by one thread and walks its query rows in blocks: the block's scores come from one GEMM, one
+// loop per row applies the denominator, the mask and the exponential while the row is in L1, and the products with
+// v (forward) or dO, k~, q (backward) are GEMMs again. Keys outside the block's first..last kept key are skipped
+// (padding, causal masks). Gradients of the keys are summed over query blocks in order, so results are bitwise
+// reproducible; a batch-1 k~ / v gets one gradient per batch entry, summed by the caller.
+#include <torch/extension.h>
+
+#include <ATen/Parallel.h>
+
+#include "udps_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+// The Fortran BLAS sgemm that torch's x86 (MKL) wheels export; weak, so a torch without it still loads the
+// extension and the GEMMs go through at::mm (a dispatcher call each, slower for small blocks).
+extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                       const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+                       const float* beta, float* c, const int* ldc) __attribute__((weak));
+
+namespace udps_cpu {
+
+// Row-major C (m x n) = op(A) op(B) + beta C, beta 0 or 1; op(X) = X^T when the flag is set.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) {
+    return;
+  }
+  if (sgemm_ != nullptr && k > 0 && std::max({m, n, k, lda, ldb, ldc}) <= std::numeric_limits<int>::max()) {
+    // Column-major BLAS sees each row-major matrix transposed: C^T = op(B)^T op(A)^T.
+    const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+    const int mi = n, ni = m, ki = k, la = ldb, lb = lda, lc = ldc;
+    const float one = 1.0f;
+    sgemm_(&tb, &ta, &mi, &ni, &ki, &one, b, &la, a, &lb, &beta, c, &lc);
+    return;
+  }
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  auto view = [&](const float* p, int64_t rows, int64_t cols, int64_t ld, bool t) {
+    auto x = at::from_blob(const_cast<float*>(p), {rows, cols}, {ld, 1}, opts);
+    return t ? x.t() : x;
+  };
+  auto out = at::from_blob(c, {m, n}, {ldc, 1}, opts);
+  auto lhs = view(a, trans_a ? k : m, trans_a ? m : k, lda, trans_a);
+  auto rhs = view(b, trans_b ? n : k, trans_b ? k : n, ldb, trans_b);
+  if (beta == 0.0f) {
+    at::mm_out(out, lhs, rhs);
+  } else {
+    out.addmm_(lhs, rhs);
+  }
+}
+
+// Shapes and pointers of one (b, h) slice; batch-1 keys, values and masks are shared by every b.
+struct Slice {
+  const float *q, *k, *norms, *v;
+  const uint8_t* keep;  // (T1 | 1, T2) rows of the mask, or nullptr
+  int64_t keep_row_stride;
+  int64_t t1, t2, d, dv;
+};
+
+struct Problem {
+  at::Tensor q, k, norms, v, keep;  // keep undefined when there is no mask
+  int64_t batch, heads, t1, t2, d, dv;
+
+  Problem(const at::Tensor& q_, const at::Tensor& k_, const at::Tensor& n_, const at::Tensor& v_,
+          const c10::optional<at::Tensor>& keep_)
+      : q(q_), k(k_), norms(n_), v(v_) {
+    for (const auto& x : {q, k, norms, v}) {
+      TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(),
+                  "udps_cpu: inputs must be contiguous float32 CPU tensors");
+    }
+    TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && norms.dim() == 3 && v.dim() == 4, "udps_cpu: tensor ranks");
+    batch = q.size(0), heads = q.size(1), t1 = q.size(2), d = q.size(3), t2 = k.size(2), dv = v.size(3);
+    auto batch_ok = [&](int64_t b) { return b == batch || b == 1; };
+    TORCH_CHECK(batch_ok(k.size(0)) && k.size(1) == heads && k.size(3) == d && batch_ok(v.size(0)) &&
+                    v.size(1) == heads && v.size(2) == t2 && norms.size(0) == k.size(0) && norms.size(1) == heads &&
+                    norms.size(2) == t2,
+                "udps_cpu: shapes q (B, H, T1, d), k (B|1, H, T2, d), n (B|1, H, T2), v (B|1, H, T2, dv)");
+    if (keep_.has_value() && keep_->defined()) {
+      keep = *keep_;
+      TORCH_CHECK(keep.scalar_type() == at::kBool && keep.is_contiguous() && keep.dim() == 3 &&
+                      batch_ok(keep.size(0)) && (keep.size(1) == t1 || keep.size(1) == 1) && keep.size(2) == t2,
+                  "udps_cpu: the mask must be a contiguous bool (B|1, T1|1, T2) tensor");
+    }
+  }
+
+  Slice slice(int64_t bh) const {
+    const int64_t b = bh / heads, h = bh % heads;
+    const int64_t kb = k.size(0) == 1 ? 0 : b, vb = v.size(0) == 1 ? 0 : b;
+    Slice s{q.data_ptr<float>() + bh * t1 * d,
+            k.data_ptr<float>() + (kb * heads + h) * t2 * d,
+            norms.data_ptr<float>() + (kb * heads + h) * t2,
+            v.data_ptr<float>() + (vb * heads + h) * t2 * dv,
+            nullptr, 0, t1, t2, d, dv};
+    if (keep.defined()) {
+      const int64_t rows = keep.size(1);
+      s.keep = reinterpret_cast<const uint8_t*>(keep.data_ptr<bool>()) + (keep.size(0) == 1 ? 0 : b) * rows * t2;
+      s.keep_row_stride = rows == 1 ? 0 : t2;
+    }
+    return s;
+  }
+};
+
+int64_t round_up(int64_t n) {
+  constexpr int64_t kAlign = 16;  // floats: a multiple of every vector width, and 64-byte rows
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+// Query rows per block: with T2 = 2048 the backward's three blocks of scores (1.5 MiB) still fit a 2 MiB L2, and
+// each GEMM packs k~ and v for 64 rows at once (32 or 128 rows timed no better from T = 256 to 2048).
+constexpr int64_t kBlockRows = 64;
+
+// [first, last] kept key over rows i0..i1-1, as a half-open range; empty (0, 0) when no key is kept.
+std::pair<int64_t, int64_t> key_range(const Slice& s, int64_t i0, int64_t i1) {
+  if (s.keep == nullptr) {
+    return {0, s.t2};
+  }
+  int64_t lo = s.t2, hi = 0;
+  const int64_t rows = s.keep_row_stride == 0 ? 1 : i1 - i0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint8_t* row = s.keep + (i0 + i) * s.keep_row_stride;
+    int64_t j = 0;
+    while (j < lo && !row[j]) ++j;
+    lo = std::min(lo, j);
+    int64_t e = s.t2;
+    while (e > hi && !row[e - 1]) --e;
+    hi = std::max(hi, e);
+  }
+  if (lo >= hi) {
+    return {0, 0};
+  }
+  // Whole 16-key chunks where the keys allow: the extra keys are masked, and the row loops skip their tail step.
+  return {lo, std::min(s.t2, lo + round_up(hi - lo))};
+}
+
+// |q_i| for the rows of a slice.
+void row_norms(const float* x, int64_t rows, int64_t d, float* out) {
+  row_dots(x, x, rows, d, out);
+  for (int64_t i = 0; i < rows; ++i) out[i] = std::sqrt(out[i]);
+}
+
+// Scratch of one thread: ``count`` blocks of scores, each row 64-byte aligned (ld a multiple of 16).
+at::Tensor score_blocks(int64_t count, int64_t rows, int64_t t2) {
+  return at::empty({count, rows, round_up(t2)}, at::TensorOptions().dtype(at::kFloat));
+}
+
+}  // namespace udps_cpu
+
+using namespace udps_cpu;
+
+// q (B, H, T1, d), k~ (B|1, H, T2, d), n (B|1, H, T2), v (B|1, H, T2, dv), keep (B|1, T1|1, T2) bool or None
+// -> out (B, H, T1, dv), lse (B, H, T1).
+std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& norms,
+                                     const at::Tensor& v, const c10::optional<at::Tensor>& keep, double eps) {
+  const Problem pr(q, k, norms, v, keep);
+  auto out = at::empty({pr.batch, pr.heads, pr.t1, pr.dv}, q.options());
+  auto lse = at::empty({pr.batch, pr.heads, pr.t1}, q.options());
+  const float sqrt_eps = std::sqrt(static_cast<float>(eps));
+  at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t bq = kBlockRows;
+    const at::Tensor buf = score_blocks(2, bq, pr.t2);
+    float* scores = buf.data_ptr<float>();
+    float* bias = scores + bq * round_up(pr.t2);
+    std::vector<float> a(pr.t1), inv(bq);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Slice s = pr.slice(bh);
+      float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      float* l = lse.data_ptr<float>() + bh * pr.t1;
+      row_norms(s.q, s.t1, s.d, a.data());
+      for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
+        const int64_t rows = std::min(bq, s.t1 - i0);
+        const auto [j0, j1] = key_range(s, i0, i0 + rows);
+        const int64_t n = j1 - j0;
+        if (n == 0) {
+          std::fill(o + i0 * s.dv, o + (i0 + rows) * s.dv, 0.0f);
+          std::fill(l + i0, l + i0 + rows, kInf);
+          continue;
+        }
+        const int64_t ld = round_up(n);
+        gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores, ld);
+        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = scores + r * ld;
+          if (s.keep == nullptr) {
+            l[i0 + r] = row_forward<false>(row, n, a[i0 + r], s.norms + j0, nullptr, sqrt_eps, &inv[r]);
+          } else {
+            const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
+            l[i0 + r] = row_forward<true>(row, n, a[i0 + r], s.norms + j0, bias_row, sqrt_eps, &inv[r]);
+          }
+        }
+        gemm(false, false, rows, s.dv, n, scores, ld, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* orow = o + (i0 + r) * s.dv;
+          for (int64_t c = 0; c < s.dv; ++c) orow[c] *= inv[r];
+        }
+      }
+    }
+  });
+  return {out, lse};
+}
+
+// The forward's inputs, its out and lse, and grad_out (B, H, T1, dv) -> dq (B, H, T1, d), dk~ (B, H, T2, d),
+// dn (B, H, T2), dv (B, H, T2, dv): key and value gradients per batch entry even when k~ / v have batch 1.
+std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& norms,
+                                      const at::Tensor& v, const c10::optional<at::Tensor>& keep, const at::Tensor& out,
+                                      const at::Tensor& lse, const at::Tensor& grad_out, double eps) {
+  const Problem pr(q, k, norms, v, keep);
+  TORCH_CHECK(out.is_contiguous() && lse.is_contiguous() && grad_out.is_contiguous() &&
+              grad_out.scalar_type() == at::kFloat && grad_out.sizes() == out.sizes(), "udps_cpu: grad_out");
+  auto dq = at::empty_like(q);
+  auto dk = at::zeros({pr.batch, pr.heads, pr.t2, pr.d}, q.options());
+  auto dn = at::zeros({pr.batch, pr.heads, pr.t2}, q.options());
+  auto dv = at::zeros({pr.batch, pr.heads, pr.t2, pr.dv}, q.options());
+  const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
+  at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t bq = kBlockRows;
+    const at::Tensor buf = score_blocks(3, bq, pr.t2);
+    float* pbuf = buf.data_ptr<float>();
+    float* gbuf = pbuf + bq * round_up(pr.t2);
+    float* bias = gbuf + bq * round_up(pr.t2);
+    std::vector<float> a(pr.t1), delta(pr.t1), ga(bq);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Slice s = pr.slice(bh);
+      const float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      const float* go = grad_out.data_ptr<float>() + bh * pr.t1 * pr.dv;
+      const float* l = lse.data_ptr<float>() + bh * pr.t1;
+      float* dqp = dq.data_ptr<float>() + bh * pr.t1 * pr.d;
+      float* dkp = dk.data_ptr<float>() + bh * pr.t2 * pr.d;
+      float* dnp = dn.data_ptr<float>() + bh * pr.t2;
+      float* dvp = dv.data_ptr<float>() + bh * pr.t2 * pr.dv;
+      row_norms(s.q, s.t1, s.d, a.data());
+      // rowsum(P * dP) = dO_i . O_i (0 for a row with no kept key, whose O is 0).
+      row_dots(go, o, s.t1, s.dv, delta.data());
+      for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
+        const int64_t rows = std::min(bq, s.t1 - i0);
+        const auto [j0, j1] = key_range(s, i0, i0 + rows);
+        const int64_t n = j1 - j0;
+        if (n == 0) {
+          std::fill(dqp + i0 * s.d, dqp + (i0 + rows) * s.d, 0.0f);
+          continue;
+        }
+        const float* qb = s.q + i0 * s.d;
+        const float* gob = go + i0 * s.dv;
+        const int64_t ld = round_up(n);
+        gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf, ld);
+        gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf, ld);
+        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
+        for (int64_t r = 0; r < rows; ++r) {
+          float *prow = pbuf + r * ld, *grow = gbuf + r * ld;
+          const float ai = a[i0 + r], li = l[i0 + r], di = delta[i0 + r];
+          if (s.keep == nullptr) {
+            ga[r] = row_backward<false>(prow, grow, dnp + j0, n, ai, s.norms + j0, nullptr, sqrt_eps, feps, li, di);
+          } else {
+            const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
+            ga[r] = row_backward<true>(prow, grow, dnp + j0, n, ai, s.norms + j0, bias_row, sqrt_eps, feps, li, di);
+          }
+        }
+        gemm(true, false, n, s.dv, rows, pbuf, ld, gob, s.dv, 1.0f, dvp + j0 * s.dv, s.dv);
+        gemm(false, false, rows, s.d, n, gbuf, ld, s.k + j0 * s.d, s.d, 0.0f, dqp + i0 * s.d, s.d);
+        gemm(true, false, n, s.d, rows, gbuf, ld, qb, s.d, 1.0f, dkp + j0 * s.d, s.d);
+        for (int64_t r = 0; r < rows; ++r) {
+          // d|q|/dq = q / |q|, 0 at q = 0 (as torch's norm backward).
+          const float ai = a[i0 + r];
+          const float f = ai > 0.0f ? -2.0f * ga[r] / ai : 0.0f;
+          for (int64_t c = 0; c < s.d; ++c) dqp[(i0 + r) * s.d + c] += f * qb[r * s.d + c];
+        }
+      }
+      for (int64_t j = 0; j < s.t2; ++j) dnp[j] *= -2.0f;
+    }
+  });
+  return {dq, dk, dn, dv};
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &udps_forward, "UDPS attention forward (float32, CPU): out, lse");
+  m.def("backward", &udps_backward, "UDPS attention backward (float32, CPU): dq, dk_num, dk_norm, dv");
+}
