@@ -1,7 +1,9 @@
 """The dispatch picks the implementation by device, size, bias/dropout and export, and gives the reference's
 numbers whichever it picks."""
+import pytest
 import torch
 
+from wenet_udps.kernels import cpu_ext
 from wenet_udps.kernels.cpu_fused import UDPSFusedFunction
 from wenet_udps.kernels.cpu_tiled import UDPSTiledFunction
 from wenet_udps.kernels import dispatch
@@ -11,7 +13,30 @@ from wenet_udps.kernels.reference import udps_attention_reference
 from tests.kernels.udps_inputs import assert_same, make_inputs, padding_mask, run_kernel
 
 
-def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
+@pytest.fixture
+def no_ext(monkeypatch):
+    """The dispatch as on a machine where the C++ extension does not build (no compiler, WENET_UDPS_COMPILE=0)."""
+    monkeypatch.setattr(dispatch.cpu_ext, "ext_available", lambda: False)
+
+
+@pytest.mark.skipif(not cpu_ext.ext_available(), reason="the C++ extension does not build here")
+def test_cpu_calls_run_the_extension_except_one_query_row(monkeypatch):
+    q, k, v, alpha = make_inputs(2, 2, 30, 30, 8)
+    mask = padding_mask([30, 21], 30)
+    assert choose_udps_kernel(q, k, None, 0.0, True) == "cpu_ext"
+    assert choose_udps_kernel(q[:, :, :1], k, None, 0.0, False) == "cpu_fused"
+    calls = []
+    real = cpu_ext.UDPSExtFunction.apply
+    monkeypatch.setattr(cpu_ext.UDPSExtFunction, "apply", lambda *a: calls.append(1) or real(*a))
+    got = run_kernel(udps_attention, q, k, v, alpha, mask)
+    assert calls, "udps_attention did not take the extension"
+    assert_same(run_kernel(udps_attention_reference, q, k, v, alpha, mask), got)
+    # Compiling nothing (docs/reproducibility.md's portable mode) also means no extension.
+    monkeypatch.setenv("WENET_UDPS_COMPILE", "0")
+    assert choose_udps_kernel(q, k, None, 0.0, True) == "cpu_fused"
+
+
+def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch, no_ext):
     t = TILED_MIN_LEN
     # Lower the size threshold so that a small input takes the tiled path (cheap to run here).
     monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 2 * 2 * t * t)
@@ -30,7 +55,7 @@ def test_dispatch_uses_fast_path_and_matches_reference(monkeypatch):
                                run_kernel(udps_attention_reference, q, k, v, alpha, None)[0], atol=2e-5, rtol=1e-4)
 
 
-def test_small_calls_run_the_fused_kernel_so_nothing_compiles():
+def test_small_calls_run_the_fused_kernel_so_nothing_compiles(no_ext):
     """Calls below TILED_MIN_SCORES (the main job's short utterances, decoding) never pay the compile cost."""
     q = torch.empty(8, 4, 100, 32)
     assert 8 * 4 * 100 * 100 < TILED_MIN_SCORES
@@ -41,7 +66,7 @@ def test_small_calls_run_the_fused_kernel_so_nothing_compiles():
     assert choose_udps_kernel(big[:, :, :TILED_MIN_LEN - 1], big, None, 0.0, True) == "cpu_fused"
 
 
-def test_small_calls_take_the_fused_kernel_and_match_reference(monkeypatch):
+def test_small_calls_take_the_fused_kernel_and_match_reference(monkeypatch, no_ext):
     q, k, v, alpha = make_inputs(2, 2, 30, 30, 8)
     mask = padding_mask([30, 21], 30)
     calls = []
@@ -52,7 +77,7 @@ def test_small_calls_take_the_fused_kernel_and_match_reference(monkeypatch):
     assert_same(run_kernel(udps_attention_reference, q, k, v, alpha, mask), got)
 
 
-def test_dispatch_falls_back_for_bias_and_dropout_and_short_inputs_skip_tiles(monkeypatch):
+def test_dispatch_falls_back_for_bias_and_dropout_and_short_inputs_skip_tiles(monkeypatch, no_ext):
     t = TILED_MIN_LEN
     monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
     q, k, _, _ = make_inputs(1, 2, t, t, 4)
@@ -67,7 +92,7 @@ def test_dispatch_falls_back_for_bias_and_dropout_and_short_inputs_skip_tiles(mo
                                run_kernel(udps_attention_reference, q, k, v, alpha, None, bias=bias)[0])
 
 
-def test_tracing_records_the_reference_formula(monkeypatch):
+def test_tracing_records_the_reference_formula(monkeypatch, no_ext):
     """torch.jit.trace / ONNX export must not record the tiled kernel (a Python autograd Function)."""
     t = TILED_MIN_LEN
     monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)

@@ -10,8 +10,10 @@ The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (
 about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
 (AVX512, AVX2, default), which is part of the cached module's name so that machines sharing a cache do not share
 instructions. :func:`ext_available` says whether it built; it warns once, naming the reason, when it did not.
+``bash tools/install.sh`` builds it, so that no training process waits for the compiler.
 """
 import functools
+import os
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -53,7 +55,10 @@ def _load():
 
 
 def ext_available() -> bool:
-    """Whether the extension builds and loads here (built on the first call); warns once with the reason if not."""
+    """Whether the extension builds and loads here (built on the first call); warns once with the reason if not.
+    ``WENET_UDPS_COMPILE=0`` (compile nothing: docs/reproducibility.md) turns it off without a warning."""
+    if os.environ.get("WENET_UDPS_COMPILE", "1") == "0":
+        return False
     ext = _load()
     if isinstance(ext, Exception):
         _warn_once(f"{type(ext).__name__}: {str(ext).strip().splitlines()[-1] if str(ext).strip() else ''}")

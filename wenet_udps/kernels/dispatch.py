@@ -7,8 +7,9 @@ UDPS (:func:`udps_attention`):
 | tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
-| CPU, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
-| CPU, any other size (short utterances, decoding steps) | ``cpu_fused`` (eager, nothing to compile) |
+| CPU, T1 >= 2, and the C++ extension builds here (:func:`~wenet_udps.kernels.cpu_ext.ext_available`) | ``cpu_ext`` |
+| CPU without the extension, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
+| CPU, any other size (one query row: decoding steps; no extension: short utterances) | ``cpu_fused`` (eager) |
 | via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel (decoding steps) | ``one_query`` |
 | anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
 
@@ -31,6 +32,7 @@ from typing import Optional
 import torch
 
 from wenet_udps.kernels import selfcheck
+from wenet_udps.kernels import cpu_ext
 from wenet_udps.kernels.cpu_fused import udps_attention_fused
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.one_query import udps_attention_one_query
@@ -65,8 +67,8 @@ def triton_available() -> bool:
 
 def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
                        training: bool) -> str:
-    """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_fused"``, ``"cpu_tiled"`` or
-    ``"triton"``."""
+    """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_ext"``, ``"cpu_fused"``,
+    ``"cpu_tiled"`` or ``"triton"``."""
     # exporting() first: under tracing the size comparisons would be recorded as constants.
     if exporting() or bias is not None or (dropout_p > 0.0 and training):
         return "reference"
@@ -88,6 +90,10 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     if q.device.type != "cpu":
         return "reference"
     t1, t2 = q.size(-2), k_num.size(-2)
+    # One query row (a source-attention decoding step over the feature-major cache) stays eager: the extension
+    # would copy the cached keys contiguous at every step.
+    if t1 >= 2 and cpu_ext.ext_available():
+        return "cpu_ext"
     if t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES:
         return "cpu_tiled"
     return "cpu_fused"
@@ -105,6 +111,8 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
     if kernel == "triton" and (selfcheck.forced_kernel() == "triton" or selfcheck.triton_verified(q, v, mask)):
         from wenet_udps.kernels.triton_udps import udps_attention_triton
         return udps_attention_triton(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
+    if kernel == "cpu_ext":
+        return cpu_ext.udps_attention_ext(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     if kernel == "cpu_tiled":
         return udps_attention_tiled(q, k_num, k_norm, v, mask=_as_mask(mask), eps=eps)
     if kernel == "cpu_fused":
