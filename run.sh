@@ -284,8 +284,8 @@ fi
 
 if [[ ${stage} -le 0 && ${stop_stage} -ge 0 ]]; then
   # Canonical paths: ../shared/x and /work/shared/x (or a symlink to it) name one source, so no needless re-prepare.
-  source_dir=$(realpath -m -- "${download_dir}")
-  key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir:+$(realpath -m -- "${fsdd_dir}")}" \
+  source_dir=$(canonical_path "${download_dir}")
+  key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir:+$(canonical_path "${fsdd_dir}")}" \
         prepare_opts="${prepare_opts}")
   if stamp_ok "${data}/.stage0.stamp" "${key}"; then
     log "stage 0: ${data} already prepared from the same source and options, skipping"

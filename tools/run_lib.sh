@@ -40,6 +40,10 @@ stamp_write() {
   printf '%s\n' "${2%$'\n'}" > "$1"
 }
 
+# canonical_path PATH: absolute, symlinks and .. resolved; PATH need not exist (python3: macOS has no realpath -m).
+canonical_path() {
+  python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$1"
+}
 # file_sum FILE: md5 of FILE's content, "absent" when there is no such file.
 file_sum() {
   if [[ -f $1 ]]; then md5sum < "$1" | cut -c1-32; else echo absent; fi

@@ -29,6 +29,12 @@ def padding_mask(lengths, t):
     return (torch.arange(t).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)).unsqueeze(1)
 
 
+def chunk_mask(batch: int, t: int, chunk: int) -> torch.Tensor:
+    """U2 streaming: query i sees every key of its own chunk and of the chunks before it, (B, T, T)."""
+    pos = torch.arange(t)
+    return ((pos.unsqueeze(0) // chunk) <= (pos.unsqueeze(1) // chunk)).expand(batch, t, t)
+
+
 def assert_same(ref, got, atol=2e-5, rtol=1e-4):
     for name, r, g in zip(["out", "dq", "dk", "dv", "dalpha"], ref, got):
         assert torch.isfinite(g).all(), name
