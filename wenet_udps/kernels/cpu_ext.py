@@ -13,6 +13,7 @@ instructions. :func:`ext_available` says whether it built; it warns once, naming
 ``bash tools/install.sh`` builds it, so that no training process waits for the compiler.
 """
 import functools
+import hashlib
 import os
 import warnings
 from pathlib import Path
@@ -48,7 +49,10 @@ def _load():
     cap = _capability()
     flags = _CAPABILITY_FLAGS.get(cap, [])
     try:
-        return cpp_extension.load(name=f"wenet_udps_udps_cpu_{cap.lower()}", sources=[str(_SOURCE)],
+        # The checkout's path in the name too: torch's build files name the sources by path, so two checkouts
+        # sharing one extension cache would otherwise rebuild it (about 30 s) each time the other one ran.
+        where = hashlib.sha1(str(_SOURCE.parent).encode()).hexdigest()[:8]
+        return cpp_extension.load(name=f"wenet_udps_udps_cpu_{cap.lower()}_{where}", sources=[str(_SOURCE)],
                                   extra_cflags=["-O3", "-ffp-contract=fast", *flags], verbose=False)
     except Exception as exc:  # no compiler, no ninja, a compile or link error: the callers fall back
         return exc
