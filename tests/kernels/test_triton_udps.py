@@ -16,7 +16,7 @@ from wenet_udps.kernels import dispatch, triton_udps  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
 from wenet_udps.transformer.attention import ATTENTION_CLASSES  # noqa: E402
 
-from tests.kernels.udps_inputs import make_inputs, padding_mask, run_kernel  # noqa: E402
+from tests.kernels.udps_inputs import chunk_mask, make_inputs, padding_mask, run_kernel  # noqa: E402
 
 # Blocks of 16 (the smallest tl.dot operand): shapes of up to ~70 cross several block boundaries.
 SMALL = triton_udps.Blocks(16, 16, 4, 16, 16, 4, 16, 16, 4, 1)
@@ -35,11 +35,6 @@ def backend(request):
     return triton_udps, "cpu", [SMALL]
 
 
-def _chunk_mask(batch, t, chunk):
-    rows = torch.arange(t)
-    return (rows[None, :] // chunk <= rows[:, None] // chunk).unsqueeze(0).expand(batch, t, t)
-
-
 def _causal(batch, t1, t2):
     return torch.tril(torch.ones(t1, t2, dtype=torch.bool), diagonal=t2 - t1).unsqueeze(0).expand(batch, t1, t2)
 
@@ -51,7 +46,7 @@ CASES = {
     "non-prefix key mask": (2, 2, 33, 33, 16, lambda: torch.rand(2, 1, 33) > 0.4, False),
     "causal and padding (B, T1, T2)": (2, 2, 37, 37, 8, lambda: _causal(2, 37, 37) & padding_mask([37, 30], 37),
                                        False),
-    "chunk (U2)": (2, 2, 41, 41, 8, lambda: _chunk_mask(2, 41, 6) & padding_mask([41, 35], 41), False),
+    "chunk (U2)": (2, 2, 41, 41, 8, lambda: chunk_mask(2, 41, 6) & padding_mask([41, 35], 41), False),
     "cross T1 != T2, fully masked rows": (2, 2, 19, 53, 8, lambda: torch.cat(
         [torch.rand(2, 15, 53) > 0.5, torch.zeros(2, 4, 53, dtype=torch.bool)], dim=1), False),
     "mask of batch 1, one query": (3, 2, 1, 29, 8, lambda: padding_mask([17], 29), False),

@@ -21,7 +21,7 @@ from typing import Optional
 
 import torch
 
-from wenet_udps.kernels.cpu_fused import udps_attention_fused
+from wenet_udps.kernels.cpu_fused import _sum_to, udps_attention_fused
 from wenet_udps.kernels.reference import DEFAULT_EPS, upcast
 
 _SOURCE = Path(__file__).resolve().parent / "csrc" / "udps_cpu.cpp"
@@ -81,11 +81,6 @@ def _module():
     if isinstance(ext, Exception):
         raise RuntimeError("the C++ UDPS CPU kernel did not build; check ext_available() first") from ext
     return ext
-
-
-def _sum_to(grad: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """A gradient summed over the batch dimension that ``like`` broadcast (batch 1)."""
-    return grad.sum(0, keepdim=True) if like.size(0) != grad.size(0) else grad
 
 
 class UDPSExtFunction(torch.autograd.Function):
