@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# run.sh's stages 5-7: average and decode, export, results. Each skips its work when its stamp file records the same
+# checkpoints and options. Source after tools/run_setup.sh; the functions read run.sh's option variables.
+
+# averaged EXP: sets avg (the averaged checkpoint, named by how many it holds), avg_k and avg_key (its inputs).
+averaged() {
+  local exp=$1 n
+  n=$(find "${exp}" -maxdepth 1 -name 'epoch_*.yaml' | wc -l)
+  [[ ${n} -gt 0 ]] || die "missing ${exp}/epoch_N.pt checkpoints (made by stage 4): run with --stage 4"
+  avg_k=$(( average_num < n ? average_num : n ))
+  avg=${exp}/avg_${avg_k}.pt
+  # The epoch YAMLs record each checkpoint's SHA-256, and stay when --keep_checkpoints averaged deletes the .pt.
+  avg_key=$(stamp_text average_mode="${average_mode}" average_num="${avg_k}" \
+            checkpoints="$(cd "${exp}" && cat epoch_*.yaml | md5sum | cut -c1-32)")
+  if [[ ${avg_k} -lt ${average_num} ]]; then
+    log "${exp} has ${n} epoch checkpoints, fewer than --average_num ${average_num}: using ${avg##*/}"
+  fi
+}
+# parity_set: the test set of the export parity check and the attention plots: the first whose name starts with
+# "test", else the first.
+parity_set() {
+  local x
+  for x in ${test_sets}; do [[ ${x} == test* ]] && { echo "${x}"; return 0; }; done
+  echo "${test_sets%% *}"
+}
+
+average_run() {  # average_run EXP: stage 5's averaged checkpoint of EXP (sets avg, avg_k, avg_key)
+  local avg_args
+  averaged "$1"
+  if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
+    log "stage 5: ${avg} is up to date, skipping averaging"
+  else
+    compgen -G "$1/epoch_*.pt" > /dev/null || die "stage 5: $1 has no epoch_N.pt left to average" \
+      "(--keep_checkpoints averaged deleted them): keep the earlier --average_num/--average_mode or retrain"
+    log "stage 5: average ${avg_k} checkpoints (${average_mode}) -> ${avg}"
+    avg_args=(--dst_model "${avg}" --src_path "$1" --num "${avg_k}")
+    [[ ${average_mode} == val_best ]] && avg_args+=(--val_best)
+    python3 -m wenet_udps.bin.average_model "${avg_args[@]}"
+    stamp_write "${avg}.stamp" "${avg_key}"
+  fi
+  [[ ${keep_checkpoints} == all ]] || prune_checkpoints "$1"
+}
+
+decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
+  local exp=$1 x=$2 result_dir=$1/$2 key mode device=cpu
+  [[ -z ${gpus} ]] || device=cuda
+  require "${data}/${x}/$(list_name)" 3
+  key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
+        beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
+        decoding_chunk_size="${decoding_chunk_size}" num_decoding_left_chunks="${num_decoding_left_chunks}")
+  if stamp_ok "${result_dir}/.decode.stamp" "${key}"; then
+    log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
+  else
+    log "stage 5: decode ${x} with ${avg} (${decode_modes})"
+    # shellcheck disable=SC2086  # decode_modes is a list
+    CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
+      --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
+      --result_dir "${result_dir}" --modes ${decode_modes} --beam_size "${beam_size}" \
+      --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
+      --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
+      --device "${device}"
+    stamp_write "${result_dir}/.decode.stamp" "${key}"
+  fi
+  for mode in ${decode_modes}; do
+    python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${result_dir}/${mode}/text" \
+      > "${result_dir}/${mode}/wer"
+    log "stage 5: ${exp} ${x} ${mode}: $(grep '^Overall' "${result_dir}/${mode}/wer")"
+  done
+}
+
+stage_decode() {  # stage 5: average each run's checkpoints, decode and score every test set
+  local run exp x
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
+    require "${exp}/final.pt" 4
+    lock_exp "${exp}"   # no averaging or decoding of checkpoints a training is still writing
+    average_run "${exp}"
+    for x in ${test_sets}; do decode_set "${exp}" "${x}"; done
+  done
+}
+
+stage_export() {  # stage 6: TorchScript/ONNX and sherpa-onnx exports of each averaged model, parity checked
+  local run exp parity parity_list key
+  parity=$(parity_set)
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
+    averaged "${exp}"
+    require "${avg}" 5
+    lock_exp "${exp}"
+    parity_list=${data}/${parity}/$(list_name)
+    require "${parity_list}" 3
+    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")
+    if stamp_ok "${exp}/export/.export.stamp" "${key}"; then
+      log "stage 6: ${exp}/export is up to date, skipping"
+      continue
+    fi
+    log "stage 6: export ${avg} to TorchScript and ONNX; parity checked on ${parity}"
+    python3 -m wenet_udps.bin.export --config "${exp}/train.yaml" --checkpoint "${avg}" \
+      --output_dir "${exp}/export" --test_data "${parity_list}" --data_type "${data_type}"
+    log "stage 6: export ${avg} for sherpa-onnx -> ${exp}/sherpa"
+    python3 -m wenet_udps.bin.export --format sherpa-onnx --config "${exp}/train.yaml" --checkpoint "${avg}" \
+      --output_dir "${exp}/sherpa" --test_data "${parity_list}" --data_type "${data_type}"
+    stamp_write "${exp}/export/.export.stamp" "${key}"
+  done
+}
+
+# sherpa_decode_all: sherpa-onnx (stage 6's export) on every test set, before the table so that it has their
+# columns: fp32 and int8, offline and (streaming confs) streaming. RTF: one stream, one thread.
+sherpa_decode_all() {
+  local run exp x model prec name out opts
+  for run in "${runs[@]}"; do
+    exp=$(run_exp "${run}")
+    [[ -f ${exp}/sherpa/model.onnx ]] || continue
+    for x in ${test_sets}; do
+      for model in model model-streaming; do
+        [[ -f ${exp}/sherpa/${model}.onnx ]] || continue
+        for prec in fp32 int8; do
+          name=sherpa${model#model}_${prec}; out=${exp}/${x}/${name}   # sherpa_fp32, sherpa-streaming_int8, ...
+          opts=(); [[ ${prec} == int8 ]] && opts+=(--int8); [[ ${model} == model-streaming ]] && opts+=(--streaming)
+          python3 -m wenet_udps.bin.sherpa_decode --config "${exp}/train.yaml" --export_dir "${exp}/sherpa" \
+            --wav_scp "${data}/${x}/wav.scp" --result_dir "${out}" "${opts[@]}" > /dev/null
+          python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${out}/text" > "${out}/wer"
+          log "stage 7: ${exp} ${x} ${name}: $(grep '^Overall' "${out}/wer"), $(cat "${out}/rtf")"
+        done
+      done
+    done
+  done
+}
+
+# plot_first_seeds: per layer, the attention weights of one utterance of the parity set, and the mean attention
+# entropy per head, of each variant's first-seed model (their averaged checkpoints must have the same name).
+plot_first_seeds() {
+  local look=() look_ckpt= udps exp parity
+  for udps in ${variants}; do
+    exp=$(run_exp "${udps}:$(first_seed)")
+    compgen -G "${exp}/epoch_*.yaml" > /dev/null || continue
+    averaged "${exp}"
+    [[ ${#look[@]} -eq 0 || ${avg##*/} == "${look_ckpt}" ]] || continue
+    look_ckpt=${avg##*/}
+    [[ -f ${avg} ]] && look+=("${exp}")
+  done
+  [[ ${#look[@]} -gt 0 ]] || return 0
+  parity=$(parity_set)
+  require "${data}/${parity}/$(list_name)" 3
+  python3 -m wenet_udps.bin.plot_attention --exp_dirs "${look[@]}" --checkpoint "${look_ckpt}" \
+    --test_data "${data}/${parity}/$(list_name)" --data_type "${data_type}" --out_dir "$1/plots"
+}
+
+stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model, paired tests) and plots
+  local results_root
+  results_root=$(dirname "${exp_prefix}")
+  log "stage 7: results table and plots for ${results_root}"
+  sherpa_decode_all
+  # The thread count that RESULTS.md records (provenance) is the trainings' on the CPU.
+  OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
+    --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \
+    --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" --data_dir "${data}" --wer_char "${wer_char}" \
+    --seeds "${seeds}"
+  plot_first_seeds "${results_root}"
+}

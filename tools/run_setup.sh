@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# run.sh's checks before any work: options, corpus settings, the variants and their exp dirs, the runs to train.
+# Source after tools/log.sh and tools/run_lib.sh; the functions read and set run.sh's option variables.
+
+# resolve_user_paths: run.sh works from its own folder, so a relative path given from elsewhere would silently name
+# the repo's file of that name (an edited conf/... in the caller's folder ignored): make it the caller's. Sets
+# resolved, the resolved paths as options, for recipes/fsdd/loso.sh, which reruns run.sh from here.
+resolve_user_paths() {
+  local v
+  resolved=()
+  if ! [[ ${caller_dir} -ef ${PWD} ]]; then
+    for v in config dir data download_dir fsdd_dir checkpoint enc_init loso_compare; do
+      [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
+    done
+  fi
+  # --dir is a prefix (exp dirs are <dir>_<attention>): "exp/x/" would put them at exp/x/_udps.
+  while [[ ${dir} == */ && ${dir} != / ]]; do dir=${dir%/}; done
+}
+
+check_options() {
+  local v corpora
+  for v in stage stop_stage average_num beam_size num_workers cpu_jobs decode_batch_size decoding_chunk_size \
+           num_decoding_left_chunks num_nodes node_rank num_utts_per_shard; do
+    [[ ${!v} =~ ^-?[0-9]+$ ]] || die "--${v} takes an integer, got '${!v}' (bash run.sh --help lists the options)"
+  done
+  for v in ctc_weight reverse_weight; do
+    [[ ${!v} =~ ^[0-9]*\.?[0-9]+$ ]] || die "--${v} takes a number >= 0, got '${!v}'"
+  done
+  one_of average_mode "${average_mode}" val_best latest
+  one_of data_type "${data_type}" raw shard
+  one_of force "${force}" true false
+  [[ ${stage} -ge -1 && ${stage} -le 7 ]] || die "--stage must be in -1..7, got ${stage}"
+  [[ ${stop_stage} -ge -1 && ${stop_stage} -le 7 ]] || die "--stop_stage must be in -1..7, got ${stop_stage}"
+  [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"
+  [[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
+  [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
+  for v in num_utts_per_shard beam_size decode_batch_size num_nodes; do
+    [[ ${!v} -ge 1 ]] || die "--${v} must be >= 1, got ${!v}"
+  done
+  [[ ${num_workers} -ge 0 ]] || die "--num_workers must be >= 0, got ${num_workers}"
+  [[ ${node_rank} -ge 0 && ${node_rank} -lt ${num_nodes} ]] \
+    || die "--node_rank must be in 0..$((num_nodes - 1)) (--num_nodes ${num_nodes}), got ${node_rank}"
+  [[ ${decoding_chunk_size} -ge 1 || ${decoding_chunk_size} -eq -1 ]] \
+    || die "--decoding_chunk_size must be -1 (full context) or >= 1, got ${decoding_chunk_size}"
+  [[ ${num_decoding_left_chunks} -ge -1 ]] \
+    || die "--num_decoding_left_chunks must be -1 (all) or >= 0, got ${num_decoding_left_chunks}"
+  [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
+  corpora=$(for v in recipes/*/; do [[ -f ${v}settings.sh ]] && basename "${v}"; done | tr '\n' ' ')
+  [[ ${corpus} =~ ^[A-Za-z0-9_]+$ && -f recipes/${corpus}/settings.sh ]] \
+    || die "unknown corpus '${corpus}'; valid: ${corpora% }"
+}
+
+# load_corpus_settings: recipes/<corpus>/settings.sh, then what the command line gave (kept in given).
+load_corpus_settings() {
+  local v settings="train_set dev_set test_sets token_type nbpe bpe_mode wer_char"
+  declare -gA given=()
+  for v in ${settings}; do given[${v}]=${!v}; done
+  train_set_fallback=     # settings.sh may name a set to train on when train_set was not prepared
+  . "recipes/${corpus}/settings.sh"
+  for v in ${settings}; do [[ -z ${given[${v}]} ]] || printf -v "${v}" '%s' "${given[${v}]}"; done
+  one_of token_type "${token_type}" char bpe
+  one_of bpe_mode "${bpe_mode}" unigram bpe
+  one_of wer_char "${wer_char}" 0 1
+  [[ ${nbpe} =~ ^[0-9]+$ ]] || die "--nbpe takes an integer, got '${nbpe}'"
+  [[ ${token_type} == char || ${nbpe} -gt 0 ]] || die "--token_type bpe needs --nbpe > 0"
+  [[ -n ${test_sets// /} ]] || die "--test_sets is empty: name the sets to decode"
+}
+
+# pick_variants: sets variants, the att_udps value each model trains with (wenet_udps.model_builder maps it to each
+# site's type). --config alone trains what the conf says; otherwise both attentions unless --att_udps picks one.
+pick_variants() {
+  local s
+  one_of keep_checkpoints "${keep_checkpoints}" all averaged
+  if [[ -n ${udps_sites} ]]; then
+    [[ -z ${att_udps} ]] || die "--udps_sites and --att_udps both pick the variants: give one"
+    [[ " ${udps_sites} " == *" none "* ]] || die "--udps_sites needs none: the scaled-dot model the others are tested against"
+    variants=
+    for s in ${udps_sites}; do   # none/all are att_udps false/true; a site set is att_udps' own value
+      case ${s} in
+        none) variants+=" false" ;; all) variants+=" true" ;;
+        true|false) die "--udps_sites takes none, all or sites joined by + (enc_self dec_self dec_cross), got '${s}'" ;;
+        *) variants+=" ${s}" ;;
+      esac
+    done
+    variants=${variants# }
+  else
+    [[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
+    case ${att_udps} in
+      both) variants="false true" ;;
+      true|false|conf) variants=${att_udps} ;;
+      *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
+    esac
+  fi
+  config=${config:-${default_config}}
+  [[ -f ${config} ]] || die "config ${config} not found; pick one under ${PWD}/conf/${corpus}/ (a relative path is" \
+    "read from the directory run.sh is started in)"
+  one_of loso "${loso}" true false
+}
+
+# run_loso: --loso true hands the whole run to recipes/fsdd/loso.sh (one run.sh per fold).
+run_loso() {
+  [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
+  [[ -z ${udps_sites} ]] || die "--loso true compares scaled-dot with UDPS; it does not take --udps_sites"
+  exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
+    --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
+    --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
+    --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}" "${resolved[@]}"
+}
+
+# check_install: the stages run tools/*.py, which import the installed wenet_udps: it must be this checkout's
+# (tools/install.sh does pip install -e .). find_spec, run from /: no 1.5 s torch import on every call, and not this
+# folder's copy by accident.
+check_install() {
+  local installed
+  installed=$(cd / && python3 -c "import importlib.util as u, os; s = u.find_spec('wenet_udps'); assert u.find_spec('torch')
+print(os.path.dirname(s.submodule_search_locations[0]))" 2>/dev/null) \
+    || die "wenet_udps or torch is not installed: run 'bash tools/install.sh' (see README)"
+  [[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
+    "(${PWD}): run 'bash tools/install.sh' here"
+}
+
+# describe_variants: fills exp_of (variant -> exp dir, named after the attention the variant really builds) and
+# checks, before any work, that the GPUs exist and a streaming decode has a streaming conf.
+describe_variants() {
+  local n_ids desc o udps label streaming v described
+  if [[ -n ${gpus} ]]; then
+    n_ids=$(echo "${gpus}" | awk -F, '{print NF}')
+    CUDA_VISIBLE_DEVICES=${gpus} python3 -c "import sys, torch; sys.exit(torch.cuda.device_count() < ${n_ids})" \
+      || die "--gpus ${gpus}: torch sees fewer than ${n_ids} CUDA devices (torch.cuda.is_available():" \
+             "$(python3 -c 'import torch; print(torch.cuda.is_available())')); omit --gpus to run on the CPU"
+  fi
+  desc=(--config "${config}")
+  for o in "${overrides_given[@]}"; do desc+=(--override "${o}"); done
+  for udps in ${variants}; do desc+=(--variant "${udps}"); done
+  [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "${checkpoint}")
+  described=$(python3 -m wenet_udps.bin.describe --porcelain "${desc[@]}" 2> "${tmp}/describe.err") \
+    || die "$(tail -n 1 "${tmp}/describe.err")"
+  while read -r udps label streaming; do
+    for v in "${!exp_of[@]}"; do
+      [[ ${exp_of[${v}]} != "${exp_prefix}_${label}" ]] || die "att_udps ${v} and ${udps}: ${config} builds the" \
+        "same attention (${label}) either way; drop one"
+    done
+    exp_of[${udps}]=${exp_prefix}_${label}
+    if [[ ${decoding_chunk_size} -gt 0 && ${streaming} != true ]]; then
+      die "--decoding_chunk_size ${decoding_chunk_size}: ${config} trains a non-streaming encoder (no" \
+          "encoder_conf.use_dynamic_chunk / static_chunk_size); drop the option or train a streaming conf:" \
+          "$(ls conf/*/*u2pp*.yaml | tr '\n' ' ')"
+    fi
+  done <<< "${described}"
+}
+
+# plan_runs: sets runs, "<variant>:<seed>" per model trained ("none": the config's seed, exp dir without suffix).
+plan_runs() {
+  local s udps
+  for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"; done
+  [[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
+  runs=()
+  for udps in ${variants}; do for s in ${seeds:-none}; do runs+=("${udps}:${s}"); done; done
+  if [[ -n ${enc_init} ]] && runs_stage 4; then
+    for udps in ${variants}; do
+      [[ -f $(enc_init_of "${udps}") ]] || die "--enc_init: $(enc_init_of "${udps}") (for att_udps ${udps}) is not a file"
+    done
+  fi
+}
+
+runs_stage() { [[ ${stage} -le ${2:-$1} && ${stop_stage} -ge $1 ]]; }  # runs_stage N [M]: this run has stage N (or one of N..M)
+enc_init_of() {  # enc_init_of VARIANT -> its --enc_init file ({attention} replaced by the variant's exp suffix)
+  echo "${enc_init//\{attention\}/${exp_of[${1}]#"${exp_prefix}_"}}"
+}
+run_exp() {  # run_exp VARIANT:SEED -> its exp dir
+  if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
+}
+first_seed() { local s; read -r -a s <<< "${seeds}"; echo "${s[0]:-none}"; }
+list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
+# A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
+require() {  # require FILE STAGE
+  [[ -e $1 ]] || die "missing $1 (made by stage $2): run with --stage $2, or check --data/--dir"
+}

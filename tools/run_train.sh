@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# run.sh's stage 4: one training per run (variant x seed), on the CPU side by side or on GPUs with torchrun. A run
+# is never overwritten: an exp dir trained with other settings stops the stage (its .train.stamp says how).
+# Source after tools/run_setup.sh; the functions read run.sh's option variables.
+
+# On the CPU, up to --cpu_jobs trainings run at once: a small model gains little from more intra-op threads, so
+# two one-thread trainings on two cores take about the time of one (measured: docs/benchmarks.md). The thread count
+# depends on --cpu_jobs (or OMP_NUM_THREADS) only, not on how many runs there are, so a model's numbers do not
+# depend on which other runs this command trains.
+training_pids=() training_exps=()
+train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or in the background
+  local exp=$1; shift
+  if [[ ${cpu_jobs} -eq 1 ]]; then
+    python3 -m wenet_udps.bin.train "$@"; return
+  fi
+  [[ ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
+  log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log"
+  # Appended: a resumed run's log follows the interrupted one's.
+  OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" >> "${exp}/train.log" 2>&1 &
+  training_pids+=($!) training_exps+=("${exp}")
+}
+wait_trainings() {  # wait for the background trainings; stop naming each one that failed, after all have ended
+  local i failed=()
+  for i in "${!training_pids[@]}"; do
+    if ! wait "${training_pids[i]}"; then
+      failed+=("${training_exps[i]}")
+      tail -n 5 "${training_exps[i]}/train.log" >&2
+    fi
+  done
+  training_pids=() training_exps=()
+  [[ ${#failed[@]} -eq 0 ]] || die "stage 4: training failed in ${failed[*]} (see train.log there); rerun" \
+    "stage 4 to resume from the last valid checkpoint"
+}
+
+# gpu_preflight: kernel parity, a step per variant, a decode, speed (wenet_udps.bin.gpu_check). Sets gpu_json, copied
+# into each exp dir that trains: a refused one keeps its own verdict.
+gpu_preflight() {
+  gpu_json=
+  [[ -n ${gpus} && ${skip_gpu_check} != true ]] || return 0
+  gpu_json=${tmp}/gpu_check.json
+  log "stage 4: GPU preflight (python -m wenet_udps.bin.gpu_check)"
+  if ! CUDA_VISIBLE_DEVICES=${gpus} python3 -m wenet_udps.bin.gpu_check --device cuda --config "${config}" \
+      --dtype "${train_dtype}" --json "${gpu_json}"; then
+    cp "${gpu_json}" "${exp_prefix}_gpu_check.json" 2> /dev/null || true
+    die "stage 4: the GPU preflight failed (${exp_prefix}_gpu_check.json); attach it to a bug report;" \
+      "--skip_gpu_check true trains anyway"
+  fi
+}
+
+# train_key VARIANT SEED INIT: sets overrides (the conf overrides the run trains with) and train_stamp (what its
+# .train.stamp records).
+train_key() {
+  local udps=$1 seed=$2 init=$3
+  overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")
+  [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
+  [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
+  overrides+=("${overrides_given[@]}")
+  train_stamp=$(stamp_text config="$(conf_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
+    train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \
+    cv_list="$(file_sum "${data}/${dev_set}/$(list_name)")" units="$(file_sum "${units}")" \
+    cmvn="$(file_sum "${cmvn}.stamp")" seed="${seed}")   # cmvn: what the stats were made from
+  [[ -z ${init} ]] || train_stamp+=$'\n'$(stamp_text enc_init="$(file_sum "${init}")" enc_init_mods="${enc_init_mods}")
+}
+
+train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
+  local udps=${1%%:*} seed=${1#*:} exp init= key newest trained=false args o num_gpus
+  exp=$(run_exp "$1")
+  [[ -z ${enc_init} ]] || init=$(enc_init_of "${udps}")
+  train_key "${udps}" "${seed}" "${init}"
+  key=${train_stamp}
+  newest=$(newest_checkpoint "${exp}")
+  [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
+  if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
+      && ! stamp_ok "${exp}/.train.stamp" "${key}"; then
+    die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${key}"));" \
+        "continue it with --checkpoint ${newest:-${exp}/final.pt}, train afresh there with --force true," \
+        "or train elsewhere with --dir"
+  fi
+  if [[ ${force} == false && -z ${checkpoint} && -f ${exp}/final.pt ]]; then
+    log "stage 4: ${exp}/final.pt exists, skipping"; return 0
+  fi
+  mkdir -p "${exp}"
+  [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
+  stamp_write "${exp}/.train.stamp" "${key}"
+  args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
+        --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
+        --dtype "${train_dtype}")
+  for o in "${overrides[@]}"; do args+=(--override "${o}"); done
+  [[ ${seed} == none ]] || args+=(--seed "${seed}")
+  [[ -z ${init} ]] || args+=(--enc_init "${init}" --enc_init_mods "${enc_init_mods}")
+  # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
+  if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
+  log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \
+      "${newest:+, resuming}"
+  if [[ -z ${gpus} ]]; then
+    train_on_cpu "${exp}" "${args[@]}" --device cpu
+  else
+    num_gpus=$(echo "${gpus}" | awk -F, '{print NF}')
+    CUDA_VISIBLE_DEVICES=${gpus} torchrun --nnodes="${num_nodes}" --nproc_per_node="${num_gpus}" \
+      --node_rank="${node_rank}" --rdzv_id=wenet_udps --rdzv_backend=c10d --rdzv_endpoint="${HOST_NODE_ADDR}" \
+      -m wenet_udps.bin.train "${args[@]}" --device cuda --dist_backend nccl
+  fi
+}
+
+stage_train() {  # stage 4: every run, the CPU ones up to --cpu_jobs at a time
+  local f run
+  for f in "${data}/${train_set}/$(list_name):3" "${data}/${dev_set}/$(list_name):3" "${units}:2" "${cmvn}:1"; do
+    require "${f%:*}" "${f##*:}"
+  done
+  python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
+try: load(sys.argv[1])
+except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
+  for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
+  gpu_preflight
+  for run in "${runs[@]}"; do train_run "${run}"; done
+  wait_trainings
+}
