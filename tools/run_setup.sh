@@ -155,7 +155,8 @@ plan_runs() {
   for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"; done
   [[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
   runs=()
-  for udps in ${variants}; do for s in ${seeds:-none}; do runs+=("${udps}:${s}"); done; done
+  # Seed by seed: with --cpu_jobs 2 a seed's two variants train side by side and their pair is complete first.
+  for s in ${seeds:-none}; do for udps in ${variants}; do runs+=("${udps}:${s}"); done; done
   if [[ -n ${enc_init} ]] && runs_stage 4; then
     for udps in ${variants}; do
       [[ -f $(enc_init_of "${udps}") ]] || die "--enc_init: $(enc_init_of "${udps}") (for att_udps ${udps}) is not a file"
