@@ -63,7 +63,8 @@ def step_times(runs, length: int, args, clock) -> None:
         causal = torch.tril(torch.ones(length, length, dtype=torch.bool)).expand(rows, length, length)
         dec = model.decoder
         caches = dec.memory_caches(memory)
-        cache = [torch.randn(rows, length - 1, memory.size(-1), generator=gen) for _ in dec.decoders]
+        att = dec.decoders[0].self_attn   # a step's cache: each block's self-attention keys and values
+        cache = [torch.randn(rows, att.h, length - 1, 2 * att.d_k, generator=gen) for _ in dec.decoders]
         calls[exp] = (lambda d=dec, m=memory, mm=memory_mask, t=tokens, c=causal, k=cache, mc=caches:
                       d.forward_one_step(m, mm, t, c, k, mc))
         calls[exp]()

@@ -80,7 +80,8 @@ def test_forward_one_step_matches_full_forward(name, self_type, src_type, grad):
         for i in range(1, 6):
             tgt_mask = subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1)
             logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache, memory_caches)
-            assert len(new_cache) == 2 and new_cache[0].shape == (2, i, D)
+            # Per block, the self-attention's keys and values of the i positions so far (2 heads).
+            assert len(new_cache) == 2 and new_cache[0].shape == (2, 2, i, 2 * D // 2)
             assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
             # The memory's projections made once give the numbers that projecting it at this step gives.
             logp_fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache)
@@ -185,3 +186,14 @@ def test_constructors_are_keyword_only():
         TransformerDecoder(V, D)
     with pytest.raises(TypeError):
         BiTransformerDecoder(V, D)
+
+
+def test_a_step_without_a_cache_runs_the_whole_prefix_and_a_wrong_cache_is_refused():
+    dec = make().eval()
+    memory, memory_mask, ys, _ = batch()
+    out, _, _ = dec(memory, memory_mask, ys, torch.tensor([5, 5]))
+    logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :2], subsequent_mask(2).unsqueeze(0).repeat(2, 1, 1))
+    assert torch.allclose(logp, out[:, 1].log_softmax(-1), atol=1e-4) and cache[0].shape[2] == 2
+    with pytest.raises(ValueError, match="does not hold 2 earlier positions of 2 prefixes"):
+        dec.forward_one_step(memory, memory_mask, ys[:, :3], subsequent_mask(3).unsqueeze(0).repeat(2, 1, 1),
+                             [c[:, :, :1] for c in cache])

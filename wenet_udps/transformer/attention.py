@@ -32,7 +32,7 @@ from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention, ud
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 
 _EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
-_EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
+EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
 ATTENTION_KINDS = ("self", "cross")
 
 ATTENTION_CLASSES: Dict[str, Type["MultiHeadedAttention"]] = {}
@@ -109,7 +109,7 @@ class MultiHeadedAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
-                cache: torch.Tensor = _EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
+                cache: torch.Tensor = EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
         """query (B, T1, D), key/value (B, T2, D) -> output (B, T1, D), new_cache (B, H, T_cache + T2, 2 d_k)."""
         q, k, v, new_cache = self.forward_qkv(query, key, value, cache)
         return self._output(self.attend(q, k, v, mask, pos_emb)), new_cache
@@ -302,7 +302,7 @@ class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
-                cache: torch.Tensor = _EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
+                cache: torch.Tensor = EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
         """query (B, T1, D), key/value (B, T2, D) (ignored when ``cache`` is given) -> (B, T1, D), cache."""
         if cache.size(0) > 0:
             k_num, v, k_norm = torch.split(cache, [self.d_k, self.d_k, 1], dim=-2)

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, EMPTY_CACHE
 from wenet_udps.transformer.decoder_layer import DecoderLayer
 from wenet_udps.transformer.embedding import PositionalEncoding
 from wenet_udps.transformer.positionwise_feed_forward import ACTIVATION_CLASSES, PositionwiseFeedForward
@@ -142,24 +142,26 @@ class TransformerDecoder(nn.Module):
                          tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
                          memory_caches: Optional[List[torch.Tensor]] = None
                          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-        """Score the next token of each prefix, reusing the per-block outputs of the previous step.
+        """Score the next token of each prefix; only the newest position runs through the blocks.
 
         Args:
             memory: (B, T, D); memory_mask: (B, 1, T).
-            tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask.
-            cache: None at the first step, else the returned cache of the previous step
-                (``num_blocks`` tensors of shape (B, L-1, D)).
+            tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask (its last row is used).
+            cache: the returned cache of the previous step: per block, the self-attention's keys and values of
+                the first L-1 positions, (B, H, L-1, 2 d_k); a search that reorders its hypotheses reorders these
+                rows with them. None (the first step): the whole prefix runs.
             memory_caches: ``memory_caches(memory)`` (None: projected from ``memory`` at this step).
         Returns:
-            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, L, D)).
+            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, H, L, 2 d_k)).
         """
         x, _ = self.embed(tgt)
+        if cache is not None:   # only the newest position runs (at its absolute position)
+            x, tgt_mask = x[:, -1:], tgt_mask[:, -1:, :]
         new_cache = []
         for i, layer in enumerate(self.decoders):
-            x, tgt_mask, memory, memory_mask = layer(x, tgt_mask, memory, memory_mask,
-                                                     cache=None if cache is None else cache[i],
-                                                     memory_cache=None if memory_caches is None else memory_caches[i])
-            new_cache.append(x)
+            x, layer_cache = layer.step(x, tgt_mask, memory, memory_mask, EMPTY_CACHE if cache is None else cache[i],
+                                        memory_cache=None if memory_caches is None else memory_caches[i])
+            new_cache.append(layer_cache)
         y = x[:, -1]
         if self.normalize_before:
             y = self.after_norm(y)

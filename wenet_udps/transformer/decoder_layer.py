@@ -4,6 +4,8 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
+from wenet_udps.transformer.attention import EMPTY_CACHE
+
 
 class DecoderLayer(nn.Module):
     """Decoder block with WeNet's parameter names (self_attn, src_attn, feed_forward, norm1/2/3).
@@ -32,35 +34,52 @@ class DecoderLayer(nn.Module):
         self.normalize_before = normalize_before
 
     def forward(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-                cache: Optional[torch.Tensor] = None, memory_cache: Optional[torch.Tensor] = None
+                memory_cache: Optional[torch.Tensor] = None
                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Run the block.
+        """Run the block over whole target sequences.
 
         Args:
             tgt: (B, L, D) decoder input.
             tgt_mask: (B, L, L) bool, True = attend (causal & padding).
             memory: (B, T, D) encoder output.
             memory_mask: (B, 1, T) or (B, L, T) bool.
-            cache: (B, L-1, D) this block's output for the first L-1 positions (incremental decoding);
-                only the last position is then computed.
-            memory_cache: ``src_attn.memory_cache(memory, memory)``, made once per decoding so a step does not
-                project the memory again; None computes it from ``memory``.
+            memory_cache: ``src_attn.memory_cache(memory, memory)``, made once per decoding so that it is not
+                projected again; None computes it from ``memory``.
         Returns:
             output (B, L, D), tgt_mask, memory, memory_mask.
         """
+        x, _ = self._block(tgt, tgt_mask, memory, memory_mask, EMPTY_CACHE, memory_cache)
+        return x, tgt_mask, memory, memory_mask
+
+    def step(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+             cache: torch.Tensor, memory_cache: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """A decoding step: the positions not yet in the cache (the newest one), the earlier ones' self-attention
+        keys and values taken from it.
+
+        Args:
+            tgt: (B, L_new, D) the input of the positions not in the cache: one per step, all of them when the
+                cache is empty.
+            tgt_mask: (B, L_new, L) bool, their rows of the causal mask over all L positions.
+            memory, memory_mask, memory_cache: as ``forward``.
+            cache: (B, H, L - L_new, 2 d_k) the self-attention's keys and values of the earlier positions (the
+                previous step's returned cache), or ``(0, 0, 0, 0)``. Projecting only the new positions' keys and
+                values keeps a step's cost from growing with the prefix as WeNet's layer-output cache does.
+        Returns:
+            output (B, L_new, D), new cache (B, H, L, 2 d_k).
+        """
+        cached = cache.size(2) if cache.size(0) > 0 else 0
+        if (cached and cache.size(0) != tgt.size(0)) or cached + tgt.size(1) != tgt_mask.size(-1):
+            raise ValueError(f"decoder cache of shape {tuple(cache.shape)} does not hold "
+                             f"{tgt_mask.size(-1) - tgt.size(1)} earlier positions of {tgt.size(0)} prefixes")
+        return self._block(tgt, tgt_mask, memory, memory_mask, cache, memory_cache)
+
+    def _block(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+               cache: torch.Tensor, memory_cache: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
         residual = tgt
         if self.normalize_before:
             tgt = self.norm1(tgt)
-        if cache is None:
-            tgt_q, tgt_q_mask = tgt, tgt_mask
-        else:
-            if cache.shape != (tgt.size(0), tgt.size(1) - 1, self.size):
-                raise ValueError(f"decoder cache shape {tuple(cache.shape)} does not match "
-                                 f"{(tgt.size(0), tgt.size(1) - 1, self.size)}")
-            tgt_q = tgt[:, -1:, :]
-            residual = residual[:, -1:, :]
-            tgt_q_mask = tgt_mask[:, -1:, :]
-        x = residual + self.dropout(self.self_attn(tgt_q, tgt, tgt, tgt_q_mask)[0])
+        att, new_cache = self.self_attn(tgt, tgt, tgt, tgt_mask, cache=cache)
+        x = residual + self.dropout(att)
         if not self.normalize_before:
             x = self.norm1(x)
 
@@ -77,10 +96,7 @@ class DecoderLayer(nn.Module):
         x = residual + self.dropout(self.feed_forward(x))
         if not self.normalize_before:
             x = self.norm3(x)
-
-        if cache is not None:
-            x = torch.cat([cache, x], dim=1)
-        return x, tgt_mask, memory, memory_mask
+        return x, new_cache
 
     def _src_attend(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                     memory_cache: Optional[torch.Tensor]) -> torch.Tensor:
