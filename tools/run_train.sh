@@ -13,7 +13,6 @@ train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or 
   if [[ ${cpu_jobs} -eq 1 ]]; then
     python3 -m wenet_udps.bin.train "$@"; return
   fi
-  [[ ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
   log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log"
   # Appended: a resumed run's log follows the interrupted one's.
   OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" >> "${exp}/train.log" 2>&1 &
@@ -90,6 +89,8 @@ train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
   [[ -z ${init} ]] || args+=(--enc_init "${init}" --enc_init_mods "${enc_init_mods}")
   # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
   if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
+  # Wait for a free slot (CPU) first, so that the line below is logged when this training starts.
+  [[ -n ${gpus} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
   log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \
       "${newest:+, resuming}"
   if [[ -z ${gpus} ]]; then
