@@ -71,5 +71,9 @@ def test_sections_add_cer_for_word_scored_sets_only(tmp_path):
     assert "## CER" in words and "| m_udps_seed1 | test | 25.00 |" in words
     assert "| m_udps | test | 25.00 ± 0.00 (seeds 1: 25.00, 2: 25.00) |" in words
     assert "## Per speaker" in words and "| m_udps | test | 1 | 50.00 ± 0.00 |" in words
+    # Per speaker also by letters: "A B C X" against "A B C D", one letter in four.
+    by_letters = words.split("Letter CER (%) of each speaker's utterances")[1]
+    assert "| exp | set | speaker | attention CER |" in by_letters
+    assert "| m_udps | test | 1 | 25.00 ± 0.00 |" in by_letters
     chars = sections(exp, data, names, ["test"], ["attention"], char=True, metric="CER")
-    assert "## CER" not in chars and "## Per speaker" in chars
+    assert "## CER" not in chars and "## Per speaker" in chars and "Letter CER (%) of each speaker" not in chars

@@ -75,9 +75,10 @@ def groups_of(names: Sequence[str]) -> Dict[str, List[str]]:
 
 
 def speaker_table(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[str], modes: Sequence[str],
-                  *, char: bool, metric: str) -> str:
+                  *, char: bool, metric: str, letter: bool = False) -> str:
     """Markdown: per set that has ``utt2spk``, one row per experiment group and speaker, one column per mode
-    (mean ± std over seeds for a seeded group). Empty when no set has ``utt2spk``."""
+    (mean ± std over seeds for a seeded group). Empty when no set has ``utt2spk``. ``letter``: score the texts as
+    letters (:func:`letters`), the CER of a word-scored set."""
     header = ["exp", "set", "speaker"] + [f"{m} {metric}" for m in modes]
     lines = []
     for s in sets:
@@ -85,13 +86,17 @@ def speaker_table(exp_dir: Path, data_dir: Path, results: Results, sets: Sequenc
         if not spk_file.is_file() or not ref_file.is_file():
             continue
         utt2spk, refs = read_utt2spk(spk_file), read_text(str(ref_file))
+        if letter:
+            refs = letters(refs)
         for group, members in groups_of(list(results)).items():
             cells: Dict[str, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
             for name in members:
                 for m in modes:
                     hyp = exp_dir / name / s / m / "text"
                     if (s, m) in results[name] and hyp.is_file():
-                        for spk, r in by_speaker(refs, read_text(str(hyp)), utt2spk, char=char).items():
+                        hyps = read_text(str(hyp))
+                        for spk, r in by_speaker(refs, letters(hyps) if letter else hyps, utt2spk,
+                                                 char=char and not letter).items():
                             cells[spk][m].append(r)
             for spk, per_mode in sorted(cells.items()):
                 row = [group, s, spk] + [_cell(per_mode.get(m, [])) for m in modes]
@@ -128,4 +133,7 @@ def sections(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[str
     if per:
         text += (f"\n## Per speaker\n\n{metric} (%) of each speaker's utterances (`<data>/<set>/utt2spk`); a seed "
                  f"group shows mean ± std over its seeds.\n\n{per}")
+        if not char:
+            text += ("\nLetter CER (%) of each speaker's utterances, scored as in the CER section.\n\n"
+                     + speaker_table(exp_dir, data_dir, results, sets, modes, char=False, metric="CER", letter=True))
     return text
