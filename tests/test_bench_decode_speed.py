@@ -4,8 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.bin.test_recognize_export import make_model_dir
-from tests.train.train_helpers import write_data_list
+from tests.train.train_helpers import make_model_dir, write_data_list
 
 ROOT = Path(__file__).resolve().parents[1]
 

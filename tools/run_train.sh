@@ -62,16 +62,15 @@ train_key() {
 }
 
 train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
-  local udps=${1%%:*} seed=${1#*:} exp init= key newest trained=false args o num_gpus
+  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o num_gpus
   exp=$(run_exp "$1")
   [[ -z ${enc_init} ]] || init=$(enc_init_of "${udps}")
   train_key "${udps}" "${seed}" "${init}"
-  key=${train_stamp}
   newest=$(newest_checkpoint "${exp}")
   [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
   if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
-      && ! stamp_ok "${exp}/.train.stamp" "${key}"; then
-    die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${key}"));" \
+      && ! stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
+    die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${train_stamp}"));" \
         "continue it with --checkpoint ${newest:-${exp}/final.pt}, train afresh there with --force true," \
         "or train elsewhere with --dir"
   fi
@@ -80,7 +79,7 @@ train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
   fi
   mkdir -p "${exp}"
   [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
-  stamp_write "${exp}/.train.stamp" "${key}"
+  stamp_write "${exp}/.train.stamp" "${train_stamp}"
   args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
         --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
         --dtype "${train_dtype}")

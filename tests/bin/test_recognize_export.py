@@ -1,23 +1,9 @@
 import pytest
-import torch
 
 from wenet_udps.bin import export, recognize
-from wenet_udps.model_builder import build_model
-from wenet_udps.config import finalize_config, save_yaml
-from tests.train.train_helpers import tiny_config, write_data_list, write_units
+from tests.train.train_helpers import make_model_dir, write_data_list
 
 MODES = ["attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"]
-
-
-def make_model_dir(tmp_path, **kwargs):
-    """train.yaml + a (randomly initialised) checkpoint, as training would leave them."""
-    units = tmp_path / "units.txt"
-    write_units(units)
-    config = finalize_config(tiny_config(units, **kwargs))
-    save_yaml(config, str(tmp_path / "train.yaml"))
-    torch.manual_seed(1)
-    torch.save(build_model(config).state_dict(), tmp_path / "avg.pt")
-    return tmp_path / "train.yaml", tmp_path / "avg.pt"
 
 
 def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):

@@ -6,7 +6,11 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+import torch
 import yaml
+
+from wenet_udps.config import finalize_config, save_yaml
+from wenet_udps.model_builder import build_model
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["ZERO", "ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE"]
@@ -94,3 +98,14 @@ def run_train(exp: Dict, model_dir: Path, *extra: str) -> subprocess.CompletedPr
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+def make_model_dir(tmp_path, **kwargs):
+    """train.yaml + a (randomly initialised) checkpoint, as training would leave them."""
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config(tiny_config(units, **kwargs))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    torch.manual_seed(1)
+    torch.save(build_model(config).state_dict(), tmp_path / "avg.pt")
+    return tmp_path / "train.yaml", tmp_path / "avg.pt"

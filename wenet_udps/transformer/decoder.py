@@ -154,9 +154,11 @@ class TransformerDecoder(nn.Module):
         Returns:
             log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, H, L, 2 d_k)).
         """
-        x, _ = self.embed(tgt)
-        if cache is not None:   # only the newest position runs (at its absolute position)
-            x, tgt_mask = x[:, -1:], tgt_mask[:, -1:, :]
+        if cache is None:
+            x, _ = self.embed(tgt)
+        else:   # only the newest token runs, at its absolute position: no step embeds the whole prefix again
+            x, _ = self.embed[1](self.embed[0](tgt[:, -1:]), offset=tgt.size(1) - 1)
+            tgt_mask = tgt_mask[:, -1:, :]
         new_cache = []
         for i, layer in enumerate(self.decoders):
             x, layer_cache = layer.step(x, tgt_mask, memory, memory_mask, EMPTY_CACHE if cache is None else cache[i],
