@@ -225,12 +225,21 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     modes, sets = modes_and_sets(experiments)
     text = (f"\n## Over seeds\n\nmean ± std (ddof 1) and every seed's {args.metric} (%).\n\n"
             + seeds_table(groups, {e.name: e.wer for e in experiments}, sets, modes, args.metric))
-    if args.data_dir is not None:
-        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char))
-        text += ("\n## UDPS - scaled-dot: significance\n\nPaired over utterances, pooled over seeds: 95 % CI by "
-                 "bootstrap, p-value by permutation test (wenet_udps.scoring.significance); significant means "
-                 "p < 0.05 for that one comparison (no correction for testing every mode and set).\n\n"
-                 + ("\n".join(lines) if lines else "No pair of scaled-dot and UDPS runs with the same seeds.") + "\n")
+    if args.data_dir is None:
+        return text
+    utt2spk = {s: speakers.read_utt2spk(args.data_dir / s / "utt2spk") for s in sets
+               if (args.data_dir / s / "utt2spk").is_file()}
+    lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char), utt2spk=utt2spk)
+    text += ("\n## UDPS - scaled-dot: significance\n\nPaired over utterances, pooled over seeds: 95 % CI by "
+             "bootstrap, p-value by permutation test (wenet_udps.scoring.significance); significant means "
+             "p < 0.05 for that one comparison (no correction for testing every mode and set). Then in how many "
+             "seeds (and speaker-seed pairs, where the set has utt2spk) UDPS is lower, with the sign test: each "
+             "training (voice) counted once.\n\n"
+             + ("\n".join(lines) if lines else "No pair of scaled-dot and UDPS runs with the same seeds.") + "\n")
+    if lines and not args.wer_char:  # a word-scored corpus: the same tests on the letter CER
+        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, as_text=speakers.letters,
+                            utt2spk=utt2spk)
+        text += "\nThe same on the letter CER (the CER section's scoring):\n\n" + "\n".join(lines) + "\n"
     return text
 
 

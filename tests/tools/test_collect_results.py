@@ -181,6 +181,7 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     data.mkdir(parents=True)
     refs = {f"u{i}": "ONE TWO THREE FOUR" for i in range(30)}
     (data / "text").write_text("".join(f"{k} {v}\n" for k, v in refs.items()), encoding="utf-8")
+    (data / "utt2spk").write_text("".join(f"{k} spk{i % 2}\n" for i, k in enumerate(refs)), encoding="utf-8")
     exp = tmp_path / "exp"
     for name, hyp in (("c_scaled_dot", "ONE"), ("c_udps", "ONE TWO THREE")):
         for seed in (1, 2):
@@ -197,6 +198,13 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     # The significance line is computed from the hypothesis texts, not the wer files: 25 % vs 75 %.
     line = next(x for x in text.splitlines() if x.startswith("- test, attention:"))
     assert "c_udps 25.00 % vs c_scaled_dot 75.00 %: significantly lower" in line and "30 utterances x 2 seeds" in line
+    # each training and each voice counted once: 2 seeds, 2 speakers x 2 seeds
+    assert line.endswith("; c_udps lower in 2 of 2 seeds, sign test p = 0.5; lower in 4 of 4 speaker-seed pairs, "
+                         "sign test p = 0.125")
+    # a word-scored corpus: the same test on the letters, ONE (3 of 15 letters) against ONETWOTHREE (11)
+    cer = text[text.index("The same on the letter CER"):].splitlines()
+    line = next(x for x in cer if x.startswith("- test, attention:"))
+    assert "c_udps 26.67 % vs c_scaled_dot 80.00 %: significantly lower" in line
     assert "- seeds: 1 2" in text and "- commit:" in text
     # Seed 2's attention decoded with a checkpoint since removed (its other mode current): left out of the table
     # and of the paired test, which has no second seed to pair then.
@@ -245,6 +253,7 @@ def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tm
     data.mkdir(parents=True)
     refs = {f"u{i}": "ONE TWO THREE FOUR" for i in range(30)}
     (data / "text").write_text("".join(f"{k} {v}\n" for k, v in refs.items()), encoding="utf-8")
+    (data / "utt2spk").write_text("".join(f"{k} spk{i % 2}\n" for i, k in enumerate(refs)), encoding="utf-8")
     exp = tmp_path / "exp"
     # errors per utterance: scaled-dot 2, enc_self 2 (no difference), decoder 1, all 0
     for label, hyp in (("scaled_dot", "ONE TWO"), ("udps_enc_self", "ONE TWO"),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
-from wenet_udps.scoring.significance import Comparison, compare, mean_std, sign_count, utterance_errors
+from wenet_udps.scoring.significance import Comparison, compare, mean_std, rate, sign_count, utterance_errors
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
 from wenet_udps.utils.source_info import read_source, stale_reason
@@ -49,11 +49,6 @@ class LosoRun:
         """One run per seed, each the union of the folds' utterances."""
         return [{k: v for fold in self.folds for k, v in self.errors[variant][s][mode][fold].items()}
                 for s in self.seeds(variant)]
-
-
-def rate(errors: Errors) -> float:
-    tokens = sum(n for _, n in errors.values())
-    return 100.0 * sum(e for e, _ in errors.values()) / tokens if tokens else float("nan")
 
 
 def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoRun:

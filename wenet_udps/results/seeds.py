@@ -5,9 +5,11 @@ label (``..._scaled_dot``, ``..._udps``). tools/collect_results.py renders these
 """
 import re
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wenet_udps.scoring.significance import compare_files, over_seeds
+from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_count, utterance_errors
+from wenet_udps.scoring.tokens import read_text
+from wenet_udps.scoring.wer import score
 from wenet_udps.utils.source_info import read_source, stale_reason
 
 SEED_RE = re.compile(r"^(.*)_seed(\d+)$")
@@ -41,10 +43,32 @@ def seeds_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rat
     return "\n".join(lines) + "\n"
 
 
+Errors = Mapping[str, Tuple[int, int]]  # utterance -> (errors, reference tokens), of one seed's decoding
+
+
+def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
+                utt2spk: Optional[Mapping[str, str]] = None) -> str:
+    """In how many seeds (runs paired in order) the system's pooled error rate is lower, and with ``utt2spk`` in how
+    many speaker-seed pairs: the utterance-level test pools the seeds and voices, these counts show whether one seed
+    or one voice carries a difference (loso.py's fold-seed count, for a fixed test set)."""
+    text = sign_count([rate(s) - rate(b) for b, s in zip(baseline, system)], "seeds")
+    speakers = sorted({utt2spk.get(key, "?") for key in baseline[0]}) if utt2spk and baseline else []
+    if len(speakers) > 1:
+        def of(errors: Errors, spk: str) -> Dict[str, Tuple[int, int]]:
+            return {key: v for key, v in errors.items() if utt2spk.get(key, "?") == spk}
+
+        diffs = [rate(of(s, spk)) - rate(of(b, spk)) for b, s in zip(baseline, system) for spk in speakers]
+        text += "; " + sign_count(diffs, "speaker-seed pairs")
+    return text
+
+
 def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir: Path, sets: Sequence[str],
-                modes: Sequence[str], *, char: bool) -> List[str]:
+                modes: Sequence[str], *, char: bool, as_text: Callable[[Dict[str, str]], Dict[str, str]] = dict,
+                utt2spk: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[str]:
     """One sentence per (UDPS group, set, mode): the difference to the scaled-dot group of the same prefix, its 95 %
-    CI (paired bootstrap over utterances pooled over the seeds both groups have) and the permutation p-value."""
+    CI (paired bootstrap over utterances pooled over the seeds both groups have), the permutation p-value and
+    :func:`sign_counts` (``utt2spk``: ``{set: {utterance: speaker}}``). ``as_text`` maps the reference and the
+    hypotheses before scoring (speakers.letters: the letter CER of a word-scored corpus)."""
     lines = []
     sums: Dict[str, str] = {}
     for base, members in sorted(groups.items()):
@@ -64,6 +88,9 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
                     # no test over a hypothesis of a replaced or removed checkpoint (left out of the table too)
                     if any(stale_reason(read_source(str(p.parent / "decode.info")), sums) for h in hyps for p in h):
                         continue
-                    result = compare_files(str(ref), [str(p) for p in hyps[0]], [str(p) for p in hyps[1]], char=char)
-                    lines.append(f"- {s}, {m}: " + result.describe(base, other))
+                    refs = as_text(read_text(str(ref)))
+                    runs = [[utterance_errors(score(refs, as_text(read_text(str(p))), char=char)) for p in h]
+                            for h in hyps]
+                    counts = sign_counts(runs[0], runs[1], (utt2spk or {}).get(s))
+                    lines.append(f"- {s}, {m}: {compare(runs[0], runs[1]).describe(base, other)}; {other} {counts}")
     return lines

@@ -93,6 +93,12 @@ def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:
     return {key: (a.counts.S + a.counts.D + a.counts.I, a.counts.N) for key, a in report.utterances}
 
 
+def rate(errors: Mapping[str, Tuple[int, int]]) -> float:
+    """The pooled error rate (%) of :func:`utterance_errors` (or a subset of its keys); NaN without tokens."""
+    tokens = sum(n for _, n in errors.values())
+    return 100.0 * sum(e for e, _ in errors.values()) / tokens if tokens else float("nan")
+
+
 def _pooled(runs: Sequence[Mapping[str, Tuple[int, int]]], what: str, keys: Optional[List[str]]
             ) -> Tuple[List[str], np.ndarray, np.ndarray]:
     """Errors and reference tokens per utterance, summed over runs; every run must score the same utterances."""

@@ -1,0 +1,25 @@
+"""wenet_udps.results.seeds: the per-seed and per-voice counts beside the pooled paired test."""
+import pytest
+
+from wenet_udps.results.seeds import group_by_seed, sign_counts
+
+
+def test_group_by_seed_keeps_only_seeded_names():
+    assert group_by_seed(["a_udps_seed1", "a_udps_seed2", "a_scaled_dot_seed1", "other"]) == {
+        "a_udps": {1: "a_udps_seed1", 2: "a_udps_seed2"}, "a_scaled_dot": {1: "a_scaled_dot_seed1"}}
+
+
+def test_sign_counts_count_each_seed_and_each_speaker_seed_pair_once():
+    """Seed 1: the system is better for speaker A only and worse pooled; seed 2: better for both."""
+    utt2spk = {"a1": "A", "a2": "A", "b1": "B"}
+    baseline = [{"a1": (2, 4), "a2": (2, 4), "b1": (0, 4)}, {"a1": (2, 4), "a2": (2, 4), "b1": (3, 4)}]
+    system = [{"a1": (1, 4), "a2": (1, 4), "b1": (3, 4)}, {"a1": (1, 4), "a2": (2, 4), "b1": (2, 4)}]
+    assert sign_counts(baseline, system) == "lower in 1 of 2 seeds, sign test p = 1"
+    assert sign_counts(baseline, system, utt2spk) == ("lower in 1 of 2 seeds, sign test p = 1; lower in 3 of 4 "
+                                                      "speaker-seed pairs, sign test p = 0.625")
+
+
+@pytest.mark.parametrize("utt2spk", [None, {}, {"a1": "A", "b1": "A"}])
+def test_sign_counts_without_two_speakers_count_seeds_only(utt2spk):
+    baseline, system = [{"a1": (1, 2), "b1": (1, 2)}], [{"a1": (1, 2), "b1": (1, 2)}]
+    assert sign_counts(baseline, system, utt2spk) == "lower in 0 of 1 seeds (1 tied), sign test p = 1"
