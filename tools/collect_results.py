@@ -295,8 +295,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.data_dir = Path(args.data_dir) if args.data_dir else None
     out = Path(args.out) if args.out else args.exp_dir / "RESULTS.md"
     plots_dir = Path(args.plots_dir) if args.plots_dir else args.exp_dir / "plots"
-    try:
+    try:  # a bad train.yaml, wer file or utt2spk: one line naming it
         experiments = collect(args.exp_dir)
+        ablation = ablation_section(experiments, args)
+        sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"collect_results.py: {e}", file=sys.stderr)
         return 1
@@ -304,8 +306,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         table = markdown_table(experiments, args.metric)
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
-    ablation = ablation_section(experiments, args)
-    sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(args.seeds))

@@ -321,3 +321,24 @@ def test_results_of_a_replaced_checkpoint_are_left_out(tmp_path, capsys):
     new.write_bytes(b"retrained under the same name")
     assert mod.collect(tmp_path / "exp") == []
     assert "has been replaced since" in capsys.readouterr().err
+
+
+def test_a_bad_utt2spk_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+    """The seeds' speaker counts read <data>/<set>/utt2spk: a line without a speaker stops with file:line, no
+    traceback, and no RESULTS.md half written."""
+    data = tmp_path / "data" / "test"
+    data.mkdir(parents=True)
+    (data / "text").write_text("u0 ONE\n", encoding="utf-8")
+    (data / "utt2spk").write_text("u0 spk0\nu1\n", encoding="utf-8")
+    exp = tmp_path / "exp"
+    for name in ("c_scaled_dot_seed1", "c_udps_seed1"):
+        mode_dir = exp / name / "test" / "attention"
+        mode_dir.mkdir(parents=True)
+        (mode_dir / "text").write_text("u0 ONE\n", encoding="utf-8")
+        write_wer(mode_dir / "wer", 0.0)
+    tool = load_tool("collect_results")
+    assert tool.main(["--exp_dir", str(exp), "--data_dir", str(tmp_path / "data")]) == 1
+    err = capsys.readouterr().err
+    assert f"{data / 'utt2spk'}:2: expected '<key> <speaker>'" in err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+    assert not (exp / "RESULTS.md").exists()

@@ -15,6 +15,7 @@ from wenet_udps.utils.source_info import read_source, stale_reason
 SEED_RE = re.compile(r"^(.*)_seed(\d+)$")
 BASELINE_SUFFIX = "_scaled_dot"
 Rates = Mapping[Tuple[str, str], float]  # (set, mode) -> %
+Errors = Mapping[str, Tuple[int, int]]  # utterance -> (errors, reference tokens), of one seed's decoding
 
 
 def group_by_seed(names: Sequence[str]) -> Dict[str, Dict[int, str]]:
@@ -41,9 +42,6 @@ def seeds_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rat
             if any(c != "-" for c in cells):
                 lines.append("| " + " | ".join([base, s] + cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-Errors = Mapping[str, Tuple[int, int]]  # utterance -> (errors, reference tokens), of one seed's decoding
 
 
 def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
