@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Helpers sourced by recipes/<corpus>/{download,prepare}.sh (after tools/log.sh).
 
-# fetch URL DIR [MD5]: download URL into DIR (resuming a partial file), then check the md5 if one is given.
-# A complete file with the right md5 is not downloaded again.
+# fetch URL DIR [SUM]: download URL into DIR (resuming a partial file), then check its checksum if one is given:
+# an md5 (32 hex digits) or a sha256 (64). A complete file with the right checksum is not downloaded again.
 fetch() {
   local url=$1 dir=$2 md5=${3:-}
-  local file="${dir}/${url##*/}"
+  local file="${dir}/${url##*/}" sum=md5sum
+  [[ ${#md5} -ne 64 ]] || sum=sha256sum
   mkdir -p "${dir}"
-  if [[ -f ${file} && -n ${md5} ]] && [[ $(md5sum "${file}" | cut -d' ' -f1) == "${md5}" ]]; then
-    log "${file} already downloaded (md5 ok)"
+  if [[ -f ${file} && -n ${md5} ]] && [[ $(${sum} "${file}" | cut -d' ' -f1) == "${md5}" ]]; then
+    log "${file} already downloaded (${sum%sum} ok)"
     return 0
   fi
   log "downloading ${url} -> ${file}"
@@ -21,8 +22,8 @@ fetch() {
   fi
   if [[ -n ${md5} ]]; then
     local got
-    got=$(md5sum "${file}" | cut -d' ' -f1)
-    [[ ${got} == "${md5}" ]] || die "md5 mismatch for ${file}: got ${got}, expected ${md5}; delete it and rerun"
+    got=$(${sum} "${file}" | cut -d' ' -f1)
+    [[ ${got} == "${md5}" ]] || die "${sum%sum} mismatch for ${file}: got ${got}, expected ${md5}; delete it and rerun"
   fi
 }
 

@@ -1,0 +1,10 @@
+# Sourced by run.sh: CMU AN4, 0.8 h of read census answers and spelled words (ESPnet's egs2/an4 split: dev = the
+# first 100 training utterances by key, 8 speakers; test = 130 utterances of 10 other speakers).
+train_set=train
+dev_set=dev
+test_sets="dev test"  # dev: where settings are chosen; test: the answer (never used to choose anything)
+token_type=bpe
+nbpe=30              # ESPnet's
+bpe_mode=unigram
+wer_char=0           # score words (WER); stage 5 also writes CER
+default_config=conf/an4/train_conformer.yaml

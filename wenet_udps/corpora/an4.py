@@ -1,0 +1,123 @@
+"""CMU AN4 (``an4/etc/an4_{train,test}.transcription`` and ``an4/wav/{an4_clstk,an4test_clstk}/<spk>/*.sph``) as
+Kaldi data dirs, split as ESPnet's egs2/an4 recipe splits it, so that results compare with its published ones:
+
+    python -m wenet_udps.corpora.an4 AN4_DIR DATA_DIR [--num_dev 100]
+
+writes ``DATA_DIR/{train,dev,test}/{wav.scp,text,utt2spk}``. Keys are ESPnet's: a transcript line
+``<s> WORDS </s> (an251-fash-b)`` becomes key ``fash-an251-b`` (speaker first, so keys sort by speaker) with text
+``WORDS``. ``dev`` is the first ``--num_dev`` training utterances in byte order of their keys (Kaldi's sorted
+order, as ESPnet's ``subset_data_dir.sh --first``), ``train`` the others; ``test`` is the test transcription whole
+(10 speakers never in training).
+
+Nothing is lost silently: a transcript line whose ``.sph`` is missing, or without words, is skipped, counted and
+named in one warning per reason; a malformed line or a duplicate key is an error naming the file and line.
+"""
+import argparse
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from wenet_udps.corpora.common import write_kaldi_dir
+from wenet_udps.utils import cli
+
+SHOWN = 3  # problem examples named per reason
+SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
+# "<s> WORDS </s> (an251-fash-b)"; the sentence marks are optional (the test transcription has none).
+LINE = re.compile(r"^(?:<s>\s+)?(?P<words>.*?)(?:\s+</s>)?\s*\((?P<source>[^()\s]+)\)$")
+Row = Tuple[str, str, str]  # key, .sph path, words
+
+
+def espnet_key(source: str) -> Tuple[str, str]:
+    """``an251-fash-b`` -> (``fash-an251-b``, ``fash``): ESPnet's key (speaker, prompt, session) and speaker."""
+    parts = source.split("-")
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"utterance id {source!r} is not <prompt>-<speaker>-<session>")
+    prompt, speaker, session = parts
+    return f"{speaker}-{prompt}-{session}", speaker
+
+
+def read_set(an4: Path, name: str, skipped: Dict[str, List[str]]) -> List[Row]:
+    """The rows of ``etc/an4_<name>.transcription`` whose audio exists; the others go to ``skipped`` by reason."""
+    trans = an4 / "etc" / f"an4_{name}.transcription"
+    rows: List[Row] = []
+    seen: Dict[str, str] = {}
+    with open(trans, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            where = f"{trans}:{n}"
+            line = line.strip()
+            if not line:
+                continue
+            m = LINE.match(line)
+            if m is None:
+                raise ValueError(f"{where}: expected '<s> WORDS </s> (prompt-speaker-session)', got {line[:60]!r}")
+            try:
+                key, speaker = espnet_key(m["source"])
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
+            if key in seen:
+                raise ValueError(f"{where}: duplicate utterance {m['source']} (first at {seen[key]})")
+            seen[key] = where
+            words = " ".join(m["words"].split())
+            sph = an4 / "wav" / SETS[name] / speaker / f"{m['source']}.sph"
+            if not words:
+                skipped["empty transcript"].append(where)
+            elif not sph.is_file():
+                skipped["transcript line without audio"].append(f"{where} ({sph} missing)")
+            else:
+                rows.append((key, str(sph.resolve()), words))
+    return rows
+
+
+def split_dev(rows: List[Row], num_dev: int) -> Tuple[List[Row], List[Row]]:
+    """(dev, train): the first ``num_dev`` rows in byte order of their keys, and the rest."""
+    ordered = sorted(rows, key=lambda r: r[0].encode("utf-8"))
+    if not 0 < num_dev < len(ordered):
+        raise ValueError(f"--num_dev {num_dev}: the training transcription has {len(ordered)} usable utterances")
+    return ordered[:num_dev], ordered[num_dev:]
+
+
+def write_set(out_dir: Path, rows: List[Row]) -> None:
+    """``wav.scp``, ``text`` and Kaldi's ``utt2spk`` (results are also reported per speaker)."""
+    write_kaldi_dir(out_dir, rows)
+    (out_dir / "utt2spk").write_text("".join(f"{k} {k.split('-', 1)[0]}\n" for k, _, _ in sorted(rows)),
+                                     encoding="utf-8")
+
+
+def warn_skipped(skipped: Dict[str, List[str]], an4: Path) -> None:
+    """One warning line per skip reason, with its count and the first few places."""
+    for reason, places in skipped.items():
+        more = f" and {len(places) - SHOWN} more" if len(places) > SHOWN else ""
+        print(f"warning: {an4}: skipped {len(places)} utterance(s), {reason}: {'; '.join(places[:SHOWN])}{more}",
+              file=sys.stderr)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = cli.ArgumentParser(prog="an4", description=__doc__.split("\n\n")[0])
+    parser.add_argument("an4_dir", type=cli.existing_dir, help="the unpacked an4/ folder (holds etc/ and wav/)")
+    parser.add_argument("out_dir", type=cli.output_dir, help="data dir to write: train/, dev/, test/")
+    parser.add_argument("--num_dev", type=int, default=100,
+                        help="training utterances, first in key order, that form dev (ESPnet: 100)")
+    args = parser.parse_args(argv)
+    an4, out = Path(args.an4_dir), Path(args.out_dir)
+    skipped: Dict[str, List[str]] = defaultdict(list)
+    try:
+        train = read_set(an4, "train", skipped)
+        test = read_set(an4, "test", skipped)
+        if not test:
+            raise ValueError(f"{an4}: no test utterance with both audio and a transcript")
+        dev, train = split_dev(train, args.num_dev)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        print(f"an4: error: {e}", file=sys.stderr)
+        return 1
+    warn_skipped(skipped, an4)
+    for name, rows in (("train", train), ("dev", dev), ("test", test)):
+        write_set(out / name, rows)
+        speakers = {k.split("-", 1)[0] for k, _, _ in rows}
+        print(f"{out / name}: {len(rows)} utterances of {len(speakers)} speaker(s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
