@@ -5,6 +5,7 @@
 #   bash run.sh --corpus aishell --download_dir /data/aishell --gpus 0,1,2,3 --stage -1 --stop_stage 7
 #   bash run.sh --corpus librispeech --train_set train_100 --config conf/librispeech/train_conformer.yaml --stage 4
 #   bash run.sh --corpus mini_librispeech --download_dir DIR    # CPU, real read English, speaker-disjoint test
+#   bash run.sh --corpus an4 --download_dir DIR                 # CPU, CMU AN4 on ESPnet's split (its published WER)
 #
 # Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model, 3 data.list or shards,
 #          4 train, 5 average + decode + score every dev/test set, 6 export, 7 results table and plots.
@@ -21,7 +22,7 @@ cd "$(dirname "$0")"
 . tools/run_train.sh  # stage 4
 . tools/run_eval.sh   # stages 5..7
 
-corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech (80 min on 2 cores; --seeds "1 2 3" 4-4.5 h)
+corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech an4 (times: each recipe's README)
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)

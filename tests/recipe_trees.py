@@ -80,3 +80,28 @@ def make_mini_librispeech(root: Path, speakers: Iterable[str] = MINI_SPEAKERS, u
                 seed += 1
             (d / f"{spk}-{chapter}.trans.txt").write_text("".join(lines))
     return root
+
+
+def make_an4(root: Path, train=(("fash", ("an251", "an253", "cen1")), ("mabc", ("an300", "cen2")),
+                                ("fbbh", ("an261",))),
+             test=(("fcaw", ("an409", "cen3")),), audio: bool = True) -> Path:
+    """``root/an4/{etc/an4_{train,test}.transcription, wav/{an4_clstk,an4test_clstk}/<spk>/<prompt>-<spk>-b.sph}``:
+    the training transcription with ESPnet's ``<s> ... </s>`` marks, the test one without (as CMU ships them); NIST
+    SPHERE noise (``audio`` false: empty files, for trees only counted)."""
+    an4 = root / "an4"
+    for name, folder, speakers in (("train", "an4_clstk", train), ("test", "an4test_clstk", test)):
+        lines = []
+        for s, (spk, prompts) in enumerate(speakers):
+            for p, prompt in enumerate(prompts):
+                source = f"{prompt}-{spk}-b"
+                path = an4 / "wav" / folder / spk / f"{source}.sph"
+                if audio:
+                    noise(path, 0.6, 100 * s + p, "NIST")
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.touch()
+                words = " ".join(WORDS[(s + p + i) % len(WORDS)] for i in range(2))
+                lines.append(f"<s> {words} </s> ({source})\n" if name == "train" else f"{words} ({source})\n")
+        (an4 / "etc").mkdir(parents=True, exist_ok=True)
+        (an4 / "etc" / f"an4_{name}.transcription").write_text("".join(lines[::-1]))   # unsorted, as CMU's
+    return root

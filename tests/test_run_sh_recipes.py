@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.recipe_trees import make_aishell, make_librispeech
+from tests.recipe_trees import make_aishell, make_an4, make_librispeech
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32 "
@@ -156,3 +156,21 @@ def test_librispeech_100h_only_recipe(tmp_path):
     log = ok(run_sh(*libri_common(tmp_path, "--config", conf, "--stage", 1, "--stop_stage", 2)))
     assert "training on train_100" in log and "--train_set train_100" in log
     assert "global_cmvn is up to date" in log and "units.txt is up to date" in log
+
+
+@pytest.mark.slow
+def test_an4_recipe(tmp_path):
+    """Stages -1 to 5 from a local AN4 copy (stage -1 writes nothing into it), ESPnet's split, BPE 30, WER and CER."""
+    train = [(f"{g}{s:03d}", [f"an{100 + 10 * s + u}" for u in range(4)]) for s in range(8) for g in "fm"]
+    make_an4(tmp_path / "dl", train=train, test=(("fcaw", ("an409", "cen3", "cen4")),))
+    log = ok(run_sh("--corpus", "an4", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
+                    "--dir", tmp_path / "exp" / "an4", "--att_udps", "false", "--prepare_opts", "--num_dev 8",
+                    "--train_override", TINY, "--stage", -1, "--stop_stage", 5))
+    assert "using it as it is, nothing downloaded" in log
+    assert (tmp_path / "data" / "lang_bpe" / "train_unigram30.model").is_file()
+    dev = [line.split()[0] for line in (tmp_path / "data" / "dev" / "text").read_text().splitlines()]
+    assert dev == sorted(dev) and len(dev) == 8 and {k.split("-")[0] for k in dev} == {"f000", "f001"}
+    exp = tmp_path / "exp" / "an4_scaled_dot"
+    for s in ("dev", "test"):
+        for mode in MODES:
+            assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: recipes/an4/download.sh [--mirror URL] DIR
+# Usage: recipes/an4/download.sh [--mirror URL] [--sha256 SUM] DIR
 # Downloads CMU AN4 (an4_sphere.tar.gz, NIST SPHERE, 64 MB) into DIR and unpacks it to DIR/an4, sha256-checked, then
 # checks it holds the whole corpus (948 training and 130 test recordings and transcript lines). A DIR that already
 # holds an4/ (with etc/ and wav/) is a copy of your own: it is used as it is and nothing is written into it.
@@ -9,14 +9,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/recipes/common.sh"
 
 mirror=http://www.speech.cs.cmu.edu/databases/an4   # CMU's AN4 page; a copy of the same archive: https://dldata-public.s3.us-east-2.amazonaws.com
+sha256=a0525579493735d32b60fb6fa5975dd0eaacde087b0a4eeb7f13b7ef33077b12   # the archive's, as NVIDIA NeMo's AN4
+                        # scripts check the same file; a mirror's re-packed copy needs its own (the counts are checked too)
 keep_archives=false
-help_message="Usage: $0 [--mirror URL] [--keep_archives true] DIR"
+help_message="Usage: $0 [--mirror URL] [--sha256 SUM] [--keep_archives true] DIR"
 . "${root}/tools/parse_options.sh"
 
 [[ $# -eq 1 ]] || die "expected the download directory, got $# arguments ($0 --help for usage)"
 dir=$1
-# The archive's sha256, as NVIDIA NeMo's AN4 scripts check the same file.
-sha256=a0525579493735d32b60fb6fa5975dd0eaacde087b0a4eeb7f13b7ef33077b12
 
 # count_an4 AN4_DIR: "<train .sph> <train lines> <test .sph> <test lines>"
 count_an4() {

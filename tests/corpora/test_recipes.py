@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPORA = ["tiny_zh", "tiny_en", "fsdd", "aishell", "librispeech", "mini_librispeech"]
+CORPORA = ["tiny_zh", "tiny_en", "fsdd", "aishell", "librispeech", "mini_librispeech", "an4"]
 
 
 def sh(*args):

@@ -12,7 +12,6 @@ order, as ESPnet's ``subset_data_dir.sh --first``), ``train`` the others; ``test
 Nothing is lost silently: a transcript line whose ``.sph`` is missing, or without words, is skipped, counted and
 named in one warning per reason; a malformed line or a duplicate key is an error naming the file and line.
 """
-import argparse
 import re
 import sys
 from collections import defaultdict
@@ -25,7 +24,7 @@ from wenet_udps.utils import cli
 SHOWN = 3  # problem examples named per reason
 SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
 # "<s> WORDS </s> (an251-fash-b)"; the sentence marks are optional (the test transcription has none).
-LINE = re.compile(r"^(?:<s>\s+)?(?P<words>.*?)(?:\s+</s>)?\s*\((?P<source>[^()\s]+)\)$")
+LINE = re.compile(r"^(?P<words>.*?)\s*\((?P<source>[^()\s]+)\)$")
 Row = Tuple[str, str, str]  # key, .sph path, words
 
 
@@ -59,7 +58,9 @@ def read_set(an4: Path, name: str, skipped: Dict[str, List[str]]) -> List[Row]:
             if key in seen:
                 raise ValueError(f"{where}: duplicate utterance {m['source']} (first at {seen[key]})")
             seen[key] = where
-            words = " ".join(m["words"].split())
+            tokens = m["words"].split()
+            tokens = tokens[tokens[:1] == ["<s>"]:len(tokens) - (tokens[-1:] == ["</s>"])]
+            words = " ".join(tokens)
             sph = an4 / "wav" / SETS[name] / speaker / f"{m['source']}.sph"
             if not words:
                 skipped["empty transcript"].append(where)

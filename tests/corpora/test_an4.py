@@ -1,0 +1,135 @@
+"""wenet_udps.corpora.an4 and the AN4 recipe's stages -1 and 0 on small AN4-format trees of real NIST SPHERE files:
+ESPnet's keys and dev split, bad trees that lose nothing silently, and stage -1 with and without a local copy."""
+import hashlib
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import soundfile as sf
+
+from tests.recipe_trees import make_an4
+from wenet_udps.corpora.an4 import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sh(*args, env=None):
+    return subprocess.run(["bash", *map(str, args)], capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def table(path: Path):
+    return [line.split(" ", 1) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_keys_text_and_speakers_are_espnets(tmp_path):
+    make_an4(tmp_path / "dl")
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "1"]) == 0
+    test = tmp_path / "data" / "test"
+    assert table(test / "text") == [["fcaw-an409-b", "ALPHA BRAVO"], ["fcaw-cen3-b", "BRAVO CHARLIE"]]
+    assert table(test / "utt2spk") == [["fcaw-an409-b", "fcaw"], ["fcaw-cen3-b", "fcaw"]]
+    key, path = table(test / "wav.scp")[0]
+    assert key == "fcaw-an409-b" and path.endswith("wav/an4test_clstk/fcaw/an409-fcaw-b.sph")
+    assert sf.info(path).samplerate == 16000
+    # the training transcription's <s> ... </s> marks are not words
+    assert all("<s>" not in t and "</s>" not in t for _, t in table(tmp_path / "data" / "train" / "text"))
+
+
+def test_dev_is_the_first_training_utterances_in_key_order(tmp_path):
+    make_an4(tmp_path / "dl")
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "4"]) == 0
+    dev = [k for k, _ in table(tmp_path / "data" / "dev" / "text")]
+    train = [k for k, _ in table(tmp_path / "data" / "train" / "text")]
+    # byte order of <speaker>-<prompt>-<session>, not the transcription's order nor the prompt's
+    assert dev == ["fash-an251-b", "fash-an253-b", "fash-cen1-b", "fbbh-an261-b"]
+    assert train == ["mabc-an300-b", "mabc-cen2-b"]
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "d2"), "--num_dev", "6"]) == 1   # nothing left to train
+
+
+def test_prepare_sh_writes_three_checked_sets(tmp_path):
+    make_an4(tmp_path / "dl")
+    proc = sh("recipes/an4/prepare.sh", "--num_dev", "2", tmp_path / "dl", tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    counts = {s: len(table(tmp_path / "data" / s / "wav.scp")) for s in ("train", "dev", "test")}
+    assert counts == {"train": 4, "dev": 2, "test": 2}
+    proc = sh("recipes/an4/prepare.sh", tmp_path / "nothing", tmp_path / "data2")
+    assert proc.returncode == 1 and "recipes/an4/download.sh" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_missing_audio_and_empty_lines_are_skipped_counted_and_named(tmp_path, capsys):
+    an4 = make_an4(tmp_path / "dl") / "an4"
+    (an4 / "wav" / "an4_clstk" / "mabc" / "cen2-mabc-b.sph").unlink()
+    with open(an4 / "etc" / "an4_train.transcription", "a") as f:
+        f.write("<s> </s> (an262-fbbh-b)\n")
+    assert main([str(an4), str(tmp_path / "data"), "--num_dev", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 utterance(s), transcript line without audio" in err and "cen2-mabc-b.sph missing" in err
+    assert "skipped 1 utterance(s), empty transcript" in err and "an4_train.transcription:7" in err
+    keys = [k for s in ("train", "dev") for k, _ in table(tmp_path / "data" / s / "text")]
+    assert len(keys) == 5 and "mabc-cen2-b" not in keys
+
+
+def test_malformed_or_duplicate_lines_are_one_error_naming_file_and_line(tmp_path, capsys):
+    an4 = make_an4(tmp_path / "dl") / "an4"
+    trans = an4 / "etc" / "an4_test.transcription"
+    original = trans.read_text()
+    trans.write_text(original + "NO ID HERE\n")
+    assert main([str(an4), str(tmp_path / "d1"), "--num_dev", "1"]) == 1
+    assert f"{trans}:3: expected" in capsys.readouterr().err
+    trans.write_text(original + "ALPHA (an409-fcaw-b)\n")
+    assert main([str(an4), str(tmp_path / "d2"), "--num_dev", "1"]) == 1
+    err = capsys.readouterr().err
+    assert f"{trans}:3: duplicate utterance an409-fcaw-b (first at {trans}:2)" in err
+    trans.write_text(original + "ALPHA (an409_fcaw)\n")
+    assert main([str(an4), str(tmp_path / "d3"), "--num_dev", "1"]) == 1
+    assert "is not <prompt>-<speaker>-<session>" in capsys.readouterr().err
+    assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
+
+
+def test_download_uses_a_local_copy_and_writes_nothing(tmp_path):
+    make_an4(tmp_path / "dl")
+    before = sorted(str(p) for p in (tmp_path / "dl").rglob("*"))
+    proc = sh("recipes/an4/download.sh", tmp_path / "dl")
+    assert proc.returncode == 0, proc.stderr
+    assert "using it as it is, nothing downloaded" in proc.stderr
+    assert sorted(str(p) for p in (tmp_path / "dl").rglob("*")) == before
+    (tmp_path / "odd" / "an4").mkdir(parents=True)
+    proc = sh("recipes/an4/download.sh", tmp_path / "odd")
+    assert proc.returncode == 1 and "has no etc/ and wav/" in proc.stderr
+
+
+def served_archive(tmp_path: Path, train, test):
+    """An an4_sphere.tar.gz of empty .sph files, a wget that serves file:// URLs, and the archive's sha256."""
+    make_an4(tmp_path / "src", train=train, test=test, audio=False)
+    srv = tmp_path / "srv"
+    srv.mkdir()
+    with tarfile.open(srv / "an4_sphere.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "src" / "an4", arcname="an4")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "wget").write_text('#!/bin/sh\ncp "${4#file://}" "${3#--output-document=}"\n')
+    (tmp_path / "bin" / "wget").chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    return f"file://{srv}", env, hashlib.sha256((srv / "an4_sphere.tar.gz").read_bytes()).hexdigest()
+
+
+def test_download_checks_the_archive_and_its_counts(tmp_path):
+    whole_train = [(f"s{s:02d}", [f"an{s * 100 + u}" for u in range(12)]) for s in range(79)]   # 948
+    whole_test = [(f"t{s}", [f"an{s * 100 + u}" for u in range(13)]) for s in range(10)]         # 130
+    mirror, env, sha = served_archive(tmp_path, whole_train, whole_test)
+    proc = sh("recipes/an4/download.sh", "--mirror", mirror, tmp_path / "dl", env=env)
+    assert proc.returncode == 1 and "sha256 mismatch" in proc.stderr    # not CMU's archive
+    assert not (tmp_path / "dl" / "an4").exists()
+    (tmp_path / "dl" / "an4_sphere.tar.gz").unlink()
+    proc = sh("recipes/an4/download.sh", "--mirror", mirror, "--sha256", sha, tmp_path / "dl", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "dl" / "an4" / "wav").rglob("*.sph"))) == 1078
+    assert not (tmp_path / "dl" / "an4_sphere.tar.gz").exists() and not (tmp_path / "dl" / ".unpack_an4").exists()
+
+
+def test_download_refuses_an_incomplete_archive(tmp_path):
+    mirror, env, sha = served_archive(tmp_path, (("fash", ("an251",)),), (("fcaw", ("an409",)),))
+    proc = sh("recipes/an4/download.sh", "--mirror", mirror, "--sha256", sha, tmp_path / "dl", env=env)
+    assert proc.returncode == 1
+    assert "1 training .sph / 1 lines and 1 test .sph / 1 lines (want 948/948 and 130/130)" in proc.stderr
+    assert not (tmp_path / "dl" / "an4").exists()
