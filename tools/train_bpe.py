@@ -18,6 +18,7 @@ import sentencepiece as spm
 from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.text.bpe_tokenizer import CASES
 from wenet_udps.utils import cli
+from wenet_udps.utils.kaldi_files import sentences
 
 
 def _cased(text: str, case: str) -> str:
@@ -39,10 +40,8 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
-    with open(args.text, encoding="utf-8") as f, tempfile.NamedTemporaryFile(
-            "w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
-        for line in f:
-            sentence = line.strip() if args.no_keys else line.strip().partition(" ")[2].strip()
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
+        for sentence in sentences(args.text, keys=not args.no_keys):
             if sentence:
                 tmp.write(_cased(sentence, args.case) + "\n")
     try:

@@ -183,4 +183,4 @@ def test_invalid_utf8_names_the_line(tmp_path):
     (tmp_path / "hyp").write_text("u1 a\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, str(SCRIPT), str(ref), str(tmp_path / "hyp")], capture_output=True,
                           text=True)
-    assert proc.returncode == 1 and "ref:2: not valid UTF-8" in proc.stderr
+    assert proc.returncode == 1 and "ref:2: not UTF-8" in proc.stderr

@@ -82,12 +82,12 @@ def test_cmvn_stats_equal_numpy(data_dir, tmp_path, use_list):
     conf = tmp_path / "train.yaml"
     conf.write_text(yaml.safe_dump({"dataset_conf": {
         "fbank_conf": {"num_mel_bins": 20, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
-        "resample_conf": {"resample_rate": 16000}, "spec_aug": True}}))
+        "resample_conf": {"resample_rate": 16000}, "spec_aug": True, "max_bad_fraction": 0.2}}))
     in_file = d / "wav.scp"
     if use_list:
         run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "text"), str(d / "data.list")])
         in_file = d / "data.list"
-    if not use_list:  # an unreadable file is skipped, not counted
+    if not use_list:  # an unreadable file is skipped, not counted (1 of 7: within max_bad_fraction 0.2)
         with open(d / "wav.scp", "a") as f:
             f.write(f"broken {tmp_path / 'missing.wav'}\n")
     run_tool("compute_cmvn_stats", ["--num_workers", "2", "--train_config", str(conf), "--in_scp", str(in_file),

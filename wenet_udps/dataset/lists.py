@@ -9,34 +9,19 @@ import logging
 import math
 import tarfile
 import urllib.request
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List
 
 import numpy as np
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.dataset.audio import AUDIO_EXTENSIONS
+from wenet_udps.utils.kaldi_files import ListError, utf8_lines
 
-AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
 # A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
 # audio the length filter keeps (``filter_conf.max_length``, 10 ms frames) as uncompressed 96 kHz stereo float32,
 # 768,000 bytes a second, plus 1 MiB of headers; and never above MAX_MEMBER_BYTES (256 MiB: 2.3 hours of 16 kHz
 # 16-bit mono), which is also the cap when decoding (no length filter).
 MAX_MEMBER_BYTES = 256 << 20
 _BYTES_PER_SECOND = 96000 * 2 * 4
-
-
-class ListError(UserError):
-    """A malformed line of a data list, shard list or Kaldi file: names the file and line."""
-
-
-def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ListError naming both."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ListError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
-                                 f"{raw[:80]!r}") from None
 
 
 def read_raw_list(path: str) -> List[Dict[str, Any]]:

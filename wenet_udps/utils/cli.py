@@ -6,8 +6,9 @@ The one argument-validation layer of every ``wenet_udps.bin`` entry point and ``
   ``type=`` checkers below, so a missing input file, a number out of range or an output path that cannot be
   created is refused while the arguments are parsed, before a model is loaded or an utterance decoded. Checks that
   involve two options (or the config) call ``parser.error`` right after ``parse_args``;
-- during the work: :func:`run_cli` turns a :class:`UserError` (exit 2) or an ``OSError`` (exit 1: a full disk, a
-  permission, a file removed meanwhile) into one line ``<prog>: error: <message>``.
+- during the work: :func:`run_cli` turns a :class:`UserError` (exit 2; exit 1 for ``counts.WorkFailed``, a pass
+  that used nothing or too little of its list) or an ``OSError`` (exit 1: a full disk, a permission, a file removed
+  meanwhile) into one line ``<prog>: error: <message>``.
 
 This module imports only the standard library (torch only inside :func:`device`), so every layer of the package
 may use it.
@@ -42,7 +43,7 @@ def run_cli(main: Callable[[Optional[List[str]]], object], prog: str) -> None:
         result = main(sys.argv[1:])
     except UserError as e:
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        sys.exit(getattr(e, "exit_status", 2))  # 1 for work that used nothing (counts.WorkFailed)
     except OSError as e:  # the machine's state, not a bug: a traceback would hide the file and the reason
         print(f"{prog}: error: {one_line(os_error_text(e))}", file=sys.stderr, flush=True)
         sys.exit(1)
