@@ -115,6 +115,15 @@ def test_make_char_units(tmp_path):
     assert set(units[2:-1]) == set("我爱helowrd")
 
 
+def test_make_char_units_of_a_text_without_transcripts_fails(tmp_path):
+    """The sweep of issue 47's "work that did nothing": a units file of the special symbols only, exit 0."""
+    from wenet_udps.utils.counts import WorkFailed
+    (tmp_path / "text").write_text("u1\nu2  \n")
+    with pytest.raises(WorkFailed, match=r"text: 0 utterances used, 2 skipped \(empty transcript 2\)"):
+        run_tool("make_char_units", [str(tmp_path / "text"), str(tmp_path / "units.txt")])
+    assert not (tmp_path / "units.txt").exists()
+
+
 @pytest.mark.parametrize("wav_scp, text, words", [
     ("a /x.wav\nb\n", "a hi\n", r"wav.scp:2: expected '<key> <value>', got 'b'"),
     ("a /x.wav\na /y.wav\n", "a hi\n", r"wav.scp:2: duplicate key 'a'"),
@@ -266,7 +275,7 @@ def test_list_tools_that_used_nothing_fail_with_their_counts(tmp_path):
     from wenet_udps.utils.counts import WorkFailed
     d, paths = _synth_dir(tmp_path)
     (d / "other_text").write_text("x0 a\nx1 b\n")  # no key of wav.scp
-    with pytest.raises(WorkFailed, match=r"0 utterances used, 5 skipped \(without text 3, without audio 2\): no usable"):
+    with pytest.raises(WorkFailed, match=r"0 utterances used, 5 skipped \(without text 3, without audio 2\): no "):
         run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "other_text"), str(d / "data.list")])
     assert not (d / "data.list").exists()
     for p in paths:
