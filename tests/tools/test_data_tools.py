@@ -115,12 +115,17 @@ def test_make_char_units(tmp_path):
     assert set(units[2:-1]) == set("我爱helowrd")
 
 
-def test_make_char_units_of_a_text_without_transcripts_fails(tmp_path):
-    """The sweep of issue 47's "work that did nothing": a units file of the special symbols only, exit 0."""
+@pytest.mark.parametrize("tool", ["make_char_units", "train_bpe"])
+def test_units_of_a_text_without_transcripts_fail(tmp_path, tool):
+    """The sweep of issue 47's "work that did nothing": make_char_units wrote a units file of the special symbols
+    only, exit 0 (train_bpe failed inside sentencepiece)."""
     from wenet_udps.utils.counts import WorkFailed
     (tmp_path / "text").write_text("u1\nu2  \n")
+    argv = ([str(tmp_path / "text"), str(tmp_path / "units.txt")] if tool == "make_char_units" else
+            ["--text", str(tmp_path / "text"), "--model_prefix", str(tmp_path / "bpe"), "--units",
+             str(tmp_path / "units.txt")])
     with pytest.raises(WorkFailed, match=r"text: 0 utterances used, 2 skipped \(empty transcript 2\)"):
-        run_tool("make_char_units", [str(tmp_path / "text"), str(tmp_path / "units.txt")])
+        run_tool(tool, argv)
     assert not (tmp_path / "units.txt").exists()
 
 
