@@ -14,8 +14,10 @@ TINY_MODEL = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 e
 MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
 
 
-def run_sh(*args, env=None, timeout=900):
-    return subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
+def run_sh(*args, env=None, timeout=900, own=None):
+    # own: --data and --dir under this tmp dir, not the checkout's data/ and exp/ (issue 47 case 25)
+    own = ["--data", str(own / "data"), "--dir", str(own / "exp" / "x")] if own else []
+    return subprocess.run(["bash", str(ROOT / "run.sh"), *args, *own], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -154,7 +156,7 @@ def test_gpus_without_cuda_is_one_line_up_front(tmp_path):
 
 def test_chunked_decoding_needs_a_streaming_conf(tmp_path):
     common = ["--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp"), "--att_udps", "false",
-              "--decoding_chunk_size", "16"]
+              "--decoding_chunk_size", "16", "--data", str(tmp_path / "data")]
     line = _one_error_line(run_sh(*common))
     assert "--decoding_chunk_size 16" in line and "non-streaming" in line and "u2pp" in line
     # A streaming conf passes the check (and stops at the next missing input).
@@ -162,15 +164,16 @@ def test_chunked_decoding_needs_a_streaming_conf(tmp_path):
     assert "final.pt (made by stage 4)" in line
 
 
-def test_unknown_train_override_is_one_line():
-    proc = run_sh("--stage", "4", "--stop_stage", "4", "--train_override", "max_epochs=3")
+def test_unknown_train_override_is_one_line(tmp_path):
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--train_override", "max_epochs=3", own=tmp_path)
     line = _one_error_line(proc)
     assert "max_epochs: unknown key (did you mean 'max_epoch'" in line and "Traceback" not in proc.stderr
 
 
 def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
     (tmp_path / "x.pt").write_bytes(b"")  # a missing one is refused before, by the argument checks
-    line = _one_error_line(run_sh("--stage", "4", "--stop_stage", "4", "--checkpoint", str(tmp_path / "x.pt")))
+    line = _one_error_line(run_sh("--stage", "4", "--stop_stage", "4", "--checkpoint", str(tmp_path / "x.pt"),
+                                  own=tmp_path))
     assert "belongs to one model" in line and "--att_udps true|false" in line
     # A scaled-dot checkpoint given to the UDPS model is refused before training, naming what it holds.
     import torch
@@ -179,7 +182,8 @@ def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
     config = yaml.safe_load((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text())
     config.update(input_dim=40, output_dim=8, cmvn=None, att_udps=False)
     torch.save({"model": build_model(config).state_dict()}, tmp_path / "sdp.pt")
-    proc = run_sh("--stage", "4", "--stop_stage", "4", "--att_udps", "true", "--checkpoint", str(tmp_path / "sdp.pt"))
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--att_udps", "true", "--checkpoint", str(tmp_path / "sdp.pt"),
+                  own=tmp_path)
     line = _one_error_line(proc)
     assert "does not fit the udps model" in line and "looks like a scaled-dot model" in line
 

@@ -8,7 +8,7 @@ Usage: python tools/compute_cmvn_stats.py --num_workers 2 --train_config conf/tr
            --in_scp data/train/wav.scp --out_cmvn data/train/global_cmvn
 --in_scp takes a Kaldi wav.scp (with a ``segments`` file beside it, the segments) or a WeNet data.list (detected by
 a first line starting with '{'; its start/end segments are honoured). Unreadable audio is skipped with a warning
-and counted.
+and counted; no readable audio, or more unreadable than dataset_conf.max_bad_fraction, is an error (exit 1).
 """
 import argparse
 import json
@@ -25,12 +25,14 @@ from wenet_udps.dataset.features import compute_features
 from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.dataset.lists import read_raw_list
 from wenet_udps.utils import cli
+from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
+from wenet_udps.utils.kaldi_files import utf8_lines
 
 Utt = Tuple[str, str, Optional[float], Optional[float]]
 
 
-def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int]:
-    """(dataset_conf subset for compute_features with dither 0, sample rate) from a train.yaml."""
+def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int, float]:
+    """(dataset_conf subset for compute_features with dither 0, sample rate, max_bad_fraction) from a train.yaml."""
     dataset_conf: Dict[str, Any] = {}
     if train_config:
         with open(train_config, encoding="utf-8") as f:
@@ -39,12 +41,11 @@ def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int]:
     for key in ("fbank_conf", "mfcc_conf"):
         conf[key] = {**(dataset_conf.get(key) or {}), "dither": 0.0}
     rate = int((dataset_conf.get("resample_conf") or {}).get("resample_rate", 16000))
-    return conf, rate
+    return conf, rate, max_bad_fraction({"dataset_conf": dataset_conf})
 
 
 def read_inputs(path: str) -> List[Utt]:
-    with open(path, encoding="utf-8") as f:
-        first = f.readline().lstrip()
+    first = next((line.lstrip() for _, line in utf8_lines(path) if line.strip()), "")
     if first.startswith("{"):
         return [(s["key"], s["wav"], s.get("start"), s.get("end")) for s in read_raw_list(path)]
     return scp_utterances(path)  # a segments file beside it is cut: the stats of the audio that is trained on
@@ -78,10 +79,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    conf, rate = feature_conf(args.train_config)
+    conf, rate, max_bad = feature_conf(args.train_config)
     utts = read_inputs(args.in_scp)
-    if not utts:
-        raise cli.UserError(f"{args.in_scp}: no utterances")
     chunk = max(1, min(64, len(utts) // (4 * max(1, args.num_workers)) or 1))
     tasks = [(utts[i:i + chunk], conf, rate) for i in range(0, len(utts), chunk)]
     total = sq = None
@@ -96,10 +95,9 @@ def main(argv=None) -> None:
             bad += b
             bar.update(len(task[0]))
     bar.close()
-    if total is None:
-        raise cli.UserError(f"{args.in_scp}: no readable audio ({bad} files skipped)")
-    if bad:
-        logging.warning("%d unreadable audio files skipped", bad)
+    # the one rule of a pass (wenet_udps.utils.counts): no audio read, or too much unreadable, is exit 1
+    logging.info("%s", check_pass(f"cmvn data {args.in_scp}: {counts_line(len(utts) - bad, {'bad_audio': bad})}",
+                                  used=len(utts) - bad, total=len(utts), unusable=bad, max_bad_fraction=max_bad))
     with open(args.out_cmvn, "w", encoding="utf-8") as f:
         json.dump({"mean_stat": total.tolist(), "var_stat": sq.tolist(), "frame_num": frames}, f)
     logging.info("wrote %s: %d frames of dim %d from %d utterances", args.out_cmvn, frames, len(total),

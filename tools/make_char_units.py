@@ -14,6 +14,8 @@ from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.text.char_tokenizer import char_split
 from wenet_udps.text.text_utils import read_non_lang_syms
 from wenet_udps.utils import cli
+from wenet_udps.utils.counts import check_pass, counts_line
+from wenet_udps.utils.kaldi_files import sentences
 
 
 def main(argv=None) -> None:
@@ -30,11 +32,15 @@ def main(argv=None) -> None:
 
     syms = read_non_lang_syms(args.non_lang_syms)
     tokens = set()
-    with open(args.text_file, encoding="utf-8") as f:
-        for line in f:
-            sentence = line.strip() if args.no_keys else line.strip().partition(" ")[2]
-            tokens.update(char_split(sentence, split_with_space=args.split_with_space, non_lang_syms=syms,
-                                     letters=args.letters))
+    lines = sentences(args.text_file, keys=not args.no_keys)
+    for sentence in lines:
+        tokens.update(char_split(sentence, split_with_space=args.split_with_space, non_lang_syms=syms,
+                                 letters=args.letters))
+    used = sum(1 for sentence in lines if sentence.strip())
+    # the one rule of a pass (wenet_udps.utils.counts): a text with no transcript would give a units file of the
+    # special symbols only, which every later stage would take for a vocabulary
+    check_pass(f"{args.text_file}: {counts_line(used, {'empty transcript': len(lines) - used})}", used=used,
+               total=len(lines), unusable=0)
     table = write_symbol_table(sorted(tokens), args.units_file)
     logging.info("wrote %s (%d units)", args.units_file, len(table))
 

@@ -3,14 +3,17 @@
 
 Usage: python tools/make_raw_list.py [--segments data/train/segments] data/train/wav.scp data/train/text \
            data/train/data.list
-Utterances without audio or without text are left out with one warning giving the count.
+Utterances without audio or without text are left out with one warning giving the count; when none is left,
+nothing is written and the exit status is 1.
 """
 import argparse
 import json
 import logging
+from typing import Dict
 
 from wenet_udps.dataset.kaldi_data import read_utterances
 from wenet_udps.utils import cli
+from wenet_udps.utils.counts import check_pass, counts_line
 
 
 def main(argv=None) -> None:
@@ -23,7 +26,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    entries = read_utterances(args.wav_file, args.text_file, args.segments)
+    left_out: Dict[str, int] = {}
+    entries = read_utterances(args.wav_file, args.text_file, args.segments, left_out)
+    # the one rule of a pass (wenet_udps.utils.counts): an empty list is exit 1 (keys only one file has are not
+    # unusable data, so only "nothing used" applies)
+    check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
+               total=len(entries) + sum(left_out.values()), unusable=0)
     with open(args.output_file, "w", encoding="utf-8") as out:
         for utt, wav, txt, start, end in entries:
             obj = {"key": utt, "wav": wav, "txt": txt}

@@ -4,8 +4,10 @@
 Usage: python tools/make_shard_list.py --num_utts_per_shard 1000 --num_threads 4 [--segments segments] \
            [--resample 16000] [--shuffle] [--prefix shards] data/train/wav.scp data/train/text \
            data/train/shards data/train/data.list
-Without --segments/--resample the audio bytes are copied unchanged (keeping their extension); otherwise the
-(cut and/or resampled) audio is written as 16-bit PCM WAV. Unreadable audio, and an uncut file larger than a
+Without --segments/--resample the audio bytes are copied unchanged (keeping their extension) when the extension is
+one of the audio formats the reader takes (``audio.AUDIO_EXTENSIONS``, also the shard reader's set); otherwise the
+(cut, resampled or renamed) audio is written as 16-bit PCM WAV, so a file the raw list decodes is decoded from the
+shard too. Unreadable audio, and an uncut file larger than a
 shard member may be (``lists.MAX_MEMBER_BYTES``), is left out with a warning.
 """
 import argparse
@@ -16,16 +18,17 @@ import random
 import tarfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
-from wenet_udps.dataset.audio import INT16_SCALE, BadAudioError, load_audio, resample
+from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioError, load_audio, resample
 from wenet_udps.dataset.kaldi_data import read_utterances
 from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
+from wenet_udps.utils.counts import check_pass, counts_line
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 
@@ -35,12 +38,12 @@ def _audio_member(entry: Entry, target_sr: Optional[int]) -> Tuple[bytes, str]:
     if start is None and os.path.isfile(path) and os.path.getsize(path) > MAX_MEMBER_BYTES:
         # training skips such a member unread (lists.iterate_shard); reading it here would cost its float32 size
         raise BadAudioError(f"{path} has {os.path.getsize(path)} bytes, more than a shard member may have "
-                            f"({MAX_MEMBER_BYTES}, wenet_udps.dataset.lists.MAX_MEMBER_BYTES)")
-    if start is None and target_sr is None:
-        load_audio(path, name=key)  # validate before copying the bytes unchanged
-        with open(path, "rb") as f:
-            return f.read(), Path(path).suffix.lstrip(".").lower() or "wav"
-    wav, sr = load_audio(path, start, end, name=key)
+                            f"({MAX_MEMBER_BYTES}, wenet_udps.dataset.lists.MAX_MEMBER_BYTES)", "oversize_member")
+    ext = Path(path).suffix.lstrip(".").lower()
+    wav, sr = load_audio(path, start, end, name=key)  # validated as the raw path reads it
+    if start is None and target_sr is None and ext in AUDIO_EXTENSIONS:
+        with open(path, "rb") as f:  # copied unchanged, under an extension the shard reader takes as audio
+            return f.read(), ext
     if target_sr is not None:
         wav, sr = resample(wav, sr, target_sr), target_sr
     buf = io.BytesIO()
@@ -49,22 +52,23 @@ def _audio_member(entry: Entry, target_sr: Optional[int]) -> Tuple[bytes, str]:
     return buf.getvalue(), "wav"
 
 
-def write_shard(entries: List[Entry], tar_path: str, target_sr: Optional[int]) -> int:
-    """Write one tar; returns the number of utterances left out for bad audio."""
-    bad = 0
+def write_shard(entries: List[Entry], tar_path: str, target_sr: Optional[int]) -> Dict[str, int]:
+    """Write one tar; returns the utterances left out: ``bad_audio`` (unreadable, as the audio reader decides)
+    and ``oversize_member`` (larger than a shard member may be, as training decides)."""
+    left_out = {"bad_audio": 0, "oversize_member": 0}
     with tarfile.open(tar_path, "w") as tar:
         for entry in entries:
             try:
                 audio, ext = _audio_member(entry, target_sr)
             except BadAudioError as e:
                 logging.warning("leaving out %s: %s", entry[0], e)
-                bad += 1
+                left_out[e.reason if e.reason in left_out else "bad_audio"] += 1
                 continue
             for name, data in ((f"{entry[0]}.txt", entry[2].encode("utf-8")), (f"{entry[0]}.{ext}", audio)):
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
-    return bad
+    return left_out
 
 
 def main(argv=None) -> None:
@@ -82,7 +86,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    entries = read_utterances(args.wav_file, args.text_file, args.segments)
+    left_out: Dict[str, int] = {}
+    entries = read_utterances(args.wav_file, args.text_file, args.segments, left_out)
+    check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
+               total=len(entries) + sum(left_out.values()), unusable=0)
     if args.shuffle:
         random.Random(777).shuffle(entries)
     os.makedirs(args.shards_dir, exist_ok=True)
@@ -91,11 +98,16 @@ def main(argv=None) -> None:
     paths = [os.path.abspath(os.path.join(args.shards_dir, f"{args.prefix}_{i:09d}.tar")) for i in range(len(chunks))]
     with ThreadPoolExecutor(max_workers=max(1, args.num_threads)) as pool:
         futures = [pool.submit(write_shard, chunk, path, args.resample) for chunk, path in zip(chunks, paths)]
-        bad = sum(f.result() for f in tqdm(as_completed(futures), total=len(futures), desc="shards", unit="shard"))
+        results = [f.result() for f in tqdm(as_completed(futures), total=len(futures), desc="shards", unit="shard")]
+    skipped = {reason: sum(r[reason] for r in results) for reason in ("bad_audio", "oversize_member")}
+    # the one rule of a pass (wenet_udps.utils.counts): no utterance packed, or too much unreadable audio, is
+    # exit 1, before the shard list is written
+    used = len(entries) - sum(skipped.values())
+    logging.info("%s", check_pass(f"shards of {args.wav_file}: {counts_line(used, skipped)}", used=used,
+                                  total=len(entries), unusable=skipped["bad_audio"]))
     with open(args.shards_list, "w", encoding="utf-8") as f:
         f.writelines(p + "\n" for p in paths)
-    logging.info("wrote %d shards (%d utterances, %d left out for bad audio) listed in %s", len(paths),
-                 len(entries) - bad, bad, args.shards_list)
+    logging.info("wrote %d shards (%d utterances) listed in %s", len(paths), used, args.shards_list)
 
 
 if __name__ == "__main__":

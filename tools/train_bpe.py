@@ -18,6 +18,8 @@ import sentencepiece as spm
 from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.text.bpe_tokenizer import CASES
 from wenet_udps.utils import cli
+from wenet_udps.utils.counts import check_pass, counts_line
+from wenet_udps.utils.kaldi_files import sentences
 
 
 def _cased(text: str, case: str) -> str:
@@ -38,13 +40,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
+    lines = sentences(args.text, keys=not args.no_keys)
+    used = [sentence for sentence in lines if sentence.strip()]
+    # the one rule of a pass (wenet_udps.utils.counts): no transcript to learn from is exit 1 with the counts
+    check_pass(f"{args.text}: {counts_line(len(used), {'empty transcript': len(lines) - len(used)})}",
+               used=len(used), total=len(lines), unusable=0)
     os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
-    with open(args.text, encoding="utf-8") as f, tempfile.NamedTemporaryFile(
-            "w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
-        for line in f:
-            sentence = line.strip() if args.no_keys else line.strip().partition(" ")[2].strip()
-            if sentence:
-                tmp.write(_cased(sentence, args.case) + "\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
+        tmp.writelines(_cased(sentence, args.case) + "\n" for sentence in used)
     try:
         spm.SentencePieceTrainer.train(
             input=tmp.name, model_prefix=args.model_prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,

@@ -243,3 +243,41 @@ def test_missing_inputs_and_unusable_outputs_of_train_are_refused_before_work(tm
         lines = capsys.readouterr().err.strip().splitlines()
         assert exit_info.value.code == 2 and len(lines) == 1 and words in lines[0], lines
     assert not (tmp_path / "out_model_dir").exists()
+
+
+def _file_pairs(program: str) -> List[Tuple[argparse.Action, argparse.Action]]:
+    """(output, input) option pairs of ``program`` that could name the same file (an output directory may be an
+    input directory: files are written into it)."""
+    return [(out, inp) for out in _checked(program, "output") for inp in _checked(program, "input")
+            if cli.output_dir not in (out.type,) and inp.type is not cli.existing_dir]
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused_by_every_program(tmp_path, capsys):
+    """Issue 47 case 21: `make_raw_list.py wav.scp text text` and compute_cmvn_stats overwrote their input, exit 0.
+    The validation layer now compares every output with every input, after links (here: a symbolic link to the
+    input), in every program; the input is left as it was."""
+    swept = []
+    for program in PROGRAMS:
+        for out, inp in _file_pairs(program):
+            tmp = tmp_path / f"{program.replace('/', '_')}_{out.dest}_{inp.dest}"
+            tmp.mkdir()
+            source = Path(_good_value(inp, tmp))
+            link = tmp / "link_to_input"
+            link.symlink_to(source)
+            argv: List[str] = []
+            for action in _actions(program):
+                if action in (out, inp):
+                    value = str(link if action is out else source)
+                elif action.required or not action.option_strings or _role(action) in ("input", "output"):
+                    value = _good_value(action, tmp)
+                else:
+                    continue
+                argv += ([action.option_strings[0]] if action.option_strings else []) + [value]
+            with pytest.raises(SystemExit) as exit_info:
+                parser_of(program).parse_args(argv)
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert exit_info.value.code == 2 and len(lines) == 1, (program, out.dest, inp.dest, lines)
+            assert f"argument {_name(out)}: {link} is also the input {_name(inp)}" in lines[0], lines[0]
+            assert source.read_text() == "x\n"
+            swept.append(program)
+    assert {"tools/make_raw_list", "tools/compute_cmvn_stats", "tools/make_shard_list"} <= set(swept), swept

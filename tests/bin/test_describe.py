@@ -75,8 +75,16 @@ def test_a_bad_conf_is_one_error_line_and_exit_2(args, message):
     assert missing.returncode == 2 and missing.stderr.count("no/such.yaml") == 1
 
 
-def test_human_output_names_every_site_its_type_parameters_and_size():
-    text = "\n".join(d.describe(CONF, [], ["false", "enc_self"], porcelain=False))
+@pytest.mark.parametrize("units", [10, None], ids=["units_file", "not_made_yet"])
+def test_human_output_names_every_site_its_type_parameters_and_size(tmp_path, units):
+    """The units file is the test's own (issue 47 case 25: the conf's data/tiny_zh/dict/lang_char.txt, made by a
+    run in the checkout, changed the count): one of ``units`` tokens, or none yet (the placeholder vocabulary)."""
+    path = tmp_path / "units.txt"
+    if units:
+        tokens = ["<blank>", "<unk>"] + [chr(0x4e00 + i) for i in range(units - 3)] + ["<sos/eos>"]
+        path.write_text("".join(f"{t} {i}\n" for i, t in enumerate(tokens)), encoding="utf-8")
+    text = "\n".join(d.describe(CONF, [f"tokenizer_conf.symbol_table_path={path}"], ["false", "enc_self"],
+                                porcelain=False))
     rows = re.findall(r"^  (enc_self|dec_self|dec_cross) +(\S+) +(\d+)  ", text, re.M)
     assert rows == [("enc_self", "rel_selfattn", "4"), ("dec_self", "selfattn", "2"), ("dec_cross", "crossattn", "2"),
                     ("enc_self", "rel_udps_selfattn", "4"), ("dec_self", "selfattn", "2"),
@@ -86,6 +94,6 @@ def test_human_output_names_every_site_its_type_parameters_and_size():
     config = tiny()
     config["encoder_conf"]["num_blocks"] = 4
     dim = feature_dim(config["dataset_conf"])
-    model = build_model(dict(config, att_udps=False, input_dim=dim, output_dim=8, cmvn=None))
+    model = build_model(dict(config, att_udps=False, input_dim=dim, output_dim=units or d.PLACEHOLDER_VOCAB, cmvn=None))
     assert params[0] == sum(p.numel() for p in model.parameters()) and params[1] != params[0]
     assert re.search(r"model size: \d+\.\d MiB state_dict", text)

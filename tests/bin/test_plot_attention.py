@@ -55,6 +55,41 @@ def test_main_writes_one_grid_per_experiment_and_the_entropy_chart(tmp_path, fsd
                          "--utt", items[1]["key"], "--out_dir", str(tmp_path / "plots")])
     for png in ("attention_sd.png", "attention_udps.png", "attention_entropy.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 5000
-    with pytest.raises(ValueError, match="utterance 'nope' not found"):
+    with pytest.raises(ValueError, match="--utt nope: no such utterance among the 3 used of "):
         plot_attention.main(["--exp_dirs", dirs[0], "--checkpoint", "avg.pt", "--test_data", str(data),
                              "--utt", "nope", "--out_dir", str(tmp_path / "p2")])
+
+
+@pytest.mark.parametrize("case", ["no such key", "empty list"])
+def test_an_unknown_utt_or_an_empty_list_is_one_line_naming_it(tmp_path, monkeypatch, capsys, case):
+    """Issue 47 case 24: both ended in `ValueError: utterance None not found` (a traceback). Now one line: the key
+    and the list (exit 2), or the list's counts (exit 1, the one rule of wenet_udps.utils.counts)."""
+    import json
+    import sys
+
+    import numpy as np
+    import soundfile as sf
+
+    from wenet_udps.utils import cli
+    make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    rows = []
+    if case == "no such key":
+        sf.write(str(tmp_path / "a.wav"), np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1,
+                 8000)
+        rows = [{"key": "a", "wav": str(tmp_path / "a.wav"), "txt": "ONE"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(sys, "argv", ["prog", "--exp_dirs", str(tmp_path), "--checkpoint", "avg.pt", "--test_data",
+                                      str(data), "--utt", "nosuchkey", "--out_dir", str(tmp_path / "plots")])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run_cli(plot_attention.main, "wenet_udps.bin.plot_attention")
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    if case == "no such key":
+        assert exit_info.value.code == 2
+        assert last == (f"wenet_udps.bin.plot_attention: error: --utt nosuchkey: no such utterance among the 1 "
+                        f"used of {data}")
+    else:
+        assert exit_info.value.code == 1
+        assert last == (f"wenet_udps.bin.plot_attention: error: plot_attention data {data}: 0 utterances used, 0 "
+                        f"skipped (none): no usable utterance")
+    assert not (tmp_path / "plots").exists()

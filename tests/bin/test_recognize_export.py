@@ -56,3 +56,54 @@ def test_clip_shorter_than_the_subsampling_needs_is_skipped_and_counted(tmp_path
     lines = (tmp_path / "res" / "ctc_greedy_search" / "text").read_text().splitlines()
     assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
     assert "3 utterances used, 1 skipped (no_frames 1)" in capsys.readouterr().err
+
+
+def _run_cli(main, argv, monkeypatch, capsys):
+    """(exit status, last stderr line) of ``main`` run as its command line runs it (``cli.run_cli``)."""
+    import sys
+
+    from wenet_udps.utils import cli
+    monkeypatch.setattr(sys, "argv", ["prog"] + argv)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run_cli(main, "wenet_udps.bin.recognize")
+    return exit_info.value.code, capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("case, words", [
+    ("empty list", "0 utterances used, 0 skipped (none): no usable utterance"),
+    ("raw list as shards", "0 utterances used, 2 skipped (shard_error 2"),
+    ("every wav missing", "0 utterances used, 2 skipped (bad_audio 2): no usable utterance"),
+])
+def test_a_decode_that_used_nothing_fails_with_its_counts(tmp_path, monkeypatch, capsys, case, words):
+    """Issue 47 cases 1-3: each exited 0 ("0 utterances", RTF nan, an empty text). Now exit 1, one line naming the
+    list and the counts (the one rule, wenet_udps.utils.counts), and no result file."""
+    import json
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    rows = [] if case == "empty list" else [{"key": f"u{i}", "wav": str(tmp_path / f"gone{i}.wav"), "txt": "ONE"}
+                                             for i in range(2)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data), "--result_dir",
+            str(tmp_path / "res"), "--modes", "ctc_greedy_search", "--data_type",
+            "shard" if case == "raw list as shards" else "raw"]
+    status, last = _run_cli(recognize.main, argv, monkeypatch, capsys)
+    assert status == 1 and last.startswith(f"wenet_udps.bin.recognize: error: decode data {data}: ")
+    assert words in last and "no usable utterance" in last
+    assert not (tmp_path / "res" / "ctc_greedy_search" / "text").exists()
+
+
+def test_a_decode_with_more_bad_audio_than_max_bad_fraction_fails(tmp_path, fsdd_dir, monkeypatch, capsys):
+    """The share of the one rule: dataset_conf.max_bad_fraction of the train.yaml (default counts.MAX_BAD_FRACTION,
+    0.05) holds for decoding as for training: 1 missing wav of 3 is refused, and allowed at 0.5."""
+    import json
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    with open(data, "a") as f:
+        f.write(json.dumps({"key": "gone", "wav": str(tmp_path / "gone.wav"), "txt": "ONE"}) + "\n")
+    argv = ["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data), "--result_dir",
+            str(tmp_path / "res"), "--modes", "ctc_greedy_search"]
+    status, last = _run_cli(recognize.main, argv, monkeypatch, capsys)
+    assert status == 1 and "33.3% of the utterances are unusable, more than dataset_conf.max_bad_fraction 0.05" in last
+    recognize.main(argv + ["--override", "dataset_conf.max_bad_fraction=0.5"])
+    assert len((tmp_path / "res" / "ctc_greedy_search" / "text").read_text().splitlines()) == 2

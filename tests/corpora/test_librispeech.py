@@ -117,7 +117,7 @@ def test_missing_trans_txt_is_named(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("lines,message", [
-    (["19-198-0000 A", "19-198-0000 B"], "trans.txt:2: duplicate key 19-198-0000 (first at"),
+    (["19-198-0000 A", "19-198-0000 B"], "trans.txt:2: duplicate key '19-198-0000' (also on line 1"),
     (["19-198-0000 A", "20-198-0001 B"], "trans.txt:2: expected '<speaker>-<chapter>-<utt> WORDS ...'"),
 ])
 def test_malformed_transcript_is_one_line_naming_file_and_line(tmp_path, capsys, lines, message):

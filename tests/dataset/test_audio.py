@@ -80,8 +80,10 @@ def test_bad_audio_bytes(fsdd_dir):
 
 
 def test_segment_past_end_is_empty(fsdd_dir):
-    with pytest.raises(BadAudioError, match="empty"):
+    with pytest.raises(BadAudioError, match="ends at 101 s, past the recording's end"):
         load_audio(_wav(fsdd_dir), start=100.0, end=101.0, name="k")
+    with pytest.raises(BadAudioError, match="empty"):  # to the end (-1), from past the end
+        load_audio(_wav(fsdd_dir), start=100.0, end=-1, name="k")
 
 
 def test_multichannel_keeps_first_channel(tmp_path):
@@ -89,3 +91,15 @@ def test_multichannel_keeps_first_channel(tmp_path):
     sf.write(tmp_path / "s.wav", stereo, 8000, subtype="PCM_16")
     wav, _ = load_audio(str(tmp_path / "s.wav"))
     np.testing.assert_array_equal(wav, np.arange(800, dtype=np.float32))
+
+
+def test_a_segment_end_past_the_recording_is_cut_within_the_overshoot_and_bad_beyond(tmp_path):
+    """Issue 47 case 18: the end of a segment past its recording's end was silently clipped, however far."""
+    from wenet_udps.dataset.audio import MAX_SEGMENT_OVERSHOOT
+    path = tmp_path / "r.wav"
+    sf.write(str(path), np.zeros(8000, dtype=np.float32), 8000)  # 1 s
+    assert len(load_audio(str(path), 0.5, 1.0 + MAX_SEGMENT_OVERSHOOT)[0]) == 4000
+    assert len(load_audio(str(path), 0.5, -1)[0]) == 4000
+    with pytest.raises(BadAudioError, match="ends at 1.6 s, past the recording's end") as err:
+        load_audio(str(path), 0.5, 1.6)
+    assert err.value.reason == "bad_audio"

@@ -175,6 +175,7 @@ def test_non_utf8_text_member_loses_only_its_utterance(kaldi_dir, tokenizer, tmp
     ({"end": float("inf")}, r"field 'end' of k must be a finite number of seconds, got inf"),
     ({"key": "a b"}, r"key 'a b' is empty or contains white space"),
     ({"key": "a\nb"}, r"key 'a\\nb' is empty or contains white space"),
+    ({"key": "\ufeffa"}, r"key '\\ufeffa' is empty or contains white space or a byte-order mark"),  # issue 47
 ])
 def test_list_line_errors_name_file_line_and_key(tmp_path, extra, msg):
     from wenet_udps.dataset.lists import ListError

@@ -1,5 +1,6 @@
 """Models exported with --format sherpa-onnx decode in sherpa-onnx as in our own search (offline and streaming)."""
 import json
+import re
 import shutil
 
 import numpy as np
@@ -265,3 +266,22 @@ def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
     with pytest.raises(UserError, match=f"the units file {units} is one of the files an export replaces"):
         export_sherpa(load_model(config, str(tmp / "avg.pt")), config["input_dim"], str(units), str(tmp_path))
     assert units.read_bytes() == (tmp / "units.txt").read_bytes()
+
+
+@pytest.mark.parametrize("case", ["empty wav.scp", "every file missing"])
+def test_sherpa_decode_that_used_nothing_fails_with_its_counts(exported, tmp_path, case):
+    """Issue 47 case 4: exit 0 with RTF nan. Now the one rule of a pass (wenet_udps.utils.counts): exit 1
+    (counts.WorkFailed), one line with the counts, no text written."""
+    from wenet_udps.bin import sherpa_decode
+    from wenet_udps.utils.counts import WorkFailed
+    name, tmp, config, out, data = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    scp = tmp_path / "wav.scp"
+    scp.write_text("" if case == "empty wav.scp" else f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'b.wav'}\n")
+    words = "0 utterances used, 0 skipped (none)" if case == "empty wav.scp" else \
+        "0 utterances used, 2 skipped (bad_audio 2)"
+    with pytest.raises(WorkFailed, match=rf"decode {scp}: {re.escape(words)}: no usable utterance") as err:
+        sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(out), "--wav_scp", str(scp),
+                            "--result_dir", str(tmp_path / "res")])
+    assert err.value.exit_status == 1 and not (tmp_path / "res" / "text").exists()

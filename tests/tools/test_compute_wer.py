@@ -183,4 +183,21 @@ def test_invalid_utf8_names_the_line(tmp_path):
     (tmp_path / "hyp").write_text("u1 a\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, str(SCRIPT), str(ref), str(tmp_path / "hyp")], capture_output=True,
                           text=True)
-    assert proc.returncode == 1 and "ref:2: not valid UTF-8" in proc.stderr
+    assert proc.returncode == 1 and "ref:2: not UTF-8" in proc.stderr
+
+
+def test_refs_and_hyps_are_read_by_the_one_reader(tmp_path):
+    """Issue 47 case 17: with a BOM in both files the BOM travelled in a key (the first line of the ref, a later line
+    of the hyp); the ref's was stripped, the hyp's was not, and the score was 120.59 %. Both files are read by the
+    one reader (wenet_udps.utils.kaldi_files): a BOM at either file's start is dropped, and one inside a later key
+    is an error naming the file and line rather than an utterance scored as all deletions."""
+    proc = run(tmp_path, ["u1 a b", "u2 c"], ["u2 c", "u1 a b"], bom=True)
+    assert overall(proc)[0] == 0.0
+    (tmp_path / "hyp").write_bytes("\ufeffu2 c\nu1 a b\n".encode("utf-8"))
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "ref"), str(tmp_path / "hyp")],
+                          capture_output=True, text=True, encoding="utf-8")
+    assert proc.returncode == 0 and overall(proc)[0] == 0.0
+    (tmp_path / "hyp").write_bytes("u2 c\n\ufeffu1 a b\n".encode("utf-8"))
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "ref"), str(tmp_path / "hyp")],
+                          capture_output=True, text=True, encoding="utf-8")
+    assert proc.returncode == 1 and "hyp:2: utterance key '\\ufeffu1' holds a byte-order mark" in proc.stderr

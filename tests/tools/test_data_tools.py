@@ -82,12 +82,12 @@ def test_cmvn_stats_equal_numpy(data_dir, tmp_path, use_list):
     conf = tmp_path / "train.yaml"
     conf.write_text(yaml.safe_dump({"dataset_conf": {
         "fbank_conf": {"num_mel_bins": 20, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
-        "resample_conf": {"resample_rate": 16000}, "spec_aug": True}}))
+        "resample_conf": {"resample_rate": 16000}, "spec_aug": True, "max_bad_fraction": 0.2}}))
     in_file = d / "wav.scp"
     if use_list:
         run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "text"), str(d / "data.list")])
         in_file = d / "data.list"
-    if not use_list:  # an unreadable file is skipped, not counted
+    if not use_list:  # an unreadable file is skipped, not counted (1 of 7: within max_bad_fraction 0.2)
         with open(d / "wav.scp", "a") as f:
             f.write(f"broken {tmp_path / 'missing.wav'}\n")
     run_tool("compute_cmvn_stats", ["--num_workers", "2", "--train_config", str(conf), "--in_scp", str(in_file),
@@ -113,6 +113,20 @@ def test_make_char_units(tmp_path):
     run_tool("make_char_units", ["--letters", "--split_with_space", str(tmp_path / "text"), str(tmp_path / "u2")])
     units = [line.split()[0] for line in open(tmp_path / "u2")]
     assert set(units[2:-1]) == set("我爱helowrd")
+
+
+@pytest.mark.parametrize("tool", ["make_char_units", "train_bpe"])
+def test_units_of_a_text_without_transcripts_fail(tmp_path, tool):
+    """The sweep of issue 47's "work that did nothing": make_char_units wrote a units file of the special symbols
+    only, exit 0 (train_bpe failed inside sentencepiece)."""
+    from wenet_udps.utils.counts import WorkFailed
+    (tmp_path / "text").write_text("u1\nu2  \n")
+    argv = ([str(tmp_path / "text"), str(tmp_path / "units.txt")] if tool == "make_char_units" else
+            ["--text", str(tmp_path / "text"), "--model_prefix", str(tmp_path / "bpe"), "--units",
+             str(tmp_path / "units.txt")])
+    with pytest.raises(WorkFailed, match=r"text: 0 utterances used, 2 skipped \(empty transcript 2\)"):
+        run_tool(tool, argv)
+    assert not (tmp_path / "units.txt").exists()
 
 
 @pytest.mark.parametrize("wav_scp, text, words", [
@@ -159,3 +173,122 @@ def test_make_shard_list_leaves_out_a_file_larger_than_a_member_may_be(data_dir,
     assert f"{big.stem}.wav" not in names and len(names) == 2 * (len(files) - 1)
     assert any(f"{big} has {big.stat().st_size} bytes, more than a shard member may have" in r.message
                for r in caplog.records)
+
+
+def _synth_dir(tmp_path, n=3, ext="wav", seconds=0.57, sr=8000):
+    """A Kaldi dir of ``n`` synthetic recordings (format by extension) and its text."""
+    d = tmp_path / "kaldi"
+    d.mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n):
+        path = d / f"r{i}.{ext}"
+        sf.write(str(path), (rng.standard_normal(int(seconds * sr)) * 0.1).astype(np.float32), sr,
+                 format={"wav": "WAV", "aiff": "AIFF", "bin": "WAV"}[ext], subtype="PCM_16")
+        paths.append(path)
+    (d / "wav.scp").write_text("".join(f"r{i} {p}\n" for i, p in enumerate(paths)))
+    (d / "text").write_text("".join(f"r{i} word {i}\n" for i in range(n)))
+    return d, paths
+
+
+def _shard_members(shards_list):
+    from collections import Counter
+
+    from wenet_udps.dataset.lists import iterate_shard
+    stats = Counter()
+    got = {}
+    for shard in open(shards_list).read().split():
+        for utt in iterate_shard(shard, stats):
+            got[utt["key"]] = load_audio(utt["audio"])[0]
+    return got, stats
+
+
+def test_a_bom_at_the_start_of_wav_scp_and_text_keeps_the_first_utterance(tmp_path):
+    """Issue 47 cases 16-17: the BOM became part of the first key, and that utterance was lost (or scored as all
+    deletions). The one reader (wenet_udps.utils.kaldi_files) drops it in every tool."""
+    d, paths = _synth_dir(tmp_path)
+    for name in ("wav.scp", "text"):
+        (d / name).write_bytes(b"\xef\xbb\xbf" + (d / name).read_bytes())
+    run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "text"), str(d / "data.list")])
+    assert [json.loads(line)["key"] for line in open(d / "data.list")] == ["r0", "r1", "r2"]
+    run_tool("make_shard_list", [str(d / "wav.scp"), str(d / "text"), str(tmp_path / "shards"),
+                                 str(d / "shards.list")])
+    assert sorted(_shard_members(d / "shards.list")[0]) == ["r0", "r1", "r2"]
+    (d / "data.list").write_bytes(b"\xef\xbb\xbf" + (d / "data.list").read_bytes())
+    for in_file in ("wav.scp", "data.list"):  # a BOM'd data.list was taken for a wav.scp
+        run_tool("compute_cmvn_stats", ["--in_scp", str(d / in_file), "--out_cmvn", str(tmp_path / in_file)])
+    assert json.load(open(tmp_path / "wav.scp")) == json.load(open(tmp_path / "data.list"))
+
+
+def test_segment_bounds_are_decided_once(tmp_path):
+    """Issue 47 case 18: a segment ending at 10 s of a 0.57 s recording was decoded as is. An end past the
+    recording by more than audio.MAX_SEGMENT_OVERSHOOT is bad_audio (the list tools leave it out, counted; the
+    data pipeline skips and counts it); a start at or after the end, or negative, is an error naming the line."""
+    from wenet_udps.dataset.audio import BadAudioError
+    from wenet_udps.dataset.lists import ListError
+    from wenet_udps.utils.counts import WorkFailed
+    d, paths = _synth_dir(tmp_path)
+    (d / "segments").write_text("s0 r0 0 0.3\ns1 r1 0.1 0.9\ns2 r2 0.2 10\n")  # 0.9: 0.33 s past, cut
+    (d / "text2").write_text("s0 a\ns1 b\ns2 c\n")
+    # s2 is left out and counted; 1 of 3 is more than the share of unusable utterances a pass may have
+    with pytest.raises(WorkFailed, match=r"2 utterances used, 1 skipped \(bad_audio 1\): 33.3% of the utterances"):
+        run_tool("make_shard_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text2"),
+                                     str(tmp_path / "shards"), str(d / "shards.list")])
+    # the raw path reads the segments as the shard path cut them
+    assert len(load_audio(str(paths[1]), 0.1, 0.9)[0]) == round(0.47 * 8000)
+    with pytest.raises(BadAudioError, match=r"ends at 10 s, past the recording's end \(0.570 s\) by more than 0.5 s"):
+        load_audio(str(paths[2]), 0.2, 10)
+    for bad in ("0.3 0.3", "0.5 0.2", "-1 0.2"):
+        (d / "segments").write_text(f"s0 r0 0 0.3\ns1 r1 {bad}\n")
+        with pytest.raises(ListError, match=r"segments:2: segment 's1' from .* the start must be >= 0 and the end"):
+            run_tool("make_raw_list", ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text2"),
+                                       str(d / "x.list")])
+
+
+def test_a_duplicate_utterance_in_segments_names_both_lines(tmp_path):
+    """Issue 47 case 19: the shard held 2 utterances under one key and the decode said "1 used, 0 skipped"."""
+    from wenet_udps.dataset.lists import ListError
+    d, _ = _synth_dir(tmp_path)
+    (d / "segments").write_text("s0 r0 0 0.2\ns1 r1 0 0.2\ns0 r2 0 0.2\n")
+    (d / "text2").write_text("s0 a\ns1 b\n")
+    for tool, outputs in (("make_shard_list", [str(tmp_path / "shards"), str(d / "out.list")]),
+                          ("make_raw_list", [str(d / "out.list")])):
+        with pytest.raises(ListError, match=r"segments:3: duplicate key 's0' \(also on line 1\)"):
+            run_tool(tool, ["--segments", str(d / "segments"), str(d / "wav.scp"), str(d / "text2")] + outputs)
+        assert not (d / "out.list").exists()
+
+
+@pytest.mark.parametrize("ext", ["aiff", "bin"])
+def test_the_shard_path_reads_what_the_raw_path_reads(tmp_path, ext):
+    """Issue 47 case 20: make_shard_list packed r0.aiff, which decoding then skipped as missing_member (the raw
+    list decoded it). One set of formats (audio.AUDIO_EXTENSIONS): an AIFF member is read as audio, and a file
+    under any other extension (here WAV data named .bin) is packed as WAV."""
+    d, paths = _synth_dir(tmp_path, ext=ext)
+    run_tool("make_shard_list", [str(d / "wav.scp"), str(d / "text"), str(tmp_path / "shards"),
+                                 str(d / "shards.list")])
+    got, stats = _shard_members(d / "shards.list")
+    assert stats["missing_member"] == 0 and sorted(got) == ["r0", "r1", "r2"]
+    for i, path in enumerate(paths):
+        np.testing.assert_array_equal(got[f"r{i}"], load_audio(str(path))[0])
+    names = tarfile.open(open(d / "shards.list").read().split()[0]).getnames()
+    assert f"r0.{'aiff' if ext == 'aiff' else 'wav'}" in names
+
+
+def test_list_tools_that_used_nothing_fail_with_their_counts(tmp_path):
+    """Issue 47 (the mechanism of cases 1-5): make_raw_list, make_shard_list and compute_cmvn_stats that used
+    nothing are counts.WorkFailed (exit 1), one line with the counts, and write nothing."""
+    from wenet_udps.utils.counts import WorkFailed
+    d, paths = _synth_dir(tmp_path)
+    (d / "other_text").write_text("x0 a\nx1 b\n")  # no key of wav.scp
+    with pytest.raises(WorkFailed, match=r"0 utterances used, 5 skipped \(without text 3, without audio 2\): no "):
+        run_tool("make_raw_list", [str(d / "wav.scp"), str(d / "other_text"), str(d / "data.list")])
+    assert not (d / "data.list").exists()
+    for p in paths:
+        p.unlink()
+    with pytest.raises(WorkFailed, match=r"0 utterances used, 3 skipped \(bad_audio 3\): no usable"):
+        run_tool("make_shard_list", [str(d / "wav.scp"), str(d / "text"), str(tmp_path / "shards"),
+                                     str(d / "shards.list")])
+    assert not (d / "shards.list").exists()
+    with pytest.raises(WorkFailed, match=r"cmvn data .*wav.scp: 0 utterances used, 3 skipped \(bad_audio 3\)"):
+        run_tool("compute_cmvn_stats", ["--in_scp", str(d / "wav.scp"), "--out_cmvn", str(tmp_path / "cmvn")])
+    assert not (tmp_path / "cmvn").exists()

@@ -96,6 +96,30 @@ def test_greedy_soup_real_run_cv_loss_in_two_workers(tmp_path, fsdd_dir):
                                average_state_dicts(soup)["encoder.after_norm.weight"])
 
 
+@pytest.mark.parametrize("metric", ["cv_loss", "wer"])
+def test_greedy_soup_on_an_unusable_dev_set_fails_and_writes_nothing(tmp_path, metric):
+    """Issue 47 case 5: every --dev_data wav missing gave exit 0 and soup.pt with cv_loss inf. Now the soup's dev
+    pass is checked by the one rule (wenet_udps.utils.counts): exit 1 (counts.WorkFailed), no soup written."""
+    import json
+
+    from wenet_udps.utils.counts import WorkFailed
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config(tiny_config(units))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    fake_run(tmp_path, [1.0, 2.0], config)
+    dev = tmp_path / "dev.list"
+    dev.write_text("".join(json.dumps({"key": f"u{i}", "wav": str(tmp_path / f"gone{i}.wav"), "txt": "ONE"}) + "\n"
+                           for i in range(2)))
+    dst = tmp_path / "soup.pt"
+    with pytest.raises(WorkFailed, match=rf"greedy soup dev data {dev}: 0 utterances used, 2 skipped \(bad_audio 2\)"
+                                         r"|decode data .*bad_audio 2") as err:
+        average_model.main(["--method", "greedy_soup", "--soup_metric", metric, "--dst_model", str(dst),
+                            "--src_path", str(tmp_path), "--num", "2", "--dev_data", str(dev), "--batch_size", "2"])
+    assert "no usable utterance" in str(err.value) and err.value.exit_status == 1
+    assert not dst.exists() and not (tmp_path / "soup.pt.soup.yaml").exists()
+
+
 @pytest.mark.parametrize("dst", ["epoch_1.pt", "step_7.pt", "final.pt", "train.pt", "copy.pt"])
 def test_average_never_overwrites_a_training_checkpoint_or_its_yaml(tmp_path, dst):
     """Issue 36 item 7: --dst_model epoch_0.pt replaced a checkpoint of the run and its .yaml."""

@@ -127,7 +127,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, fsdd_dir):
     # every utterance unusable: an error naming the list and the reason, no untrained final.pt
     exp["train"].write_text("".join(line.replace('.wav"', '.missing.wav"') for line in open(exp["train"])))
     empty = _train(exp, tmp_path / "empty")
-    assert empty.returncode == 2 and "Traceback" not in empty.stderr
+    assert empty.returncode == 1 and "Traceback" not in empty.stderr  # used nothing: exit 1 (utils.counts)
     last = empty.stderr.strip().splitlines()[-1]
     assert "epoch 0 train data" in last and str(exp["train"]) in last and "bad_audio 4" in last
     assert "no usable utterance" in last and not (tmp_path / "empty" / "final.pt").exists()

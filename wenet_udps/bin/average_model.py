@@ -81,7 +81,9 @@ class SoupEvaluator:
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
                                     partition=False, min_frames=self.min_input_frames(self.config),
                                     admission=self.admission)
-        sums, nums, _, _ = loss_sums(self.model, DataTally().batches(dataset))  # NaN/Inf batches left out
+        tally = DataTally()
+        sums, nums, _, _ = loss_sums(self.model, tally.batches(dataset))  # NaN/Inf batches left out
+        dataset.check_tally(tally, "greedy soup dev")  # nothing (or too little) of --dev_data used: exit 1
         return sums["loss"] / nums["loss"] if nums["loss"] else math.inf
 
 

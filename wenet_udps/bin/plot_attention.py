@@ -17,6 +17,7 @@ The weights are recomputed from each site's q, k (and positions) by the plain fo
 the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
 """
 import contextlib
+import logging
 import math
 import os
 from typing import Dict, List, Optional, Sequence
@@ -24,11 +25,12 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from wenet_udps.bin.recognize import eval_dataset, load_experiment
+from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module
 from wenet_udps.utils import cli
-from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.cli import UserError, run_cli
 
 
 def _weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -92,8 +94,9 @@ def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], d
     maps: Dict[str, torch.Tensor] = {}
     sums: Dict[str, torch.Tensor] = {}
     rows: Dict[str, int] = {}
+    tally = DataTally()
     with torch.inference_mode(), recording(model) as records:
-        for batch in dataset:
+        for batch in tally.batches(dataset):
             records.clear()
             model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
             take = key is None and (utt is None or batch["keys"][0] == utt)
@@ -104,8 +107,9 @@ def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], d
                 rows[site] = rows.get(site, 0) + w.size(1)
                 if take:
                     maps[site] = w.mean(0)
+    logging.info("%s", dataset.check_tally(tally, "plot_attention"))  # an empty list: exit 1 with the counts
     if key is None:
-        raise ValueError(f"utterance {utt!r} not found in {test_data}")
+        raise UserError(f"--utt {utt}: no such utterance among the {tally.counts['used']} used of {test_data}")
     return key, maps, {site: sums[site] / rows[site] for site in sums}
 
 

@@ -69,6 +69,9 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf"}``.
+    Raises:
+        DataError: no utterance decoded, or more unusable than ``dataset_conf.max_bad_fraction``
+            (``wenet_udps.utils.counts``).
     """
     dataset = eval_dataset(config, tokenizer, data_list, batch_size, data_type)
     loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
@@ -90,7 +93,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
             bar.update(len(batch["keys"]))
     bar.close()
-    logging.info("decode data %s: %s", data_list, tally.summary())
+    logging.info("%s", dataset.check_tally(tally, "decode"))  # exit 1 when nothing (or too little) was decoded
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf}
 

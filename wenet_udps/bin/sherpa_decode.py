@@ -24,6 +24,8 @@ from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
+from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
+from wenet_udps.utils.kaldi_files import ListError, read_table
 from wenet_udps.utils.source_info import read_source, stale_reason, write_source
 
 
@@ -67,13 +69,15 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
         parser.error(f"--config {args.config} makes {dim}-dim features, but {path} takes {want}: pass the "
                      f"train.yaml the model was exported from")
     tokens = os.path.join(args.export_dir, "tokens.txt")
+    try:  # the one reader of Kaldi-style files (BOM, encoding, duplicate tokens)
+        rows = read_table(tokens, what="token id", key_name="token", fields=2)
+    except ListError as e:
+        parser.error(str(e))
     ids = set()
-    with open(tokens, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                parser.error(f"{tokens}:{n}: expected 'token id', got {line.strip()!r}")
-            ids.add(int(parts[1]))
+    for token, (token_id, n) in rows.items():
+        if not token_id.isdigit():
+            parser.error(f"{tokens}:{n}: expected 'token id', got {f'{token} {token_id}'!r}")
+        ids.add(int(token_id))
     vocab = int(meta.get("vocab_size", 0))
     if ids != set(range(vocab)):
         parser.error(f"{tokens} has ids for {len(ids)} tokens, but {path} outputs {vocab} (its vocab_size): the "
@@ -112,29 +116,35 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
             logging.warning("%s was exported from another model than the experiment's now: %s; results tables "
                             "leave these results out (export again: run.sh --stage 6)", args.export_dir, stale)
     audio = seconds = 0.0
-    skipped = 0
+    skipped: Dict[str, int] = {}
+    lines = []
+    for key, path, start, end in rows:
+        try:
+            wav, sr = load_audio(path, start, end, name=key)
+        except BadAudioError as e:
+            logging.warning("skipped: %s", e)
+            skipped[e.reason] = skipped.get(e.reason, 0) + 1
+            continue
+        wav = resample(wav, sr, rate)
+        t0 = time.perf_counter()
+        if args.streaming:
+            text = rt.transcribe_online(rec, wav, rate, tail)
+        else:
+            text = rt.transcribe_offline(rec, [wav], rate)[0]
+        seconds += time.perf_counter() - t0
+        audio += len(wav) / rate
+        lines.append(f"{key} {text}\n")
+    # the one rule of a pass (wenet_udps.utils.counts): nothing decoded, or too much unusable, is exit 1
+    logging.info("%s", check_pass(f"decode {args.wav_scp}: {counts_line(len(lines), skipped)}", used=len(lines),
+                                  total=len(rows), unusable=sum(skipped.values()),
+                                  max_bad_fraction=max_bad_fraction(config)))
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
-        for key, path, start, end in rows:
-            try:
-                wav, sr = load_audio(path, start, end, name=key)
-            except BadAudioError as e:
-                logging.warning("skipped: %s", e)
-                skipped += 1
-                continue
-            wav = resample(wav, sr, rate)
-            t0 = time.perf_counter()
-            if args.streaming:
-                text = rt.transcribe_online(rec, wav, rate, tail)
-            else:
-                text = rt.transcribe_offline(rec, [wav], rate)[0]
-            seconds += time.perf_counter() - t0
-            audio += len(wav) / rate
-            out.write(f"{key} {text}\n")
+        out.writelines(lines)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
-             "skipped": skipped}
+             "skipped": sum(skipped.values())}
     with open(os.path.join(args.result_dir, "rtf"), "w", encoding="utf-8") as f:
         f.write(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio, {args.num_threads} thread(s))\n")
-    print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio); {skipped} skipped")
+    print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio); {stats['skipped']} skipped")
     return stats
 
 

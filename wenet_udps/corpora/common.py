@@ -1,9 +1,16 @@
-"""Pieces shared by the corpus builders: noise, level, Kaldi data dirs."""
+"""Pieces shared by the corpus builders: noise, level, Kaldi data dirs.
+
+``python -m wenet_udps.corpora.common DIR`` checks a prepared Kaldi dir for the recipes' prepare.sh (prints its
+number of utterances).
+"""
 import os
 from pathlib import Path
-from typing import Iterable, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
+
+from wenet_udps.utils import cli
+from wenet_udps.utils.kaldi_files import read_table
 
 NOISE_KINDS = ("white", "pink")
 
@@ -70,3 +77,35 @@ def write_kaldi_dir(out_dir: Path, entries: Iterable[Tuple[str, str, str]]) -> i
             scp.write(f"{key} {path}\n")
             txt.write(f"{key} {transcript}\n")
     return len(rows)
+
+
+def check_kaldi_dir(data_dir: Path) -> int:
+    """The number of utterances of ``data_dir``, whose wav.scp and text, read by the one reader of Kaldi files
+    (``wenet_udps.utils.kaldi_files``), must be non-empty and list the same keys in the same order; a UserError
+    naming the dir (or the file and line) otherwise."""
+    tables = {}
+    for name in ("wav.scp", "text"):
+        path = Path(data_dir) / name
+        if not path.is_file():
+            raise cli.UserError(f"{data_dir}: {name} is missing")
+        tables[name] = list(read_table(str(path), allow_empty_value=name == "text"))
+        if not tables[name]:
+            raise cli.UserError(f"{data_dir}: {name} is empty")
+    scp, text = tables["wav.scp"], tables["text"]
+    if scp != text:
+        where = next((i for i, (a, b) in enumerate(zip(scp, text)) if a != b), min(len(scp), len(text)))
+        raise cli.UserError(f"{data_dir}: wav.scp and text list different utterance keys ({len(scp)} and "
+                            f"{len(text)} keys; the first difference at key {where + 1})")
+    return len(scp)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = cli.ArgumentParser(description="Check a prepared Kaldi dir (wav.scp and text list the same keys); "
+                                            "print its number of utterances.")
+    parser.add_argument("data_dir", type=cli.existing_dir, help="Kaldi data dir holding wav.scp and text")
+    args = parser.parse_args(argv)
+    print(check_kaldi_dir(Path(args.data_dir)))
+
+
+if __name__ == "__main__":
+    cli.run_cli(main, "wenet_udps.corpora.common")

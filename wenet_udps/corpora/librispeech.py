@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from wenet_udps.corpora.common import write_kaldi_dir
 from wenet_udps.utils import cli
+from wenet_udps.utils.kaldi_files import read_table
 
 SHOWN = 3  # problem examples named per reason
 
@@ -39,19 +40,13 @@ def speaker_of(key: str) -> str:
 def read_transcripts(trans: Path, part: Part) -> Dict[str, Tuple[str, str]]:
     """``key -> (transcript, "file:line")`` of one ``.trans.txt``; a key-only line maps to an empty transcript."""
     out: Dict[str, Tuple[str, str]] = {}
-    with open(trans, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            where = f"{trans}:{n}"
-            fields = line.strip().split(None, 1)
-            if not fields:
-                continue
-            key = fields[0]
-            if key.count("-") != 2 or not key.startswith(f"{trans.name.split('.')[0]}-"):
-                raise ValueError(f"{where}: expected '<speaker>-<chapter>-<utt> WORDS ...' of this chapter, "
-                                 f"got {line.strip()[:60]!r}")
-            if key in out:
-                raise ValueError(f"{where}: duplicate key {key} (first at {out[key][1]})")
-            out[key] = (" ".join(fields[1].split()) if len(fields) > 1 else "", where)
+    # the one reader of Kaldi-style files: BOM, encoding and duplicate keys (both lines named) decided there
+    for key, (text, n) in read_table(str(trans), allow_empty_value=True).items():
+        where = f"{trans}:{n}"
+        if key.count("-") != 2 or not key.startswith(f"{trans.name.split('.')[0]}-"):
+            raise ValueError(f"{where}: expected '<speaker>-<chapter>-<utt> WORDS ...' of this chapter, "
+                             f"got {f'{key} {text}'.strip()[:60]!r}")
+        out[key] = (" ".join(text.split()), where)
     return out
 
 

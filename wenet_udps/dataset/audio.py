@@ -15,6 +15,17 @@ import soxr
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
 MIN_SAMPLE_RATE = 1000
+# File name extensions of the formats load_audio reads (those of soundfile's libsndfile here): the one set of
+# audio formats. The shard reader takes a member as audio by its extension, and make_shard_list repacks any other
+# file as WAV, so a file the raw path decodes is never packed under a name the shard path does not read.
+_FORMAT_EXTENSIONS = {"WAV": ("wav", "wave"), "WAVEX": ("wav",), "RF64": ("rf64",), "W64": ("w64",),
+                      "FLAC": ("flac",), "OGG": ("ogg", "oga", "opus"), "MP3": ("mp3",), "NIST": ("sph", "nist"),
+                      "AIFF": ("aiff", "aif", "aifc"), "AU": ("au", "snd"), "CAF": ("caf",)}
+AUDIO_EXTENSIONS = frozenset(ext for fmt, exts in _FORMAT_EXTENSIONS.items() if fmt in sf.available_formats()
+                             for ext in exts)
+# How far a segment's end may lie past the end of its recording and be cut there (Kaldi's extract-segments
+# --max-overshoot default); further, the segments file is wrong for this audio and the utterance is bad_audio.
+MAX_SEGMENT_OVERSHOOT = 0.5
 
 
 class UnusableUtterance(Exception):
@@ -72,7 +83,9 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
 
     Args:
         source: a file path or the file's bytes (a shard member).
-        start, end: optional segment bounds in seconds; only those frames are read.
+        start, end: optional segment bounds in seconds; only those frames are read (end -1: to the end). An end
+            past the recording's end by more than ``MAX_SEGMENT_OVERSHOOT`` is BadAudioError; a smaller overshoot
+            is cut at the end.
         name: used in error messages (e.g. the utterance key).
         max_seconds: raise TooLong, before reading any sample, for a longer (segment of the) file: the length
             filter's decision costs no memory (a 1.5 GB WAV would take 3 GB as float32).
@@ -104,6 +117,9 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
         if sr < MIN_SAMPLE_RATE:  # a broken header: resampling its "hours" of audio would exhaust memory
             raise BadAudioError(f"implausible sample rate {sr} Hz in {label} (< {MIN_SAMPLE_RATE})")
         first = 0 if start is None else int(round(start * sr))
+        if end is not None and end >= 0 and end - total / sr > MAX_SEGMENT_OVERSHOOT:
+            raise BadAudioError(f"segment of {label} ends at {end:g} s, past the recording's end ({total / sr:.3f} s) "
+                                f"by more than {MAX_SEGMENT_OVERSHOOT:g} s: the segments file is not of this audio")
         last = total if end is None or end < 0 else min(total, int(round(end * sr)))
         if first >= last:
             raise BadAudioError(f"empty audio {label}: no samples in [{first}, {last}) of {total} frames")

@@ -19,7 +19,7 @@ from wenet_udps.dataset.audio import UnusableUtterance
 from wenet_udps.dataset.lists import iterate_shard, member_cap, partition, read_raw_list, read_shard_list
 from wenet_udps.dataset.processor import batch_plan, make_batches, pad_batch, shuffle_buffer, sort_buffer
 from wenet_udps.dataset.transforms import DatasetConf, UtteranceProcessor
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.counts import MAX_BAD_FRACTION, WorkFailed, check_pass
 from wenet_udps.utils.schema import section
 from wenet_udps.utils.registry import lookup
 
@@ -41,8 +41,8 @@ DECODE_FILTER = {"min_length": 0, "max_length": 1e12, "token_min_length": 0, "to
                  "min_output_input_ratio": 0.0, "max_output_input_ratio": 1e12}
 
 
-class DataError(UserError):
-    """An epoch's data is unusable: no utterance left, or too many bad ones."""
+class DataError(WorkFailed):
+    """A pass's data is unusable: no utterance left, or too many bad ones (exit 1)."""
 
 
 class DataTally:
@@ -139,7 +139,7 @@ class AsrDataset(IterableDataset):
         self.conf = dict(conf or {})
         self.processor = UtteranceProcessor(self.conf, tokenizer, min_frames, admission)
         self.max_member_bytes = member_cap(self.processor.filter_conf["max_length"])
-        self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", 0.05))
+        self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", MAX_BAD_FRACTION))
         batch_plan(self.conf.get("batch_conf"))  # batch sizes checked now, not in a worker
         self.tokenizer = tokenizer
         self.items: List[Any] = (read_raw_list(data_list_file) if data_type == "raw"
@@ -218,17 +218,16 @@ class AsrDataset(IterableDataset):
             self.tokenizer.log_unk_summary()
 
     def check_tally(self, tally: DataTally, what: str) -> str:
-        """The one-line summary of a pass (``what``: e.g. "epoch 3 train"); DataError when no utterance was
-        usable or the unusable share exceeds ``dataset_conf.max_bad_fraction``, naming the list and reasons."""
+        """The one-line summary of a pass (``what``: e.g. "epoch 3 train", "decode"); DataError (exit 1) by the
+        one rule of ``wenet_udps.utils.counts``: no utterance usable, or the unusable share above
+        ``dataset_conf.max_bad_fraction``, naming the list and reasons."""
         line = f"{what} data {self.data_list_file}: {tally.summary()}"
         skipped = tally.skipped()
-        total = tally.counts["used"] + sum(skipped.values())
-        bad = sum(skipped.get(k, 0) for k in BAD_REASONS)
-        if tally.counts["used"] == 0:
-            raise DataError(f"{line}: no usable utterance")
-        if total and bad / total > self.max_bad_fraction:
-            raise DataError(f"{line}: {bad / total:.1%} of the utterances are unusable, more than "
-                            f"dataset_conf.max_bad_fraction {self.max_bad_fraction:g}")
+        try:
+            check_pass(line, used=tally.counts["used"], total=tally.counts["used"] + sum(skipped.values()),
+                       unusable=sum(skipped.get(k, 0) for k in BAD_REASONS), max_bad_fraction=self.max_bad_fraction)
+        except WorkFailed as e:
+            raise DataError(str(e)) from None
         # No complete shard to estimate the loss from: refuse by the share of broken shards (all of them).
         if tally.shard_loss() is None and self.max_bad_fraction < 1:
             raise DataError(f"{line}: every shard of the pass is broken, more than dataset_conf.max_bad_fraction "

@@ -1,30 +1,24 @@
-"""Readers for Kaldi data-directory files (wav.scp, text, segments) shared by the list/shard/cmvn tools."""
+"""Kaldi data directories (wav.scp, text, segments) as utterances, for the list/shard/cmvn tools and sherpa_decode;
+every file is read by the one reader, ``wenet_udps.utils.kaldi_files``."""
 import logging
 import math
 import os
 from typing import Dict, List, Optional, Tuple
 
-from wenet_udps.dataset.lists import ListError, utf8_lines
+from wenet_udps.utils.kaldi_files import ListError, read_table
 
 
 def read_kaldi_map(path: str, allow_empty_value: bool = False, *, no_pipes: bool = False) -> Dict[str, str]:
-    """``key rest-of-line`` per line (wav.scp, text); a malformed or duplicate line, or with ``no_pipes`` a Kaldi
-    pipe command (``... |``), is a ListError naming the file and line."""
-    out: Dict[str, str] = {}
-    for lineno, line in utf8_lines(path):
-        line = line.strip()
-        if not line:
-            continue
-        parts = line.split(maxsplit=1)
-        if len(parts) < 2 and not allow_empty_value:
-            raise ListError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
-        if parts[0] in out:
-            raise ListError(f"{path}:{lineno}: duplicate key {parts[0]!r}")
-        if no_pipes and parts[1].endswith("|"):
-            raise ListError(f"{path}:{lineno}: entry {parts[0]!r} is a pipe command (not run, by design); convert "
-                            f"the audio to files first")
-        out[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return out
+    """``key rest-of-line`` per line (wav.scp, text) read by the one reader (``kaldi_files.read_table``: BOM,
+    duplicate keys and malformed lines decided there); with ``no_pipes`` a Kaldi pipe command (``... |``) is a
+    ListError naming the file and line."""
+    table = read_table(path, allow_empty_value=allow_empty_value)
+    if no_pipes:
+        for key, (value, lineno) in table.items():
+            if value.endswith("|"):
+                raise ListError(f"{path}:{lineno}: entry {key!r} is a pipe command (not run, by design); convert "
+                                f"the audio to files first")
+    return {key: value for key, (value, _) in table.items()}
 
 
 def read_wav_scp(path: str) -> Dict[str, str]:
@@ -33,22 +27,26 @@ def read_wav_scp(path: str) -> Dict[str, str]:
 
 
 def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
-    """Kaldi segments: ``utt_id recording_id start end`` (seconds; end -1 = to the end of the recording)."""
+    """Kaldi segments: ``utt_id recording_id start end`` (seconds; end -1 = to the end of the recording).
+
+    A malformed line, non-finite or negative bounds, an end not after its start, or an utterance id given twice is
+    a ListError naming the file and line(s). An end past the recording's end is found when the audio is read
+    (``audio.load_audio``: cut within ``MAX_SEGMENT_OVERSHOOT``, else skipped and counted as ``bad_audio``).
+    """
     out = []
-    for lineno, line in utf8_lines(path):
-        parts = line.split()
-        if not parts:
-            continue
+    for utt, (rest, lineno) in read_table(path, what="utt rec start end", fields=4).items():
+        rec, start_text, end_text = rest.split()
         try:
-            if len(parts) != 4:
-                raise ValueError
-            start, end = float(parts[2]), float(parts[3])
-            if not (math.isfinite(start) and math.isfinite(end)):  # float() reads "nan" and "inf" too
-                raise ValueError
-            out.append((parts[0], parts[1], start, end))
+            start, end = float(start_text), float(end_text)
         except ValueError:
+            start = end = math.nan
+        if not (math.isfinite(start) and math.isfinite(end)):  # float() reads "nan" and "inf" too
             raise ListError(f"{path}:{lineno}: expected 'utt rec start end' (finite seconds), got "
-                            f"{line.strip()!r}") from None
+                            f"{f'{utt} {rest}'!r}")
+        if start < 0 or (end != -1 and end <= start):
+            raise ListError(f"{path}:{lineno}: segment {utt!r} from {start:g} s to {end:g} s: the start must be "
+                            f">= 0 and the end after it (or -1, the recording's end)")
+        out.append((utt, rec, start, end))
     return out
 
 
@@ -69,13 +67,15 @@ def scp_utterances(wav_scp: str) -> List[Tuple[str, str, Optional[float], Option
     return [(utt, wavs[rec], start, end) for utt, rec, start, end in cut]
 
 
-def read_utterances(wav_file: str, text_file: str,
-                    segments_file: Optional[str] = None) -> List[Tuple[str, str, str, Optional[float], Optional[float]]]:
+def read_utterances(wav_file: str, text_file: str, segments_file: Optional[str] = None,
+                    left_out_counts: Optional[Dict[str, int]] = None
+                    ) -> List[Tuple[str, str, str, Optional[float], Optional[float]]]:
     """Join a Kaldi data dir into ``(key, wav path, transcript, start, end)`` per utterance.
 
     With a segments file each segment is an utterance cut from its recording (start/end in seconds); without one,
     every wav.scp entry is an utterance (start/end None). Utterances without audio, without text or with an empty
-    transcript are left out; one warning gives the count of each, with an example key.
+    transcript are left out; one warning gives the count of each, with an example key (and ``left_out_counts``,
+    when given, is filled with them: ``{"without text": n, ...}``).
     """
     wavs = read_wav_scp(wav_file)
     texts = read_kaldi_map(text_file, allow_empty_value=True)
@@ -96,6 +96,8 @@ def read_utterances(wav_file: str, text_file: str,
             entries.append((utt, wavs[rec], texts[utt], start, end))
     listed = {utt for utt, _, _, _ in pairs}
     left_out["without audio"] += [utt for utt in texts if utt not in listed]
+    if left_out_counts is not None:
+        left_out_counts.update({what: len(keys) for what, keys in left_out.items() if keys})
     report = [f"{len(keys)} {what} (e.g. {keys[0]})" for what, keys in left_out.items() if keys]
     if report:
         logging.warning("%s + %s: %d utterances kept; left out: %s", wav_file, text_file, len(entries),

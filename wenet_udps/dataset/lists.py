@@ -9,34 +9,19 @@ import logging
 import math
 import tarfile
 import urllib.request
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List
 
 import numpy as np
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.dataset.audio import AUDIO_EXTENSIONS
+from wenet_udps.utils.kaldi_files import BOM, ListError, utf8_lines
 
-AUDIO_EXTENSIONS = {"wav", "flac", "ogg", "opus", "mp3", "sph"}
 # A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
 # audio the length filter keeps (``filter_conf.max_length``, 10 ms frames) as uncompressed 96 kHz stereo float32,
 # 768,000 bytes a second, plus 1 MiB of headers; and never above MAX_MEMBER_BYTES (256 MiB: 2.3 hours of 16 kHz
 # 16-bit mono), which is also the cap when decoding (no length filter).
 MAX_MEMBER_BYTES = 256 << 20
 _BYTES_PER_SECOND = 96000 * 2 * 4
-
-
-class ListError(UserError):
-    """A malformed line of a data list, shard list or Kaldi file: names the file and line."""
-
-
-def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ListError naming both."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ListError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
-                                 f"{raw[:80]!r}") from None
 
 
 def read_raw_list(path: str) -> List[Dict[str, Any]]:
@@ -58,9 +43,10 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
         for field in ("key", "wav", "txt"):
             if not isinstance(obj.get(field), str):
                 raise ListError(f"{where}: field {field!r} missing or not a string")
-        if not obj["key"] or any(c.isspace() for c in obj["key"]):
-            # result files are "key text" lines: a key with white space would shift every word
-            raise ListError(f"{where}: key {obj['key']!r} is empty or contains white space")
+        if not obj["key"] or any(c.isspace() or c == BOM for c in obj["key"]):
+            # result files are "key text" lines: a key with white space would shift every word (and one holding a
+            # byte-order mark would match no reference: the one reader's rule, utils/kaldi_files)
+            raise ListError(f"{where}: key {obj['key']!r} is empty or contains white space or a byte-order mark")
         sample = {"key": obj["key"], "wav": obj["wav"], "txt": obj["txt"]}
         for field in ("start", "end"):
             if field in obj:
@@ -139,8 +125,8 @@ def iterate_shard(url: str, stats: Dict[str, int],
                     yield from finish(group)
                     group = {}
                 group["key"] = key
-                if not key or any(c.isspace() for c in key):
-                    group["bad_key"] = f"member name {member.name!r}: the key is empty or holds white space"
+                if not key or any(c.isspace() or c == BOM for c in key):
+                    group["bad_key"] = f"member name {member.name!r}: the key is empty or holds white space or a BOM"
                 if member.size > max_member_bytes:
                     group["oversize_member"] = (f"member {member.name!r} has {member.size} bytes, more than the "
                                                 f"{max_member_bytes} read at most (lists.member_cap: "

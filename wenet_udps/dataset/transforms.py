@@ -15,6 +15,7 @@ from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
     shuffle_buffer, sort_buffer
+from wenet_udps.utils.counts import MAX_BAD_FRACTION
 from wenet_udps.utils.schema import check_section, section
 
 
@@ -35,8 +36,9 @@ _WAVE_SUPPLIED = ("wav", "sr", "rng")
 @dataclass(frozen=True)
 class DatasetConf:
     """``dataset_conf`` (WeNet's keys; ``cycle`` and ``list_shuffle`` are WeNet keys too). ``seed`` seeds the list
-    shuffle and augmentation streams. ``max_bad_fraction``: an epoch whose share of unusable utterances (bad audio,
-    non-finite samples) exceeds it is an error, as is an epoch with no usable utterance at all."""
+    shuffle and augmentation streams. ``max_bad_fraction``: a pass (an epoch, a decode, the soup's dev set, CMVN
+    stats) whose share of unusable utterances (bad audio, non-finite samples) exceeds it is an error, as is a pass
+    with no usable utterance at all (the one rule: ``wenet_udps.utils.counts``)."""
     filter_conf: Optional[dict] = section(FilterConf)
     resample_conf: Optional[dict] = section(ResampleConf)
     speed_perturb: bool = False
@@ -64,7 +66,7 @@ class DatasetConf:
     batch_conf: Optional[dict] = section(BATCH_SPEC, supplied=("samples",))
     cycle: int = 1
     seed: int = 777
-    max_bad_fraction: float = 0.05
+    max_bad_fraction: float = MAX_BAD_FRACTION
 
 
 def check_dataset_conf(conf: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -13,6 +13,7 @@ from wenet_udps.results.seeds import group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import error_rate
+from wenet_udps.utils.kaldi_files import read_map
 
 Rates = Dict[Tuple[str, str], float]  # (set, mode) -> %
 # experiment name -> the (set, mode) results it has that are current (collect_results leaves out stale ones)
@@ -20,16 +21,9 @@ Results = Mapping[str, Collection[Tuple[str, str]]]
 
 
 def read_utt2spk(path: Path) -> Dict[str, str]:
-    """``{key: speaker}``; a line without a speaker raises ValueError naming the file and line."""
-    out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 2:
-            raise ValueError(f"{path}:{n}: expected '<key> <speaker>', got {line[:60]!r}")
-        out[fields[0]] = fields[1]
-    return out
+    """``{key: speaker}`` by the one reader of Kaldi files (``wenet_udps.utils.kaldi_files``); a line without a
+    speaker, or a key given twice, raises ListError (a ValueError) naming the file and line."""
+    return read_map(str(path), what="<key> <speaker>", fields=2)
 
 
 def by_speaker(refs: Mapping[str, str], hyps: Mapping[str, str], utt2spk: Mapping[str, str], *, char: bool

@@ -15,6 +15,8 @@ import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Set
 
+from wenet_udps.utils.kaldi_files import read_map, utf8_lines
+
 SKIPPED_PUNCTUATION = frozenset("!,?、。！，；？：「」︰『』《》")
 SPACES = frozenset(" \t\r\n")
 TAG = re.compile(r"<[^>]*(?:>|$)")
@@ -101,28 +103,11 @@ def cluster_of(token: str) -> str:
 
 
 def read_text(path: str) -> Dict[str, str]:
-    """A Kaldi text file as ``{key: transcript}`` in file order.
-
-    The key is the first whitespace-separated field; the transcript is the rest of the line, unchanged (character
-    mode needs its exact spaces). A byte-order mark at the start of the file is dropped (WeNet reads it into the
-    first key, which then matches nothing). Duplicate keys and invalid UTF-8 raise ValueError naming the line.
-    """
-    table: Dict[str, str] = {}
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not valid UTF-8 ({e.reason})") from None
-    for lineno, line in enumerate(text.split("\n"), 1):
-        parts = line.split(maxsplit=1)
-        if not parts:
-            continue
-        if parts[0] in table:
-            raise ValueError(f"{path}:{lineno}: duplicate utterance key {parts[0]!r}")
-        table[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return table
+    """A Kaldi text file as ``{key: transcript}`` in file order, read by the one reader of Kaldi files
+    (``wenet_udps.utils.kaldi_files``, as every tool reads it: a byte-order mark at the start is dropped, a
+    duplicate key or invalid UTF-8 is a ListError, a ValueError, naming the line). The transcript is the rest of
+    the line, its inner spaces unchanged (character mode needs them)."""
+    return read_map(path, key_name="utterance key", allow_empty_value=True)
 
 
 def read_ignore_words(path: Optional[str], case_sensitive: bool = False) -> Set[str]:
@@ -130,13 +115,12 @@ def read_ignore_words(path: Optional[str], case_sensitive: bool = False) -> Set[
     if not path:
         return set()
     words = set()
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            word = line.strip()
-            if not word:
-                continue
-            if len(word.split()) > 1:
-                raise ValueError(f"{path}:{lineno}: one word per line expected, got {word!r} "
-                                 "(a token never contains a space, so it could never match)")
-            words.add(word if case_sensitive else word.upper())
+    for lineno, line in utf8_lines(path):
+        word = line.strip()
+        if not word:
+            continue
+        if len(word.split()) > 1:
+            raise ValueError(f"{path}:{lineno}: one word per line expected, got {word!r} "
+                             "(a token never contains a space, so it could never match)")
+        words.add(word if case_sensitive else word.upper())
     return words

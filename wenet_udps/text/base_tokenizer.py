@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.kaldi_files import ListError, read_table
 
 BLANK = "<blank>"
 UNK = "<unk>"
@@ -31,19 +32,17 @@ def read_symbol_table(path: str) -> Dict[str, int]:
     """
     table: Dict[str, int] = {}
     line_of: Dict[int, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-                raise UnitsError(f"{path}:{lineno}: expected '<token> <id>', got {line.rstrip()!r}")
-            if parts[0] in table:
-                raise UnitsError(f"{path}:{lineno}: duplicate token {parts[0]!r}")
-            if int(parts[1]) in line_of:
-                raise UnitsError(f"{path}:{lineno}: id {parts[1]} already given on line {line_of[int(parts[1])]}")
-            table[parts[0]] = int(parts[1])
-            line_of[int(parts[1])] = lineno
+    try:  # the one reader of Kaldi-style files: BOM, encoding, malformed lines and duplicate tokens decided there
+        rows = read_table(path, what="<token> <id>", key_name="token", fields=2)
+    except ListError as e:
+        raise UnitsError(str(e)) from None
+    for token, (token_id, lineno) in rows.items():
+        if not token_id.lstrip("-").isdigit():
+            raise UnitsError(f"{path}:{lineno}: expected '<token> <id>', got {f'{token} {token_id}'!r}")
+        if int(token_id) in line_of:
+            raise UnitsError(f"{path}:{lineno}: id {token_id} already given on line {line_of[int(token_id)]}")
+        table[token] = int(token_id)
+        line_of[int(token_id)] = lineno
     if not table:
         raise UnitsError(f"{path}: empty units file")
     if sorted(line_of) != list(range(len(table))):

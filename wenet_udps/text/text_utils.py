@@ -2,6 +2,8 @@
 import re
 from typing import List, Optional, Set
 
+from wenet_udps.utils.kaldi_files import utf8_lines
+
 # CJK ideographs (incl. extension A and compatibility), kana and hangul: one token per character.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 CJK_CHAR = re.compile(f"[{_CJK}]")
@@ -19,8 +21,7 @@ def read_non_lang_syms(path: Optional[str]) -> Set[str]:
     """One symbol per line (e.g. ``{NOISE}``); empty set when ``path`` is None."""
     if not path:
         return set()
-    with open(path, encoding="utf-8") as f:
-        return {line.strip() for line in f if line.strip()}
+    return {line.strip() for _, line in utf8_lines(path) if line.strip()}
 
 
 def split_non_lang_syms(text: str) -> List[str]:

@@ -3,11 +3,13 @@
 The one argument-validation layer of every ``wenet_udps.bin`` entry point and ``tools/*.py`` script:
 
 - before any work: :class:`ArgumentParser` (an argparse parser whose usage errors are one line, exit 2) with the
-  ``type=`` checkers below, so a missing input file, a number out of range or an output path that cannot be
-  created is refused while the arguments are parsed, before a model is loaded or an utterance decoded. Checks that
-  involve two options (or the config) call ``parser.error`` right after ``parse_args``;
-- during the work: :func:`run_cli` turns a :class:`UserError` (exit 2) or an ``OSError`` (exit 1: a full disk, a
-  permission, a file removed meanwhile) into one line ``<prog>: error: <message>``.
+  ``type=`` checkers below, so a missing input file, a number out of range, an output path that cannot be
+  created or an output file that is one of the inputs is refused while the arguments are parsed, before a model
+  is loaded or an utterance decoded. Checks that involve two options (or the config) call ``parser.error`` right
+  after ``parse_args``;
+- during the work: :func:`run_cli` turns a :class:`UserError` (exit 2; exit 1 for ``counts.WorkFailed``, a pass
+  that used nothing or too little of its list) or an ``OSError`` (exit 1: a full disk, a permission, a file removed
+  meanwhile) into one line ``<prog>: error: <message>``.
 
 This module imports only the standard library (torch only inside :func:`device`), so every layer of the package
 may use it.
@@ -42,7 +44,7 @@ def run_cli(main: Callable[[Optional[List[str]]], object], prog: str) -> None:
         result = main(sys.argv[1:])
     except UserError as e:
         print(f"{prog}: error: {one_line(e)}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        sys.exit(getattr(e, "exit_status", 2))  # 1 for work that used nothing (counts.WorkFailed)
     except OSError as e:  # the machine's state, not a bug: a traceback would hide the file and the reason
         print(f"{prog}: error: {one_line(os_error_text(e))}", file=sys.stderr, flush=True)
         sys.exit(1)
@@ -50,10 +52,44 @@ def run_cli(main: Callable[[Optional[List[str]]], object], prog: str) -> None:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser with a one-line usage error (argparse prints the whole usage first)."""
+    """argparse's parser with a one-line usage error (argparse prints the whole usage first), which also refuses
+    an output that is one of the inputs (see :func:`same_file`)."""
 
     def error(self, message: str) -> None:
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        self._refuse_outputs_that_are_inputs(namespace)
+        return namespace, extras
+
+    def _refuse_outputs_that_are_inputs(self, namespace: argparse.Namespace) -> None:
+        """Usage error when an option of role "output" names the same file (after links) as an option of role
+        "input": writing it would destroy the input before, or while, it is read. (An output directory may be an
+        input directory: files are written into it, not over it.)"""
+        def paths(role: str):
+            for action in self._actions:
+                if getattr(action.type, "role", None) != role:
+                    continue
+                values = getattr(namespace, action.dest, None)
+                for value in values if isinstance(values, (list, tuple)) else [values]:
+                    if isinstance(value, (str, os.PathLike)):
+                        yield "/".join(action.option_strings) or action.dest, value
+        inputs = list(paths("input"))
+        for out_name, out in paths("output"):
+            for in_name, source in inputs:
+                if not os.path.isdir(source) and same_file(out, source):
+                    self.error(f"argument {out_name}: {out} is also the input {in_name} ({source}); writing it "
+                               f"would destroy it: choose another output path")
+
+
+def same_file(a: "str | os.PathLike", b: "str | os.PathLike") -> bool:
+    """Whether two paths name the same file or directory: the same inode where both exist (hard and symbolic
+    links), else the same path after resolving links."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _type(name: str, check: Callable[[str], object], **bounds: object) -> Callable[[str], object]:
