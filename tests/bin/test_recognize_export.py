@@ -24,7 +24,7 @@ def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
 
 @pytest.mark.parametrize("att_udps,encoder", [(False, "transformer"), (True, "conformer"), (True, "transformer")])
 def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
-    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder)
+    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder, chunks={"use_dynamic_chunk": True})
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 3)
     out = tmp_path / "export"
@@ -56,3 +56,31 @@ def test_clip_shorter_than_the_subsampling_needs_is_skipped_and_counted(tmp_path
     lines = (tmp_path / "res" / "ctc_greedy_search" / "text").read_text().splitlines()
     assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
     assert "3 utterances used, 1 skipped (no_frames 1)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--decoding_chunk_size", "16"], "--decoding_chunk_size 16: this model was trained without chunks"),
+    (["--decoding_chunk_size", "16", "--simulate_streaming", "--batch_size", "1"], "trained without chunks"),
+    (["--simulate_streaming", "--batch_size", "1"], "--simulate_streaming runs the encoder chunk by chunk"),
+    (["--num_decoding_left_chunks", "2"], "at full context it does nothing"),
+])
+def test_recognize_refuses_options_the_model_ignores(tmp_path, fsdd_dir, capsys, extra, words):
+    """Issue 47, cases 6-8: refused in one usage line before decoding (was: ignored, logged, or a traceback)."""
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    with pytest.raises(SystemExit) as info:
+        recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                        "--result_dir", str(tmp_path / "res"), "--modes", "ctc_greedy_search", *extra])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and words in lines[-1] and str(conf) in lines[-1], lines
+    assert not (tmp_path / "res").exists()
+
+
+def test_export_refuses_a_chunk_size_the_model_ignores(tmp_path, capsys):
+    conf, ckpt = make_model_dir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--chunk_size", "4"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--chunk_size 4: this model was trained without chunks" in line
