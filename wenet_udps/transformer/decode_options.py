@@ -79,8 +79,8 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
               (max_len_ratio is not None, "max_len_ratio", max_len_ratio, "attention")]
     for asked, name, value, needs in unused:
         if asked and needs not in methods:
-            raise UserError(f"--{name} {value:g} applies to {needs} decoding only, which --modes {' '.join(methods)} does not "
-                            f"run; add {needs} to --modes or leave the option out")
+            raise UserError(f"--{name} {value:g} applies to {needs} decoding only, which --modes "
+                            f"{' '.join(methods)} does not run; add {needs} to --modes or leave the option out")
     if blank_penalty > 0 and all(m == "attention" for m in methods):
         raise UserError(f"--blank_penalty {blank_penalty:g} applies to the CTC searches only, which --modes "
                         f"{' '.join(methods)} does not run; leave it out")
