@@ -48,6 +48,7 @@ def child(simdlen) -> None:
     import yaml
     from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
     from wenet_udps.model_builder import build_model
+    from wenet_udps.utils.env import compiling
 
     torch.manual_seed(0)
     b, h, t, d = 4, 4, 203, 32
@@ -55,7 +56,7 @@ def child(simdlen) -> None:
     kn = k.detach().norm(dim=-1).requires_grad_()
     mask = torch.ones(b, 1, t, dtype=torch.bool)
     mask[1, :, 150:] = False
-    out = udps_attention_tiled(q, k, kn, v, mask, compiled=os.environ.get("WENET_UDPS_COMPILE", "1") != "0")
+    out = udps_attention_tiled(q, k, kn, v, mask, compiled=compiling())
     out.square().sum().backward()
     row = [_sha([out, q.grad, k.grad, kn.grad, v.grad])]
     for udps in (False, True):
