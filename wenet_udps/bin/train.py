@@ -48,10 +48,11 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
 from wenet_udps.train.checkpoint import add_verify_flag, fit_weights, gather_rng_states, link_final, \
-    load_checkpoint, load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
+    load_checkpoint, load_newest_valid, read_info, save_checkpoint, seed_all, set_rank_rng_state, sidecar
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
+from wenet_udps.train.resume_check import data_record, resume_changes
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.init_modules import init_modules, parse_prefixes
@@ -83,7 +84,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--enc_init_mods", default="encoder.", type=_prefixes,
                    help="comma-separated module-name prefixes copied from --enc_init (default: encoder.)")
     p.add_argument("--force", action="store_true",
-                   help="delete the checkpoints of another run in --model_dir instead of refusing to start")
+                   help="delete the checkpoints of another run in --model_dir instead of refusing to start; resume "
+                        "although the data or conf differ from the checkpoint's (the differences are recorded)")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change one config value (checked: key must exist, type must match); repeatable")
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0, help="DataLoader workers per process")
@@ -115,6 +117,8 @@ class Run:
     run_id: str = ""
     ckpt_path: Optional[str] = None
     ckpt: Dict[str, Any] = field(default_factory=dict)
+    data: Dict[str, Any] = field(default_factory=dict)  # resume_check.data_record of the lists
+    resume_changes: List[Dict[str, Any]] = field(default_factory=list)  # forced resumes' differences
 
 
 def set_up(args: argparse.Namespace) -> Run:
@@ -128,6 +132,7 @@ def set_up(args: argparse.Namespace) -> Run:
     config = finalize_config(load_config(args.config, args.override), symbol_table=args.symbol_table,
                              cmvn=args.cmvn)
     seed = int(args.seed if args.seed is not None else config["seed"])
+    config["seed"] = seed  # the record (train.yaml, every checkpoint's yaml) is the seed that ran
     return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype)
 
 
@@ -144,12 +149,31 @@ def choose_checkpoint(run: Run) -> None:
         run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint, verify=args.verify_checkpoint,
                                                                    units=units)
     resumes = "optimizer" in run.ckpt
+    run.data = data_record(args.train_data, args.cv_data)
+    if resumes:
+        check_resume(run)
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
         if resumes:
             retire_later(args.model_dir, int(run.ckpt["step"]))
         save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
+
+
+def check_resume(run: Run) -> None:
+    """Refuse a resume whose data or conf differ from the checkpoint's record; ``--force`` records them."""
+    info = read_info(sidecar(run.ckpt_path)) or {}
+    run.resume_changes = list(info.get("resume_changes") or [])
+    changes, applied = resume_changes(info, run.config, run.data)
+    if not changes and not applied:
+        return
+    if changes and not run.args.force:
+        raise RunDirError(f"--checkpoint {run.ckpt_path}: this resume changes what the run trains on: "
+                          f"{'; '.join(changes)}; resume with the run's own data and conf, or pass --force to go on "
+                          f"with the changes (recorded in the checkpoints' yaml)")
+    logging.warning("resuming %s with changes (recorded): %s", run.ckpt_path, "; ".join(changes + applied))
+    run.resume_changes.append({"epoch": run.ckpt.get("epoch"), "step": run.ckpt.get("step"),
+                               "changes": changes + applied})
 
 
 def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
@@ -260,7 +284,8 @@ def save_state(run: Run, executor: Executor, tag: str, epoch: int, batch_in_epoc
     meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
             "lr": optimizer.param_groups[0]["lr"], "cv_loss": cv.get("loss"), "cv_loss_ctc": cv.get("loss_ctc"),
             "cv_loss_att": cv.get("loss_att"), **(extra or {}),
-            "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config}
+            "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config,
+            "data": run.data, **({"resume_changes": run.resume_changes} if run.resume_changes else {})}
     path = save_checkpoint(run.args.model_dir, tag, state, meta)
     logging.info("saved %s", path)
     return path

@@ -1,0 +1,59 @@
+"""What a resumed run must share with the run it resumes: its data and its conf (issue 47, case 13).
+
+Every checkpoint's YAML records the effective config (``config``) and the data it trained on (``data``: each list's
+path and SHA-256). A resume is compared with that record; a difference is refused, naming each key with both
+values, unless ``--force``, which goes on and records the differences (``resume_changes``: epoch, step and the
+list) in every later checkpoint's YAML, so the record never reads as if the run had always had them. Optimizer and
+schedule settings (``optim_conf.*``, ``scheduler_conf.*``) may change without ``--force``: a resume applies them on
+purpose (``scheduler.restore_with_config``); they are recorded alike.
+"""
+from typing import Any, Dict, List, Mapping, Tuple
+
+from wenet_udps.utils.source_info import file_sha256
+
+# Keys a resume may change without changing what the run learns: a longer run, other logging or saving intervals,
+# and paths whose contents are checked elsewhere (the units by their fingerprint when the checkpoint loads).
+MAY_CHANGE = frozenset({"max_epoch", "log_interval", "save_interval", "tokenizer_conf.symbol_table_path"})
+APPLIED_ON_RESUME = ("optim_conf.", "scheduler_conf.")
+
+
+def data_record(train_data: str, cv_data: str) -> Dict[str, Dict[str, str]]:
+    """``{"train_data": {"path", "sha256"}, "cv_data": {...}}`` of the two lists."""
+    return {name: {"path": path, "sha256": file_sha256(path)}
+            for name, path in (("train_data", train_data), ("cv_data", cv_data))}
+
+
+def _flat(value: Any, prefix: str = "") -> Dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: Dict[str, Any] = {}
+        for key, sub in value.items():
+            out.update(_flat(sub, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: value}
+
+
+def config_changes(was: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
+    """``key: old -> new`` for every leaf that differs (``<absent>`` on one side), keys in ``MAY_CHANGE`` left out."""
+    old, new = _flat(was), _flat(now)
+    absent = "<absent>"
+    return [f"{key}: {old.get(key, absent)} -> {new.get(key, absent)}" for key in sorted(set(old) | set(new))
+            if key not in MAY_CHANGE and old.get(key, absent) != new.get(key, absent)]
+
+
+def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Mapping[str, Mapping[str, str]]
+                   ) -> Tuple[List[str], List[str]]:
+    """How this resume differs from the run recorded in checkpoint YAML ``info``: (differences that need
+    ``--force``, optimizer/schedule changes applied anyway); a record without ``config`` or ``data``, written before
+    this check, is not compared on that part."""
+    changes = []
+    for name, now in data.items():
+        was = (info.get("data") or {}).get(name)
+        if was and was.get("sha256") != now["sha256"]:
+            same = was.get("path") == now["path"]
+            changes.append(f"--{name}: {now['path']} " + ("changed since" if same else f"is not {was.get('path')}")
+                           + " (another SHA-256)")
+    applied = []
+    if isinstance(info.get("config"), Mapping):
+        for change in config_changes(info["config"], config):
+            (applied if change.startswith(APPLIED_ON_RESUME) else changes).append(change)
+    return changes, applied
