@@ -45,9 +45,9 @@ def child(simdlen) -> None:
     if simdlen is not None:
         import torch._inductor.config as inductor_config
         inductor_config.cpp.simdlen = simdlen
-    import yaml
     from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
     from wenet_udps.model_builder import build_model
+    from wenet_udps.config import read_conf
     from wenet_udps.utils.env import compiling
 
     torch.manual_seed(0)
@@ -60,7 +60,7 @@ def child(simdlen) -> None:
     out.square().sum().backward()
     row = [_sha([out, q.grad, k.grad, kn.grad, v.grad])]
     for udps in (False, True):
-        config = yaml.safe_load((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text(encoding="utf-8"))
+        config = read_conf(str(ROOT / "conf/tiny_zh/train_conformer.yaml"))
         config.update(att_udps=udps, cmvn=None, input_dim=40, output_dim=60)
         config.pop("cmvn_conf")
         for part in ("encoder_conf", "decoder_conf"):

@@ -34,8 +34,8 @@ from wenet_udps.utils.omp import short_spin  # noqa: E402
 
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
-import yaml  # noqa: E402
 
+from wenet_udps.config import read_conf  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
@@ -52,7 +52,7 @@ CLOCK = [time.perf_counter]
 
 
 def load_config(path: Path, udps: bool, output_dim: int = 4233) -> dict:
-    config = yaml.safe_load(path.read_text())
+    config = read_conf(str(path))  # the one conf reader: base: resolved
     config["input_dim"], config["output_dim"] = 80, output_dim
     config.pop("cmvn", None)
     config.pop("cmvn_conf", None)

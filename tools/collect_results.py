@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from wenet_udps.model_builder import SITES
+from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
@@ -84,10 +85,7 @@ def describe_model(train_yaml: Path, checkpoint: Optional[str] = None) -> Tuple[
     of ``checkpoint``'s weights (the model decoded), or where it cannot be read, of the model train.yaml builds."""
     from wenet_udps.bin.describe import attention_label, display_label, site_types
     truth = checkpoint_attention(checkpoint) if checkpoint else None
-    with open(train_yaml, encoding="utf-8") as f:
-        config = yaml.safe_load(f) or {}
-    if not isinstance(config, dict):
-        raise ValueError(f"{train_yaml}: not a YAML mapping")
+    config = read_conf(str(train_yaml))  # the one conf reader (a train.yaml is resolved already)
     model = str(config.get("encoder", "conformer"))
     decoder = config.get("decoder")
     if decoder and decoder != "transformer":
