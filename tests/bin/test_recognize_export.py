@@ -84,3 +84,8 @@ def test_export_refuses_a_chunk_size_the_model_ignores(tmp_path, capsys):
                      "--chunk_size", "4"])
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert info.value.code == 2 and "--chunk_size 4: this model was trained without chunks" in line
+    with pytest.raises(SystemExit) as info:
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--left_chunks", "2"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--left_chunks 2: this model was trained without chunks" in line

@@ -94,6 +94,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         chunk = chunk_size_for(model.encoder, args.chunk_size, "--chunk_size")
     except UserError as e:
         parser.error(f"{e} ({args.config})")
+    if chunk < 0 and args.left_chunks is not None:
+        parser.error(f"--left_chunks {args.left_chunks}: this model was trained without chunks, so it has no "
+                     f"streaming left context to set; leave --left_chunks out ({args.config})")
     args.chunk_size = chunk if chunk > 0 else DEFAULT_CHUNK
     if args.format == "sherpa-onnx":
         return export_sherpa_onnx(args, config, model)
