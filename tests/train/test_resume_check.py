@@ -29,6 +29,8 @@ def test_config_changes_name_each_key_with_both_values():
     assert resume_changes({"data": {"train_data": {"path": "a", "sha256": "0"}}}, {}, data) == \
         (["--train_data: a changed since (another SHA-256)"], [])
     assert resume_changes({}, {"x": 1}, data) == ([], [])  # a record from before the check: nothing to compare
+    assert resume_changes({"dtype": "fp32", "world_size": 1}, {}, {}, {"dtype": "bf16", "world_size": 1}) == \
+        (["dtype: fp32 -> bf16"], [])
     # A resume applies a changed lr on purpose (scheduler.restore_with_config): recorded, not refused.
     assert resume_changes({"config": {"optim_conf": {"lr": 0.1}}}, {"optim_conf": {"lr": 0.2}}, {}) == \
         ([], ["optim_conf.lr: 0.1 -> 0.2"])

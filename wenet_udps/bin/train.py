@@ -160,11 +160,16 @@ def choose_checkpoint(run: Run) -> None:
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
 
 
+def ran_with(run: Run) -> Dict[str, Any]:
+    """What the run sets besides its config, for the record (and the resume check)."""
+    return {"dtype": run.dtype, "world_size": run.info.world_size}
+
+
 def check_resume(run: Run) -> None:
     """Refuse a resume whose data or conf differ from the checkpoint's record; ``--force`` records them."""
     info = read_info(sidecar(run.ckpt_path)) or {}
     run.resume_changes = list(info.get("resume_changes") or [])
-    changes, applied = resume_changes(info, run.config, run.data)
+    changes, applied = resume_changes(info, run.config, run.data, ran_with(run))
     if not changes and not applied:
         return
     if changes and not run.args.force:
@@ -285,7 +290,7 @@ def save_state(run: Run, executor: Executor, tag: str, epoch: int, batch_in_epoc
             "lr": optimizer.param_groups[0]["lr"], "cv_loss": cv.get("loss"), "cv_loss_ctc": cv.get("loss_ctc"),
             "cv_loss_att": cv.get("loss_att"), **(extra or {}),
             "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config,
-            "data": run.data, **({"resume_changes": run.resume_changes} if run.resume_changes else {})}
+            "data": run.data, **ran_with(run), **({"resume_changes": run.resume_changes} if run.resume_changes else {})}
     path = save_checkpoint(run.args.model_dir, tag, state, meta)
     logging.info("saved %s", path)
     return path

@@ -1,13 +1,14 @@
 """What a resumed run must share with the run it resumes: its data and its conf (issue 47, case 13).
 
-Every checkpoint's YAML records the effective config (``config``) and the data it trained on (``data``: each list's
-path and SHA-256). A resume is compared with that record; a difference is refused, naming each key with both
-values, unless ``--force``, which goes on and records the differences (``resume_changes``: epoch, step and the
-list) in every later checkpoint's YAML, so the record never reads as if the run had always had them. Optimizer and
-schedule settings (``optim_conf.*``, ``scheduler_conf.*``) may change without ``--force``: a resume applies them on
-purpose (``scheduler.restore_with_config``); they are recorded alike.
+Every checkpoint's YAML records the effective config (``config``), the data it trained on (``data``: each list's
+path and SHA-256) and the precision and process count it ran with (``dtype``, ``world_size``). A resume is compared
+with that record; a difference is refused, naming each key with both values, unless ``--force``, which goes on and
+records the differences (``resume_changes``: epoch, step and the list) in every later checkpoint's YAML, so the
+record never reads as if the run had always had them. Optimizer and schedule settings (``optim_conf.*``,
+``scheduler_conf.*``) may change without ``--force``: a resume applies them on purpose
+(``scheduler.restore_with_config``); they are recorded alike.
 """
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from wenet_udps.utils.source_info import file_sha256
 
@@ -40,12 +41,14 @@ def config_changes(was: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
             if key not in MAY_CHANGE and old.get(key, absent) != new.get(key, absent)]
 
 
-def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Mapping[str, Mapping[str, str]]
-                   ) -> Tuple[List[str], List[str]]:
+def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Mapping[str, Mapping[str, str]],
+                   ran: Optional[Mapping[str, Any]] = None) -> Tuple[List[str], List[str]]:
     """How this resume differs from the run recorded in checkpoint YAML ``info``: (differences that need
     ``--force``, optimizer/schedule changes applied anyway); a record without ``config`` or ``data``, written before
-    this check, is not compared on that part."""
-    changes = []
+    this check, is not compared on that part. ``ran``: what the run sets besides the config (``dtype``,
+    ``world_size``: the effective batch), recorded at the top level of the YAML."""
+    changes = [f"{key}: {info[key]} -> {value}" for key, value in (ran or {}).items()
+               if key in info and info[key] != value]
     for name, now in data.items():
         was = (info.get("data") or {}).get(name)
         if was and was.get("sha256") != now["sha256"]:
