@@ -106,6 +106,7 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--num_workers", "-1"], "--num_workers must be >= 0, got -1"),
     (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
     (["--decoding_chunk_size", "0"], "--decoding_chunk_size must be -1 (full context) or >= 1, got 0"),
+    (["--num_decoding_left_chunks", "4"], "--num_decoding_left_chunks 4 limits the left context of chunked"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
     proc = run_sh(*args)

@@ -44,6 +44,9 @@ check_options() {
     || die "--decoding_chunk_size must be -1 (full context) or >= 1, got ${decoding_chunk_size}"
   [[ ${num_decoding_left_chunks} -ge -1 ]] \
     || die "--num_decoding_left_chunks must be -1 (all) or >= 0, got ${num_decoding_left_chunks}"
+  [[ ${num_decoding_left_chunks} -eq -1 || ${decoding_chunk_size} -ge 1 ]] \
+    || die "--num_decoding_left_chunks ${num_decoding_left_chunks} limits the left context of chunked decoding;" \
+      "without --decoding_chunk_size it would do nothing"
   [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
   corpora=$(for v in recipes/*/; do [[ -f ${v}settings.sh ]] && basename "${v}"; done | tr '\n' ' ')
   [[ ${corpus} =~ ^[A-Za-z0-9_]+$ && -f recipes/${corpus}/settings.sh ]] \
