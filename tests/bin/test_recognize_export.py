@@ -1,6 +1,7 @@
 import pytest
 
 from wenet_udps.bin import export, recognize
+from wenet_udps.utils.source_info import read_source
 from tests.train.train_helpers import make_model_dir, write_data_list
 
 MODES = ["attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"]
@@ -17,6 +18,10 @@ def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
     for mode in MODES:
         lines = (tmp_path / "res" / mode / "text").read_text().splitlines()
         assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
+    # Issue 47 sweep: the record says what ran (the model's own chunk size as applied, the bound, the options).
+    info = read_source(str(tmp_path / "res" / "attention" / "decode.info"))
+    assert info["checkpoint"] == str(ckpt) and info["decoding_chunk_size"] == "-1" and info["beam_size"] == "3"
+    assert info["max_len_ratio"] == "1.0" and info["overrides"] == "none" and info["modes"] == " ".join(MODES)
     with pytest.raises(SystemExit):
         recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
                         "--result_dir", str(tmp_path / "r2"), "--modes", "beam"])

@@ -175,15 +175,23 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     model = load_model(config, args.checkpoint, args.device, verify=args.verify_checkpoint)
     try:  # once, before any decoding: an option this model (its conf) would ignore is a usage error
-        check_decode_options(model.encoder, args.modes, batch_size=args.batch_size, **decode_kwargs_from_args(args))
+        chunk = check_decode_options(model.encoder, args.modes, batch_size=args.batch_size,
+                                     **decode_kwargs_from_args(args))
     except UserError as e:
         parser.error(f"{e} ({args.config})")
+    # decode.info records what ran: the model, the overrides of its conf, and the options as applied.
+    source = {**model_source(args.checkpoint, args.config), "overrides": " ".join(args.override) or "none",
+              "modes": " ".join(args.modes), "beam_size": args.beam_size,
+              **decode_kwargs_from_args(args), "decoding_chunk_size": chunk}
+    if "attention" in args.modes and args.max_len_ratio is None:
+        source["max_len_ratio"] = 1.0
+    source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
                                     decode_kwargs=decode_kwargs_from_args(args), num_workers=args.num_workers)
-    for path in write_results(results, args.result_dir, model_source(args.checkpoint, args.config)):
+    for path in write_results(results, args.result_dir, source):
         logging.info("wrote %s", path)
     num = len(next(iter(results.values()))) if results else 0
     print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "
