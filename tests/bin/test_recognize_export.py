@@ -94,3 +94,9 @@ def test_export_refuses_a_chunk_size_the_model_ignores(tmp_path, capsys):
                      "--left_chunks", "2"])
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert info.value.code == 2 and "--left_chunks 2: this model was trained without chunks" in line
+    with pytest.raises(SystemExit) as info:  # was a ValueError traceback after the export was written
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--reverse_weight", "0.3"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--reverse_weight 0.3 exports the right-to-left decoder's output" in line
+    assert not (tmp_path / "out").exists()

@@ -94,6 +94,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         chunk = chunk_size_for(model.encoder, args.chunk_size, "--chunk_size")
     except UserError as e:
         parser.error(f"{e} ({args.config})")
+    if args.reverse_weight > 0 and not hasattr(model.decoder, "right_decoder"):
+        parser.error(f"--reverse_weight {args.reverse_weight:g} exports the right-to-left decoder's output, which "
+                     f"this model has not (decoder {config.get('decoder')!r}, not bitransformer); leave it out "
+                     f"({args.config})")
     if chunk < 0 and args.left_chunks is not None:
         parser.error(f"--left_chunks {args.left_chunks}: this model was trained without chunks, so it has no "
                      f"streaming left context to set; leave --left_chunks out ({args.config})")
