@@ -48,11 +48,11 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.text.base_tokenizer import units_fingerprint
 from wenet_udps.train.checkpoint import add_verify_flag, fit_weights, gather_rng_states, link_final, \
-    load_checkpoint, load_newest_valid, read_info, save_checkpoint, seed_all, set_rank_rng_state, sidecar
+    load_checkpoint, load_newest_valid, save_checkpoint, seed_all, set_rank_rng_state
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
-from wenet_udps.train.resume_check import data_record, resume_changes
+from wenet_udps.train.resume_check import checked_resume, data_record
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.init_modules import init_modules, parse_prefixes
@@ -150,8 +150,9 @@ def choose_checkpoint(run: Run) -> None:
                                                                    units=units)
     resumes = "optimizer" in run.ckpt
     run.data = data_record(args.train_data, args.cv_data)
-    if resumes:
-        check_resume(run)
+    if resumes:  # refused when its data or conf differ from the checkpoint's record (--force: recorded)
+        run.resume_changes = checked_resume(run.ckpt_path, run.ckpt, run.config, run.data, ran_with(run),
+                                            run.args.force)
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
         if resumes:
@@ -163,22 +164,6 @@ def choose_checkpoint(run: Run) -> None:
 def ran_with(run: Run) -> Dict[str, Any]:
     """What the run sets besides its config, for the record (and the resume check)."""
     return {"dtype": run.dtype, "world_size": run.info.world_size}
-
-
-def check_resume(run: Run) -> None:
-    """Refuse a resume whose data or conf differ from the checkpoint's record; ``--force`` records them."""
-    info = read_info(sidecar(run.ckpt_path)) or {}
-    run.resume_changes = list(info.get("resume_changes") or [])
-    changes, applied = resume_changes(info, run.config, run.data, ran_with(run))
-    if not changes and not applied:
-        return
-    if changes and not run.args.force:
-        raise RunDirError(f"--checkpoint {run.ckpt_path}: this resume changes what the run trains on: "
-                          f"{'; '.join(changes)}; resume with the run's own data and conf, or pass --force to go on "
-                          f"with the changes (recorded in the checkpoints' yaml)")
-    logging.warning("resuming %s with changes (recorded): %s", run.ckpt_path, "; ".join(changes + applied))
-    run.resume_changes.append({"epoch": run.ckpt.get("epoch"), "step": run.ckpt.get("step"),
-                               "changes": changes + applied})
 
 
 def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:

@@ -8,8 +8,11 @@ record never reads as if the run had always had them. Optimizer and schedule set
 ``scheduler_conf.*``) may change without ``--force``: a resume applies them on purpose
 (``scheduler.restore_with_config``); they are recorded alike.
 """
+import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from wenet_udps.train.checkpoint import read_info, sidecar
+from wenet_udps.train.run_dir import RunDirError
 from wenet_udps.utils.source_info import file_sha256
 
 # Keys a resume may change without changing what the run learns: a longer run, other logging or saving intervals,
@@ -60,3 +63,21 @@ def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Map
         for change in config_changes(info["config"], config):
             (applied if change.startswith(APPLIED_ON_RESUME) else changes).append(change)
     return changes, applied
+
+
+def checked_resume(ckpt_path: str, ckpt: Mapping[str, Any], config: Mapping[str, Any],
+                   data: Mapping[str, Mapping[str, str]], ran: Mapping[str, Any], force: bool
+                   ) -> List[Dict[str, Any]]:
+    """RunDirError when resuming ``ckpt`` (loaded from ``ckpt_path``) changes its data or conf and not ``force``;
+    else the ``resume_changes`` record for the checkpoints to come (the earlier ones', plus this resume's)."""
+    info = read_info(sidecar(ckpt_path)) or {}
+    record = list(info.get("resume_changes") or [])
+    changes, applied = resume_changes(info, config, data, ran)
+    if changes and not force:
+        raise RunDirError(f"--checkpoint {ckpt_path}: this resume changes what the run trains on: "
+                          f"{'; '.join(changes)}; resume with the run's own data and conf, or pass --force to go on "
+                          f"with the changes (recorded in the checkpoints' yaml)")
+    if changes or applied:
+        logging.warning("resuming %s with changes (recorded): %s", ckpt_path, "; ".join(changes + applied))
+        record.append({"epoch": ckpt.get("epoch"), "step": ckpt.get("step"), "changes": changes + applied})
+    return record
