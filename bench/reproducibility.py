@@ -45,9 +45,10 @@ def child(simdlen) -> None:
     if simdlen is not None:
         import torch._inductor.config as inductor_config
         inductor_config.cpp.simdlen = simdlen
-    import yaml
     from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
     from wenet_udps.model_builder import build_model
+    from wenet_udps.config import read_conf
+    from wenet_udps.utils.env import compiling
 
     torch.manual_seed(0)
     b, h, t, d = 4, 4, 203, 32
@@ -55,11 +56,11 @@ def child(simdlen) -> None:
     kn = k.detach().norm(dim=-1).requires_grad_()
     mask = torch.ones(b, 1, t, dtype=torch.bool)
     mask[1, :, 150:] = False
-    out = udps_attention_tiled(q, k, kn, v, mask, compiled=os.environ.get("WENET_UDPS_COMPILE", "1") != "0")
+    out = udps_attention_tiled(q, k, kn, v, mask, compiled=compiling())
     out.square().sum().backward()
     row = [_sha([out, q.grad, k.grad, kn.grad, v.grad])]
     for udps in (False, True):
-        config = yaml.safe_load((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text(encoding="utf-8"))
+        config = read_conf(str(ROOT / "conf/tiny_zh/train_conformer.yaml"))
         config.update(att_udps=udps, cmvn=None, input_dim=40, output_dim=60)
         config.pop("cmvn_conf")
         for part in ("encoder_conf", "decoder_conf"):

@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from wenet_udps.utils.env import env_flag
+
 # Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a
 # kernel, and its own library functions, are decorated, i.e. when triton is first imported: set it before that.
 if not torch.cuda.is_available():
@@ -53,7 +55,7 @@ def one_thread():
 def fsdd_dir():
     """FSDD's recordings folder; skips the test without it (CI sets WENET_UDPS_REQUIRE_FSDD=1 to fail instead)."""
     if not FSDD_DIR.is_dir():
-        if os.environ.get("WENET_UDPS_REQUIRE_FSDD") == "1":
+        if env_flag("WENET_UDPS_REQUIRE_FSDD", False):
             pytest.fail(f"FSDD recordings not found at any of {[str(d) for d in FSDD_CANDIDATES]}")
         pytest.skip(FSDD_SKIP)
     return FSDD_DIR

@@ -93,6 +93,10 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--corpus", "aishell", "--token_type", "word"], "--token_type takes one of: char bpe"),
     (["--ctc_weight", "high"], "--ctc_weight takes a number"),
     (["--seeds", "1 x"], "--seeds takes non-negative integers, got 'x'"),
+    # issue 47, case 12: two identical models counted as two seeds
+    (["--seeds", "1 01"], "--seeds lists seed 1 more than once ('01' is 1)"),
+    (["--seeds", "3 2 3"], "--seeds lists seed 3 more than once ('3' is 3)"),
+    (["--corpus", "fsdd", "--loso", "true", "--seeds", "2 002"], "--seeds lists seed 2 more than once"),
     (["stage4"], "unexpected argument 'stage4'"),
     (["--stage", "9"], "--stage must be in -1..7, got 9"),
     (["--stop_stage", "8"], "--stop_stage must be in -1..7, got 8"),
@@ -104,6 +108,7 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--num_workers", "-1"], "--num_workers must be >= 0, got -1"),
     (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
     (["--decoding_chunk_size", "0"], "--decoding_chunk_size must be -1 (full context) or >= 1, got 0"),
+    (["--num_decoding_left_chunks", "4"], "--num_decoding_left_chunks 4 limits the left context of chunked"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
     proc = run_sh(*args)

@@ -26,12 +26,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from wenet_udps.model_builder import SITES
+from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils import cli
+from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 from wenet_udps.utils.source_info import read_source, stale_reason
 
@@ -64,21 +66,40 @@ def parse_wer_file(path: Path) -> Optional[float]:
     return value
 
 
-def describe_model(train_yaml: Path) -> Tuple[str, str]:
-    """(model, attention) of a train.yaml: encoder (+decoder) type, and the built model's attention label."""
+def checkpoint_attention(checkpoint: str) -> Optional[str]:
+    """The attention label of the weights in ``checkpoint`` (their parameter names), None when unreadable."""
+    from wenet_udps.bin.describe import attention_label, checkpoint_site_types, display_label
+    from wenet_udps.train.checkpoint import load_checkpoint
+    try:  # collect() has checked the file against the SHA-256 its decode.info recorded
+        names = load_checkpoint(checkpoint, verify=False)["model"].keys()
+    except (OSError, ValueError) as e:
+        print(f"collect_results.py: {checkpoint}: attention labelled from train.yaml ({one_line(e)})",
+              file=sys.stderr)
+        return None
+    types = checkpoint_site_types(names)
+    return display_label(attention_label(types)) if any(types.values()) else None
+
+
+def describe_model(train_yaml: Path, checkpoint: Optional[str] = None) -> Tuple[str, str]:
+    """(model, attention) of an experiment: the encoder (+decoder) type of its train.yaml, and the attention label
+    of ``checkpoint``'s weights (the model decoded), or where it cannot be read, of the model train.yaml builds."""
     from wenet_udps.bin.describe import attention_label, display_label, site_types
-    with open(train_yaml, encoding="utf-8") as f:
-        config = yaml.safe_load(f) or {}
-    if not isinstance(config, dict):
-        raise ValueError(f"{train_yaml}: not a YAML mapping")
+    truth = checkpoint_attention(checkpoint) if checkpoint else None
+    config = read_conf(str(train_yaml))  # the one conf reader (a train.yaml is resolved already)
     model = str(config.get("encoder", "conformer"))
     decoder = config.get("decoder")
     if decoder and decoder != "transformer":
         model += f"+{decoder}"
     try:
-        return model, display_label(attention_label(site_types(config)))
+        written = display_label(attention_label(site_types(config)))
     except (ValueError, TypeError, KeyError) as e:
-        raise ValueError(f"{train_yaml}: the model does not build: {e}") from None
+        if truth is None:
+            raise ValueError(f"{train_yaml}: the model does not build: {e}") from None
+        written = None
+    if truth is not None and written != truth:
+        print(f"collect_results.py: {train_yaml} builds {written} attention, but {checkpoint} holds {truth} "
+              f"weights; labelled {truth}", file=sys.stderr)
+    return model, truth or written
 
 
 def read_decode_info(*dirs: Path) -> Dict[str, str]:
@@ -116,7 +137,8 @@ def collect(exp_dir: Path) -> List[Experiment]:
             exp = Experiment(name=exp_path.name, path=exp_path)
             train_yaml = exp_path / "train.yaml"
             if train_yaml.is_file():
-                exp.model, exp.attention = describe_model(train_yaml)
+                ckpt = info.get("checkpoint")
+                exp.model, exp.attention = describe_model(train_yaml, ckpt if ckpt and os.path.isfile(ckpt) else None)
             else:
                 print(f"collect_results.py: {train_yaml} not found; model unknown", file=sys.stderr)
             experiments[exp_path] = exp

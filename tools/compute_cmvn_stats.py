@@ -17,9 +17,9 @@ import multiprocessing
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-import yaml
 from tqdm import tqdm
 
+from wenet_udps.config import read_conf
 from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.dataset.features import compute_features
 from wenet_udps.dataset.kaldi_data import scp_utterances
@@ -32,11 +32,11 @@ Utt = Tuple[str, str, Optional[float], Optional[float]]
 
 
 def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int, float]:
-    """(dataset_conf subset for compute_features with dither 0, sample rate, max_bad_fraction) from a train.yaml."""
+    """(dataset_conf subset for compute_features with dither 0, sample rate, max_bad_fraction) from a conf, read as
+    training reads it (``base:`` resolved: a child conf's features are its base's where it does not change them)."""
     dataset_conf: Dict[str, Any] = {}
     if train_config:
-        with open(train_config, encoding="utf-8") as f:
-            dataset_conf = (yaml.safe_load(f) or {}).get("dataset_conf") or {}
+        dataset_conf = read_conf(train_config).get("dataset_conf") or {}
     conf: Dict[str, Any] = {"feats_type": dataset_conf.get("feats_type", "fbank")}
     for key in ("fbank_conf", "mfcc_conf"):
         conf[key] = {**(dataset_conf.get(key) or {}), "dither": 0.0}

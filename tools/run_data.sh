@@ -53,7 +53,8 @@ stage_cmvn() {  # stage 1: global CMVN statistics of the training set
   require "${data}/${train_set}/wav.scp" 0
   key=$(stamp_text wav_scp="$(file_sum "${data}/${train_set}/wav.scp")" \
         segments="$(file_sum "${data}/${train_set}/segments")" \
-        features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)")
+        features="$(conf_sum "${config}" feats_type fbank_conf mfcc_conf resample_conf)" \
+        tool="$(file_sum tools/compute_cmvn_stats.py)")  # stats a fixed tool would make otherwise are remade
   if [[ -f ${cmvn} ]] && stamp_ok "${cmvn}.stamp" "${key}"; then
     log "stage 1: ${cmvn} is up to date, skipping"
   else

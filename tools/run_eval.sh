@@ -52,13 +52,18 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
   else
     log "stage 5: decode ${x} with ${avg} (${decode_modes})"
+    # recognize refuses an option that would do nothing: the rescoring weights go only with attention_rescoring,
+    # and the default chunk size (-1) is left to the model (full context, or its static_chunk_size).
+    local extra=()
+    [[ " ${decode_modes} " != *" attention_rescoring "* ]] \
+      || extra+=(--ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}")
+    [[ ${decoding_chunk_size} == -1 ]] || extra+=(--decoding_chunk_size "${decoding_chunk_size}")
     # shellcheck disable=SC2086  # decode_modes is a list
     CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
       --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
       --result_dir "${result_dir}" --modes ${decode_modes} --beam_size "${beam_size}" \
-      --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
-      --decoding_chunk_size "${decoding_chunk_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
-      --device "${device}"
+      --batch_size "${decode_batch_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
+      --device "${device}" ${extra[@]+"${extra[@]}"}
     stamp_write "${result_dir}/.decode.stamp" "${key}"
   fi
   for mode in ${decode_modes}; do

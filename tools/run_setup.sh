@@ -44,6 +44,9 @@ check_options() {
     || die "--decoding_chunk_size must be -1 (full context) or >= 1, got ${decoding_chunk_size}"
   [[ ${num_decoding_left_chunks} -ge -1 ]] \
     || die "--num_decoding_left_chunks must be -1 (all) or >= 0, got ${num_decoding_left_chunks}"
+  [[ ${num_decoding_left_chunks} -eq -1 || ${decoding_chunk_size} -ge 1 ]] \
+    || die "--num_decoding_left_chunks ${num_decoding_left_chunks} limits the left context of chunked decoding;" \
+      "without --decoding_chunk_size it would do nothing"
   [[ -z ${gpus} || ${gpus} =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--gpus takes comma-separated GPU ids like 0,1, got '${gpus}'"
   corpora=$(for v in recipes/*/; do [[ -f ${v}settings.sh ]] && basename "${v}"; done | tr '\n' ' ')
   [[ ${corpus} =~ ^[A-Za-z0-9_]+$ && -f recipes/${corpus}/settings.sh ]] \
@@ -101,6 +104,7 @@ pick_variants() {
 run_loso() {
   [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
   [[ -z ${udps_sites} ]] || die "--loso true compares scaled-dot with UDPS; it does not take --udps_sites"
+  check_seeds
   exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
     --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
@@ -149,10 +153,24 @@ describe_variants() {
   done <<< "${described}"
 }
 
+# check_seeds: --seeds by value (01 is 1: the same model), each once, since a seed trained twice would count as two.
+check_seeds() {
+  local s n seen=" " normal=""
+  for s in ${seeds}; do
+    [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"
+    n=$((10#${s}))
+    [[ ${seen} != *" ${n} "* ]] || die "--seeds lists seed ${n} more than once ('${s}' is ${n}): one model trained" \
+      "twice would count as two seeds"
+    seen+="${n} "
+    normal+="${normal:+ }${n}"
+  done
+  seeds=${normal}
+}
+
 # plan_runs: sets runs, "<variant>:<seed>" per model trained ("none": the config's seed, exp dir without suffix).
 plan_runs() {
   local s udps
-  for s in ${seeds}; do [[ ${s} =~ ^[0-9]+$ ]] || die "--seeds takes non-negative integers, got '${s}'"; done
+  check_seeds
   [[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
   runs=()
   # Seed by seed: with --cpu_jobs 2 a seed's two variants train side by side and their pair is complete first.

@@ -1,6 +1,7 @@
 import pytest
 
 from wenet_udps.bin import export, recognize
+from wenet_udps.utils.source_info import read_source
 from tests.train.train_helpers import make_model_dir, write_data_list
 
 MODES = ["attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"]
@@ -17,6 +18,10 @@ def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
     for mode in MODES:
         lines = (tmp_path / "res" / mode / "text").read_text().splitlines()
         assert sorted(line.split(" ", 1)[0] for line in lines) == sorted(i["key"] for i in items)
+    # Issue 47 sweep: the record says what ran (the model's own chunk size as applied, the bound, the options).
+    info = read_source(str(tmp_path / "res" / "attention" / "decode.info"))
+    assert info["checkpoint"] == str(ckpt) and info["decoding_chunk_size"] == "-1" and info["beam_size"] == "3"
+    assert info["max_len_ratio"] == "1.0" and info["overrides"] == "none" and info["modes"] == " ".join(MODES)
     with pytest.raises(SystemExit):
         recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
                         "--result_dir", str(tmp_path / "r2"), "--modes", "beam"])
@@ -24,7 +29,7 @@ def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
 
 @pytest.mark.parametrize("att_udps,encoder", [(False, "transformer"), (True, "conformer"), (True, "transformer")])
 def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
-    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder)
+    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder, chunks={"use_dynamic_chunk": True})
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 3)
     out = tmp_path / "export"
@@ -107,3 +112,40 @@ def test_a_decode_with_more_bad_audio_than_max_bad_fraction_fails(tmp_path, fsdd
     assert status == 1 and "33.3% of the utterances are unusable, more than dataset_conf.max_bad_fraction 0.05" in last
     recognize.main(argv + ["--override", "dataset_conf.max_bad_fraction=0.5"])
     assert len((tmp_path / "res" / "ctc_greedy_search" / "text").read_text().splitlines()) == 2
+@pytest.mark.parametrize("extra, words", [
+    (["--decoding_chunk_size", "16"], "--decoding_chunk_size 16: this model was trained without chunks"),
+    (["--decoding_chunk_size", "16", "--simulate_streaming", "--batch_size", "1"], "trained without chunks"),
+    (["--simulate_streaming", "--batch_size", "1"], "--simulate_streaming runs the encoder chunk by chunk"),
+    (["--num_decoding_left_chunks", "2"], "at full context it does nothing"),
+])
+def test_recognize_refuses_options_the_model_ignores(tmp_path, fsdd_dir, capsys, extra, words):
+    """Issue 47, cases 6-8: refused in one usage line before decoding (was: ignored, logged, or a traceback)."""
+    conf, ckpt = make_model_dir(tmp_path)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    with pytest.raises(SystemExit) as info:
+        recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                        "--result_dir", str(tmp_path / "res"), "--modes", "ctc_greedy_search", *extra])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and words in lines[-1] and str(conf) in lines[-1], lines
+    assert not (tmp_path / "res").exists()
+
+
+def test_export_refuses_a_chunk_size_the_model_ignores(tmp_path, capsys):
+    conf, ckpt = make_model_dir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--chunk_size", "4"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--chunk_size 4: this model was trained without chunks" in line
+    with pytest.raises(SystemExit) as info:
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--left_chunks", "2"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--left_chunks 2: this model was trained without chunks" in line
+    with pytest.raises(SystemExit) as info:  # was a ValueError traceback after the export was written
+        export.main(["--config", str(conf), "--checkpoint", str(ckpt), "--output_dir", str(tmp_path / "out"),
+                     "--reverse_weight", "0.3"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "--reverse_weight 0.3 exports the right-to-left decoder's output" in line
+    assert not (tmp_path / "out").exists()

@@ -56,8 +56,9 @@ def exported(request, tmp_path_factory, fsdd_dir):
     torch.save(_train(config, data).state_dict(), tmp / "avg.pt")
     config = load_config(str(tmp / "train.yaml"))
     export.main(["--format", "sherpa-onnx", "--config", str(tmp / "train.yaml"), "--checkpoint", str(tmp / "avg.pt"),
-                 "--output_dir", str(tmp / "sherpa"), "--chunk_size", str(CHUNK), "--left_chunks", str(LEFT),
-                 "--test_data", str(data)])
+                 "--output_dir", str(tmp / "sherpa"), "--test_data", str(data),
+                 *(["--chunk_size", str(CHUNK), "--left_chunks", str(LEFT)] if VARIANTS[request.param]["streaming"]
+                   else [])])  # chunk options on a non-streaming model are refused (issue 47)
     return request.param, tmp, config, tmp / "sherpa", data
 
 
@@ -178,10 +179,13 @@ def test_sherpa_decode_refuses_an_export_the_options_do_not_fit(exported, tmp_pa
     else:
         err = _usage_error(capsys, args(out, tmp / "train.yaml", "--streaming"))
         assert "not streaming" in err and "model-streaming.onnx" in err
+    # Issue 47 sweep: chunk options without --streaming did nothing, without a word.
+    err = _usage_error(capsys, args(out, tmp / "train.yaml", "--left_chunks", str(LEFT)))
+    assert "--left_chunks set the streaming recognizer's chunks; without --streaming" in err
     assert not result_dir.exists(), "an error was found only after decoding had started"
     from wenet_udps.bin import sherpa_decode
-    streaming = ["--streaming", "--chunk_size", str(CHUNK), "--left_chunks", str(LEFT)]
-    sherpa_decode.main(args(out, tmp / "train.yaml", *(streaming if VARIANTS[name]["streaming"] else [])))
+    # --streaming alone takes the chunks the export recorded.
+    sherpa_decode.main(args(out, tmp / "train.yaml", *(["--streaming"] if VARIANTS[name]["streaming"] else [])))
     assert len((result_dir / "text").read_text().splitlines()) == 2  # the checks pass a matching export
 
 

@@ -154,3 +154,6 @@ def test_forced_triton_without_a_gpu_driver_is_a_user_error(monkeypatch):
         dispatch.choose_udps_kernel(q, q, None, 0.0, False)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert dispatch.choose_udps_kernel(q, q, None, 0.0, False) == "triton"
+    # Issue 47 sweep: Triton interprets with "true" too; only "1" was taken for it here.
+    monkeypatch.setenv("TRITON_INTERPRET", "true")
+    assert dispatch.choose_udps_kernel(q, q, None, 0.0, False) == "triton"

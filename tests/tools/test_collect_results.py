@@ -342,3 +342,28 @@ def test_a_bad_utt2spk_is_one_line_naming_the_file_and_line(tmp_path, capsys):
     assert f"{data / 'utt2spk'}:2: expected '<key> <speaker>'" in err.strip().splitlines()[-1]
     assert "Traceback" not in err
     assert not (exp / "RESULTS.md").exists()
+
+
+def test_attention_is_labelled_from_the_checkpoints_weights_not_train_yaml(tmp_path, capsys):
+    """Issue 47, case 14: att_udps flipped in an editable train.yaml labelled a scaled-dot checkpoint "udps"."""
+    import torch
+
+    from tests.transformer.test_asr_model import tiny_config
+    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.model_builder import build_model
+    from wenet_udps.utils.source_info import model_source
+    mod = load_tool("collect_results")
+    exp = tmp_path / "exp" / "x"
+    exp.mkdir(parents=True)
+    ckpt = exp / "avg_2.pt"
+    torch.save(build_model(tiny_config() | {"att_udps": False}).state_dict(), ckpt)
+    (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": True}), encoding="utf-8")
+    write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(ckpt), str(exp / "train.yaml")))
+    write_wer(exp / "test" / "attention" / "wer", 3.0)
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.attention == "scaled-dot"
+    assert f"builds udps attention, but {ckpt} holds scaled-dot weights" in capsys.readouterr().err
+    torch.save(build_model(tiny_config() | {"att_udps": True}).state_dict(), ckpt)  # a UDPS model decoded
+    write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(ckpt), str(exp / "train.yaml")))
+    [e] = mod.collect(tmp_path / "exp")
+    assert e.attention == "udps" and "holds" not in capsys.readouterr().err

@@ -292,3 +292,16 @@ def test_list_tools_that_used_nothing_fail_with_their_counts(tmp_path):
     with pytest.raises(WorkFailed, match=r"cmvn data .*wav.scp: 0 utterances used, 3 skipped \(bad_audio 3\)"):
         run_tool("compute_cmvn_stats", ["--in_scp", str(d / "wav.scp"), "--out_cmvn", str(tmp_path / "cmvn")])
     assert not (tmp_path / "cmvn").exists()
+def test_cmvn_stats_of_a_child_conf_use_its_base_features(data_dir, tmp_path):
+    """Issue 47, case 15: a conf with ``base:`` got 23-dim stats (the default fbank) while its base says 40: the tool
+    read the YAML without resolving the base. It reads confs as training does now (wenet_udps.config.read_conf)."""
+    d, _ = data_dir
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"dataset_conf": {
+        "fbank_conf": {"num_mel_bins": 40, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
+        "resample_conf": {"resample_rate": 16000}}}))
+    child = tmp_path / "child.yaml"
+    child.write_text("base: base.yaml\nmodel_conf:\n  ctc_weight: 0.5\n")
+    run_tool("compute_cmvn_stats", ["--train_config", str(child), "--in_scp", str(d / "wav.scp"),
+                                    "--out_cmvn", str(tmp_path / "global_cmvn")])
+    stats = json.load(open(tmp_path / "global_cmvn"))
+    assert len(stats["mean_stat"]) == len(stats["var_stat"]) == 40

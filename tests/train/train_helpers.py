@@ -36,9 +36,10 @@ def write_units(path: Path) -> None:
 
 
 def tiny_config(units: Path, *, att_udps: bool = True, encoder: str = "transformer", max_epoch: int = 2,
-                dropout: float = 0.0, batch_size: int = 4) -> Dict:
+                dropout: float = 0.0, batch_size: int = 4, chunks: Dict = None) -> Dict:
     enc = {"output_size": 32, "attention_heads": 2, "linear_units": 64, "num_blocks": 1, "dropout_rate": dropout,
-           "positional_dropout_rate": dropout, "attention_dropout_rate": 0.0, "input_layer": "conv2d"}
+           "positional_dropout_rate": dropout, "attention_dropout_rate": 0.0, "input_layer": "conv2d",
+           **(chunks or {})}
     if encoder == "conformer":
         enc.update({"pos_enc_layer_type": "rel_pos", "selfattention_layer_type": "rel_selfattn",
                     "cnn_module_kernel": 3, "activation_type": "swish"})

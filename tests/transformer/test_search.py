@@ -226,3 +226,40 @@ def test_attention_beam_drops_finished_utterances_from_the_batch(monkeypatch):
         assert alone[0].tokens == batched[b].tokens
         assert alone[0].score == pytest.approx(batched[b].score, abs=1e-5)
     assert batched_rows == alone_rows
+
+
+def eos_suppressed_decoder(eos=6):
+    """A random decoder that never emits end-of-sentence (the case of issue 47's 5-minute utterance)."""
+    dec = tiny_decoder()
+    with torch.no_grad():
+        dec.output_layer.bias[eos] = -1e4
+    return dec
+
+
+def test_attention_length_is_bounded_by_the_encoder_frames():
+    """Issue 47, case 23: without eos, a hypothesis grows to ceil(max_len_ratio * T') tokens and the search ends
+    there (the documented bound: default ratio 1.0, one token per encoder frame, as WeNet)."""
+    dec = eos_suppressed_decoder()
+    memory = torch.randn(2, 40, 8)
+    mask = torch.ones(2, 1, 40, dtype=torch.bool)
+    mask[1, :, 25:] = False
+    res = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6)
+    assert [len(r.tokens) for r in res] == [40, 25]
+    res = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6, max_len_ratio=0.3)
+    assert [len(r.tokens) for r in res] == [12, 8]  # ceil(0.3 * 40), ceil(0.3 * 25)
+    with pytest.raises(ValueError, match="max_len_ratio must be > 0"):
+        attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6, max_len_ratio=0.0)
+
+
+def test_five_minute_utterance_without_eos_finishes_within_its_bound():
+    """300 s at 40 ms encoder frames is T' = 7500: with a ratio the search stops after ceil(ratio * T') steps, and
+    a step no longer costs the prefix squared (the causal mask's last row only), so it ends in seconds."""
+    import time
+    dec = eos_suppressed_decoder()
+    frames = 300 * 25
+    memory = torch.randn(1, frames, 8)
+    mask = torch.ones(1, 1, frames, dtype=torch.bool)
+    start = time.perf_counter()
+    res = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6, max_len_ratio=0.04)
+    assert len(res[0].tokens) == 300
+    assert time.perf_counter() - start < 60

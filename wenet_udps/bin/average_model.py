@@ -38,6 +38,11 @@ from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 
 
+def _decode_kwargs(s: Dict[str, Any]) -> Dict[str, Any]:
+    """The model's own chunk size; --ctc_weight only for the mode it weighs in (others refuse it as unused)."""
+    return {"ctc_weight": s["ctc_weight"]} if s["decode_mode"] == "attention_rescoring" else {}
+
+
 class SoupEvaluator:
     """Dev metric of averaged checkpoints: WER of one decoding mode, or the utterance-weighted dev loss."""
 
@@ -75,8 +80,7 @@ class SoupEvaluator:
             results, _ = decode_dataset(self.model, self.tokenizer, self.config, s["dev_data"],
                                         modes=[s["decode_mode"]], data_type=s["data_type"],
                                         batch_size=s["batch_size"], beam_size=s["beam_size"],
-                                        decode_kwargs={"ctc_weight": s["ctc_weight"],
-                                                       "decoding_chunk_size": -1}, progress=False)
+                                        decode_kwargs=_decode_kwargs(s), progress=False)
             return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
                                     partition=False, min_frames=self.min_input_frames(self.config),

@@ -18,7 +18,7 @@ or ``static_chunk_size > 0``). With ``--checkpoint`` (one variant), the checkpoi
 model's. A bad config, override or checkpoint prints ``describe: error: <what>`` and exits 2.
 """
 import argparse
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, Iterable, List, Mapping, Optional
 
 from torch import nn
 
@@ -59,6 +59,18 @@ def _site_types(model: nn.Module) -> Dict[str, List[str]]:
 def site_types(config: Mapping) -> Dict[str, List[str]]:
     """Site short name -> the attention registry names its modules have in the built model."""
     return _site_types(_model(config))
+
+
+def checkpoint_site_types(names: Iterable[str]) -> Dict[str, List[str]]:
+    """:func:`site_types` of a checkpoint, from its parameter names alone (the weights, not an editable config):
+    every attention has ``<path>.linear_q.weight``, and a UDPS one also ``<path>.alpha``."""
+    keys = set(names)
+    types: Dict[str, List[str]] = {s: [] for s in SITES}
+    for key in sorted(keys):
+        if key.endswith(".linear_q.weight"):
+            path = key[:-len(".linear_q.weight")]
+            types[site_of(path)].append("udps_selfattn" if f"{path}.alpha" in keys else "selfattn")
+    return types
 
 
 def attention_label(types: Mapping[str, List[str]]) -> str:

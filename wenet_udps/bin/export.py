@@ -24,13 +24,17 @@ from typing import Dict, List, Optional
 import torch
 
 from wenet_udps.export.exporter import check_parity, export_model, summarize
+from wenet_udps.transformer.decode_options import chunk_size_for
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataError
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.utils import cli
-from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import model_source, write_source
+
+# The chunk of the streaming graphs of a dynamic-chunk model (and of encoder_chunk for a non-streaming one).
+DEFAULT_CHUNK = 16
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -40,7 +44,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--output_dir", required=True, type=cli.output_dir)
     p.add_argument("--format", default="wenet", choices=["wenet", "sherpa-onnx"],
                    help="wenet: encoder/decoder TorchScript + ONNX; sherpa-onnx: sherpa-onnx's WeNet CTC models")
-    p.add_argument("--chunk_size", type=cli.positive_int, default=16, help="output frames per streaming chunk")
+    p.add_argument("--chunk_size", type=cli.positive_int, default=None,
+                   help="output frames per streaming chunk (default the model's static_chunk_size, else 16); "
+                        "refused where the model cannot decode at it (a non-streaming or other static chunk)")
     p.add_argument("--left_chunks", type=cli.int_range(0, also=(-1,)), default=None,
                    help="chunks of left context kept (default -1: all; sherpa-onnx: 4, must be > 0)")
     p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
@@ -84,6 +90,18 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     from wenet_udps.bin.recognize import load_model
     config = load_config(args.config)
     model = load_model(config, args.checkpoint, verify=args.verify_checkpoint)
+    try:  # the recognizer's check: a chunk size the model would not decode at is refused, not exported
+        chunk = chunk_size_for(model.encoder, args.chunk_size, "--chunk_size")
+    except UserError as e:
+        parser.error(f"{e} ({args.config})")
+    if args.reverse_weight > 0 and not hasattr(model.decoder, "right_decoder"):
+        parser.error(f"--reverse_weight {args.reverse_weight:g} exports the right-to-left decoder's output, which "
+                     f"this model has not (decoder {config.get('decoder')!r}, not bitransformer); leave it out "
+                     f"({args.config})")
+    if chunk < 0 and args.left_chunks is not None:
+        parser.error(f"--left_chunks {args.left_chunks}: this model was trained without chunks, so it has no "
+                     f"streaming left context to set; leave --left_chunks out ({args.config})")
+    args.chunk_size = chunk if chunk > 0 else DEFAULT_CHUNK
     if args.format == "sherpa-onnx":
         return export_sherpa_onnx(args, config, model)
     args.left_chunks = -1 if args.left_chunks is None else args.left_chunks

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import torch
-import yaml
 
+from wenet_udps.config import read_conf
 from wenet_udps.utils import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def _args(argv: Optional[List[str]]) -> argparse.Namespace:
 
 def _config(path: Path, udps: bool) -> Dict:
     """The conf as training builds it, without the data-dependent parts (CMVN stats; vocabulary if not set)."""
-    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config = read_conf(str(path))  # the one conf reader: base: resolved
     config.setdefault("input_dim", config.get("dataset_conf", {}).get("fbank_conf", {}).get("num_mel_bins", 80))
     config.setdefault("output_dim", 5000)
     config.pop("cmvn", None)

@@ -19,16 +19,16 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from wenet_udps.bin.describe import is_streaming
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
 from wenet_udps.model_builder import ModelConfig, build_model, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag, load_model_state
 from wenet_udps.config import load_config
+from wenet_udps.transformer.decode_options import check_decode_options
 from wenet_udps.transformer.search import DECODING_METHODS
 from wenet_udps.utils import cli
-from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import model_source, write_source
 
 
@@ -131,15 +131,20 @@ def get_parser() -> cli.ArgumentParser:
                    help="CTC prefix score weight in attention_rescoring")
     p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
                    help="right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)")
-    p.add_argument("--decoding_chunk_size", type=cli.int_range(1, also=(-1,)), default=-1,
-                   help="-1 full context; > 0 chunk size (0, training's random chunks, is rejected)")
+    p.add_argument("--decoding_chunk_size", type=cli.int_range(1, also=(-1,)), default=None,
+                   help="-1 full context; > 0 chunk size (0, training's random chunks, is rejected); default the "
+                        "model's own (full context, or its static_chunk_size). A size the model cannot decode at "
+                        "is refused")
     p.add_argument("--num_decoding_left_chunks", type=cli.int_range(0, also=(-1,)), default=-1,
                    help="left chunks seen per chunk, -1 all")
     p.add_argument("--simulate_streaming", action="store_true",
-                   help="with --decoding_chunk_size > 0: encoder chunk by chunk with caches (batch size 1)")
+                   help="with a chunk size > 0: encoder chunk by chunk with caches (batch size 1)")
     p.add_argument("--length_penalty", type=cli.finite_float, default=0.0,
                    help="attention mode: rank the final beam by score / length ** length_penalty (> 0 favours "
                         "longer hypotheses)")
+    p.add_argument("--max_len_ratio", type=cli.float_range(0.0, low_open=True), default=None,
+                   help="attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, "
+                        "WeNet's bound)")
     p.add_argument("--blank_penalty", type=cli.float_range(0.0), default=0.0,
                    help="subtracted from the blank logit before the CTC searches (>= 0)")
     p.add_argument("--batch_size", type=cli.positive_int, default=16)
@@ -155,7 +160,8 @@ def decode_kwargs_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     return {"decoding_chunk_size": args.decoding_chunk_size,
             "num_decoding_left_chunks": args.num_decoding_left_chunks, "ctc_weight": args.ctc_weight,
             "simulate_streaming": args.simulate_streaming, "reverse_weight": args.reverse_weight,
-            "length_penalty": args.length_penalty, "blank_penalty": args.blank_penalty}
+            "length_penalty": args.length_penalty, "blank_penalty": args.blank_penalty,
+            "max_len_ratio": args.max_len_ratio}
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
@@ -170,17 +176,25 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         parser.error(f"--reverse_weight {args.reverse_weight:g} needs a bitransformer decoder; {args.config} has "
                      f"{decoder!r} (leave --reverse_weight at 0)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
-    if args.decoding_chunk_size > 0 and not is_streaming(config):
-        logging.warning("--decoding_chunk_size %d: %s was trained without chunks (encoder_conf.use_dynamic_chunk / "
-                        "static_chunk_size), so chunked decoding only loses accuracy", args.decoding_chunk_size,
-                        args.config)
     model = load_model(config, args.checkpoint, args.device, verify=args.verify_checkpoint)
+    try:  # once, before any decoding: an option this model (its conf) would ignore is a usage error
+        chunk = check_decode_options(model.encoder, args.modes, batch_size=args.batch_size,
+                                     **decode_kwargs_from_args(args))
+    except UserError as e:
+        parser.error(f"{e} ({args.config})")
+    # decode.info records what ran: the model, the overrides of its conf, and the options as applied.
+    source = {**model_source(args.checkpoint, args.config), "overrides": " ".join(args.override) or "none",
+              "modes": " ".join(args.modes), "beam_size": args.beam_size,
+              **decode_kwargs_from_args(args), "decoding_chunk_size": chunk}
+    if "attention" in args.modes and args.max_len_ratio is None:
+        source["max_len_ratio"] = 1.0
+    source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
                                     decode_kwargs=decode_kwargs_from_args(args), num_workers=args.num_workers)
-    for path in write_results(results, args.result_dir, model_source(args.checkpoint, args.config)):
+    for path in write_results(results, args.result_dir, source):
         logging.info("wrote %s", path)
     num = len(next(iter(results.values()))) if results else 0
     print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "

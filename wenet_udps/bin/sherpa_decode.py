@@ -39,8 +39,10 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--result_dir", required=True, type=cli.output_dir)
     p.add_argument("--int8", action="store_true", help="the int8 model (model[-streaming].int8.onnx)")
     p.add_argument("--streaming", action="store_true", help="OnlineRecognizer on model-streaming[.int8].onnx")
-    p.add_argument("--chunk_size", type=cli.positive_int, default=16, help="--streaming: the export's chunk size")
-    p.add_argument("--left_chunks", type=cli.positive_int, default=4, help="--streaming: the export's left chunks")
+    p.add_argument("--chunk_size", type=cli.positive_int, default=None,
+                   help="--streaming: the export's chunk size (default: the one the export recorded)")
+    p.add_argument("--left_chunks", type=cli.positive_int, default=None,
+                   help="--streaming: the export's left chunks (default: the ones the export recorded)")
     p.add_argument("--num_threads", type=cli.positive_int, default=1)
     return p
 
@@ -83,6 +85,8 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
         parser.error(f"{tokens} has ids for {len(ids)} tokens, but {path} outputs {vocab} (its vocab_size): the "
                      f"file is truncated or of another model; export again")
     for key in ("chunk_size", "left_chunks"):
+        if args.streaming and getattr(args, key) is None:  # the export's own (its caches have that size)
+            setattr(args, key, int(meta.get(key, {"chunk_size": 16, "left_chunks": 4}[key])))
         if args.streaming and key in meta and int(meta[key]) != getattr(args, key):
             parser.error(f"--{key} {getattr(args, key)}: {path} was exported with {key} {meta[key]} (its caches "
                          f"have that fixed size); pass --chunk_size {meta['chunk_size']} --left_chunks "
@@ -92,6 +96,10 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
+    given = [f"--{key}" for key in ("chunk_size", "left_chunks") if getattr(args, key) is not None]
+    if given and not args.streaming:
+        parser.error(f"{' and '.join(given)} set the streaming recognizer's chunks; without --streaming the whole "
+                     f"utterance is decoded at once and they would do nothing (add --streaming or leave them out)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     config = load_config(args.config)
     check_export(parser, args, config)

@@ -52,6 +52,7 @@ from wenet_udps.train.checkpoint import add_verify_flag, fit_weights, gather_rng
 from wenet_udps.train.distributed import DistInfo, cleanup, init_distributed, needs_unused_params
 from wenet_udps.train.executor import AMP_DTYPES, Executor
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
+from wenet_udps.train.resume_check import checked_resume, data_record
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.init_modules import init_modules, parse_prefixes
@@ -83,7 +84,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--enc_init_mods", default="encoder.", type=_prefixes,
                    help="comma-separated module-name prefixes copied from --enc_init (default: encoder.)")
     p.add_argument("--force", action="store_true",
-                   help="delete the checkpoints of another run in --model_dir instead of refusing to start")
+                   help="delete the checkpoints of another run in --model_dir instead of refusing to start; resume "
+                        "although the data or conf differ from the checkpoint's (the differences are recorded)")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change one config value (checked: key must exist, type must match); repeatable")
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0, help="DataLoader workers per process")
@@ -115,6 +117,8 @@ class Run:
     run_id: str = ""
     ckpt_path: Optional[str] = None
     ckpt: Dict[str, Any] = field(default_factory=dict)
+    data: Dict[str, Any] = field(default_factory=dict)  # resume_check.data_record of the lists
+    resume_changes: List[Dict[str, Any]] = field(default_factory=list)  # forced resumes' differences
 
 
 def set_up(args: argparse.Namespace) -> Run:
@@ -128,6 +132,7 @@ def set_up(args: argparse.Namespace) -> Run:
     config = finalize_config(load_config(args.config, args.override), symbol_table=args.symbol_table,
                              cmvn=args.cmvn)
     seed = int(args.seed if args.seed is not None else config["seed"])
+    config["seed"] = seed  # the record (train.yaml, every checkpoint's yaml) is the seed that ran
     return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype)
 
 
@@ -144,12 +149,21 @@ def choose_checkpoint(run: Run) -> None:
         run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint, verify=args.verify_checkpoint,
                                                                    units=units)
     resumes = "optimizer" in run.ckpt
+    run.data = data_record(args.train_data, args.cv_data)
+    if resumes:  # refused when its data or conf differ from the checkpoint's record (--force: recorded)
+        run.resume_changes = checked_resume(run.ckpt_path, run.ckpt, run.config, run.data, ran_with(run),
+                                            run.args.force)
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
         if resumes:
             retire_later(args.model_dir, int(run.ckpt["step"]))
         save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
     run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
+
+
+def ran_with(run: Run) -> Dict[str, Any]:
+    """What the run sets besides its config, for the record (and the resume check)."""
+    return {"dtype": run.dtype, "world_size": run.info.world_size}
 
 
 def resume_state(run: Run, model, optimizer, scheduler) -> Tuple[int, int, int]:
@@ -260,7 +274,8 @@ def save_state(run: Run, executor: Executor, tag: str, epoch: int, batch_in_epoc
     meta = {"epoch": epoch, "step": executor.step, "batch_in_epoch": batch_in_epoch, "run_id": run.run_id,
             "lr": optimizer.param_groups[0]["lr"], "cv_loss": cv.get("loss"), "cv_loss_ctc": cv.get("loss_ctc"),
             "cv_loss_att": cv.get("loss_att"), **(extra or {}),
-            "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config}
+            "units": units_fingerprint(run.config["tokenizer_conf"]["symbol_table_path"]), "config": run.config,
+            "data": run.data, **ran_with(run), **({"resume_changes": run.resume_changes} if run.resume_changes else {})}
     path = save_checkpoint(run.args.model_dir, tag, state, meta)
     logging.info("saved %s", path)
     return path

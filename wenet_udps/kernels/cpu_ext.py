@@ -10,21 +10,33 @@ The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (
 about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
 (AVX512, AVX2, default), which is part of the cached module's name so that machines sharing a cache do not share
 instructions. :func:`ext_available` says whether it built; it warns once, naming the reason, when it did not.
-``bash tools/install.sh`` builds it, so that no training process waits for the compiler.
+``bash tools/install.sh`` builds it, so that no training process waits for the compiler. Builds are serialised by
+an ``flock`` of ours that dies with its holder (:func:`build_under_lock`): a build killed half-way leaves nothing
+that makes a later process hang, and a process that waits longer than ``BUILD_WAIT_S`` for another's build falls
+back to the eager kernels with the warning.
 """
+import fcntl
 import functools
 import hashlib
 import os
+import time
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import torch
 
 from wenet_udps.kernels.cpu_fused import _sum_to, udps_attention_fused
 from wenet_udps.kernels.reference import DEFAULT_EPS, upcast
+from wenet_udps.utils.env import compiling
 
 _SOURCE = Path(__file__).resolve().parent / "csrc" / "udps_cpu.cpp"
+
+# Our build lock, in the build folder (see build_under_lock), and how long a process waits for another one's build
+# (about 30 s on an idle machine) before it runs the eager kernels instead, with the one-time warning.
+LOCK_NAME = "wenet_udps.flock"
+BUILD_WAIT_S = 300.0
+T = TypeVar("T")
 
 # Vector instructions per torch CPU capability. No -ffast-math: results stay IEEE and reproducible; contracting
 # a * b + c into an FMA is the only liberty taken.
@@ -41,9 +53,39 @@ def _capability() -> str:
         return "DEFAULT"
 
 
+def build_under_lock(build_dir: str, build: Callable[[], T], wait_s: float = BUILD_WAIT_S) -> T:
+    """``build()`` while holding our lock on ``build_dir``; TimeoutError after ``wait_s`` s of waiting for it.
+
+    torch guards a build with a ``lock`` file that it creates and deletes: a build killed in between leaves the file,
+    and every later ``cpp_extension.load`` of that name then waits for it forever. Ours is an ``flock`` on
+    ``LOCK_NAME``, which the kernel releases when its holder dies; while we hold it no other process of ours is
+    building, so a torch ``lock`` found then was left by a killed build and is removed (with a warning).
+    """
+    fd = os.open(os.path.join(build_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"another process has been building the extension in {build_dir} for over "
+                                       f"{wait_s:g} s") from None
+                time.sleep(0.2)
+        stale = os.path.join(build_dir, "lock")
+        if os.path.exists(stale):
+            warnings.warn(f"wenet_udps: removing {stale}, left by a C++ kernel build that was killed (torch would "
+                          f"wait for it forever)", stacklevel=2)
+            os.unlink(stale)
+        return build()
+    finally:
+        os.close(fd)  # releases the flock
+
+
 @functools.lru_cache(maxsize=None)
 def _load():
-    """The compiled module, or the exception that kept it from building or loading."""
+    """The compiled module, or the exception that kept it from building or loading (in time)."""
     from torch.utils import cpp_extension
 
     cap = _capability()
@@ -52,16 +94,21 @@ def _load():
         # The checkout's path in the name too: torch's build files name the sources by path, so two checkouts
         # sharing one extension cache would otherwise rebuild it (about 30 s) each time the other one ran.
         where = hashlib.sha1(str(_SOURCE.parent).encode()).hexdigest()[:8]
-        return cpp_extension.load(name=f"wenet_udps_udps_cpu_{cap.lower()}_{where}", sources=[str(_SOURCE)],
-                                  extra_cflags=["-O3", "-ffp-contract=fast", *flags], verbose=False)
-    except Exception as exc:  # no compiler, no ninja, a compile or link error: the callers fall back
+        name = f"wenet_udps_udps_cpu_{cap.lower()}_{where}"
+        # torch's own choice of folder (TORCH_EXTENSIONS_DIR, else its cache), made if absent: where install.sh built.
+        build_dir = cpp_extension._get_build_directory(name, verbose=False)
+        return build_under_lock(build_dir, lambda: cpp_extension.load(
+            name=name, sources=[str(_SOURCE)], extra_cflags=["-O3", "-ffp-contract=fast", *flags],
+            build_directory=build_dir, verbose=False))
+    except Exception as exc:  # no compiler, no ninja, a compile or link error, a build elsewhere too long: fall back
         return exc
 
 
 def ext_available() -> bool:
     """Whether the extension builds and loads here (built on the first call); warns once with the reason if not.
-    ``WENET_UDPS_COMPILE=0`` (compile nothing: docs/reproducibility.md) turns it off without a warning."""
-    if os.environ.get("WENET_UDPS_COMPILE", "1") == "0":
+    ``WENET_UDPS_COMPILE=0`` (or false/no/off: utils/env.py; compile nothing, docs/reproducibility.md) turns it off
+    without a warning."""
+    if not compiling():
         return False
     ext = _load()
     if isinstance(ext, Exception):

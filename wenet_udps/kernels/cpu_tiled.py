@@ -24,10 +24,11 @@ another order, set by the vector width inductor picks for this CPU: docs/reprodu
 import functools
 import logging
 import math
-import os
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from wenet_udps.utils.env import compiling
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class _Kernels:
     """The tile functions, each compiled on first use; eager where compiling is off or fails (logged once)."""
 
     def __init__(self) -> None:
-        self.compiled = os.environ.get("WENET_UDPS_COMPILE", "1") != "0"
+        self.compiled = compiling()
         self.functions: Dict[str, Callable] = {}
 
     def run(self, name: str, *args, compiled: bool = True):

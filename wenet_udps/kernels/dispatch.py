@@ -26,7 +26,6 @@ Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), 
 modules import every kernel from one place.
 """
 import functools
-import os
 from typing import Optional
 
 import torch
@@ -65,6 +64,16 @@ def triton_available() -> bool:
     return True
 
 
+def triton_interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter: Triton's own reading of ``TRITON_INTERPRET`` (it takes
+    ``true`` / ``yes`` / ``on`` too; comparing with "1" here refused a run that Triton would interpret)."""
+    try:
+        from triton import knobs
+    except ImportError:
+        return False
+    return bool(knobs.runtime.interpret)
+
+
 def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torch.Tensor], dropout_p: float,
                        training: bool) -> str:
     """The implementation :func:`udps_attention` runs: ``"reference"``, ``"cpu_ext"``, ``"cpu_fused"``,
@@ -80,7 +89,7 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
             raise UserError(f"{selfcheck.KERNEL_ENV}=triton, but triton does not import here; unset it")
         # Off CUDA, Triton runs only in its interpreter (TRITON_INTERPRET=1, as the tests use it); otherwise it
         # fails deep in its launcher looking for a GPU driver.
-        if q.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        if q.device.type != "cuda" and not triton_interpreting():
             raise UserError(f"{selfcheck.KERNEL_ENV}=triton, but the attention runs on {q.device.type}: the Triton "
                             f"kernel needs a CUDA GPU; unset {selfcheck.KERNEL_ENV} or use reference")
         return "triton"

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from wenet_udps.transformer.ctc import CTC
+from wenet_udps.transformer.decode_options import check_decode_options
 from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
 from wenet_udps.transformer.search import DECODING_METHODS, DecodeResult, attention_beam_search, \
     attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
@@ -105,19 +106,17 @@ class ASRModel(nn.Module):
                          num_decoding_left_chunks: int, simulate_streaming: bool
                          ) -> Tuple[torch.Tensor, torch.Tensor]:
         """Encoder output (B, T', D) and mask (B, 1, T'); chunk-by-chunk with caches when simulating streaming."""
-        if simulate_streaming and decoding_chunk_size > 0:
-            if speech.size(0) != 1:
-                raise ValueError("simulate_streaming decodes one utterance at a time (batch size 1), "
-                                 f"got batch size {speech.size(0)}")
+        if simulate_streaming:  # check_decode_options made sure of a chunk size and batch size 1
             return self.encoder.forward_chunk_by_chunk(speech[:, :int(speech_lengths[0])], decoding_chunk_size,
                                                        num_decoding_left_chunks)
         return self.encoder(speech, speech_lengths, decoding_chunk_size, num_decoding_left_chunks)
 
     @torch.no_grad()
     def decode(self, methods: List[str], speech: torch.Tensor, speech_lengths: torch.Tensor, beam_size: int,
-               decoding_chunk_size: int = -1, num_decoding_left_chunks: int = -1, ctc_weight: float = 0.0,
-               simulate_streaming: bool = False, reverse_weight: float = 0.0, length_penalty: float = 0.0,
-               blank_penalty: float = 0.0) -> Dict[str, List[DecodeResult]]:
+               decoding_chunk_size: Optional[int] = None, num_decoding_left_chunks: int = -1,
+               ctc_weight: float = 0.0, simulate_streaming: bool = False, reverse_weight: float = 0.0,
+               length_penalty: float = 0.0, blank_penalty: float = 0.0,
+               max_len_ratio: Optional[float] = None) -> Dict[str, List[DecodeResult]]:
         """Decode a batch with several methods from one encoder pass.
 
         Args:
@@ -125,14 +124,18 @@ class ASRModel(nn.Module):
             speech: (B, T, F); speech_lengths: (B,).
             beam_size: beam of the prefix and attention searches (n-best size of rescoring).
             decoding_chunk_size: > 0 decodes with a chunk mask of that many frames (streaming behaviour);
-                < 0 full context (or the model's static chunk). 0 is rejected, as in WeNet: it would draw a random
-                chunk size per batch (dynamic-chunk training) and make results depend on the batch.
+                < 0 full context; None the model's own (full context, or its static chunk). 0 is rejected, as in
+                WeNet: it would draw a random chunk size per batch and make results depend on the batch. A size
+                the model cannot decode at is refused (``decode_options.check_decode_options``), as is any
+                option below that these ``methods`` would ignore.
             num_decoding_left_chunks: left chunks visible per chunk (-1: all).
             ctc_weight: weight of the CTC prefix score in ``attention_rescoring``.
             simulate_streaming: run the encoder chunk by chunk with its caches (batch size 1).
             reverse_weight: weight of the right-to-left decoder in ``attention_rescoring`` (bitransformer).
             length_penalty: WeNet's: ``attention`` ranks its final beam by score / length ** length_penalty.
             blank_penalty: >= 0, subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
+            max_len_ratio: ``attention`` emits at most ceil(max_len_ratio * T'_b) tokens for utterance b (T'_b its
+                encoder frames); None: 1.0, WeNet's bound (see ``search.attention_beam_search``).
         Returns:
             method -> B ``DecodeResult``s.
         """
@@ -142,9 +145,11 @@ class ASRModel(nn.Module):
                              f"{', '.join(DECODING_METHODS)}")
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
-        if decoding_chunk_size == 0:
-            raise ValueError("decoding_chunk_size 0 is the training mode (random chunks); use < 0 for full context "
-                             "or > 0 for a chunk size")
+        decoding_chunk_size = check_decode_options(
+            self.encoder, methods, decoding_chunk_size=decoding_chunk_size,
+            num_decoding_left_chunks=num_decoding_left_chunks, simulate_streaming=simulate_streaming,
+            batch_size=speech.size(0), ctc_weight=ctc_weight, reverse_weight=reverse_weight,
+            length_penalty=length_penalty, blank_penalty=blank_penalty, max_len_ratio=max_len_ratio)
         if blank_penalty < 0.0:
             raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
@@ -167,7 +172,8 @@ class ASRModel(nn.Module):
                                                                      ctc_weight, reverse_weight)
         if "attention" in methods:
             results["attention"] = attention_beam_search(self.decoder, encoder_out, encoder_mask, beam_size,
-                                                         self.sos, self.eos, length_penalty)
+                                                         self.sos, self.eos, length_penalty,
+                                                         1.0 if max_len_ratio is None else max_len_ratio)
         return {m: results[m] for m in methods}
 
     def ctc_logprobs(self, encoder_out: torch.Tensor, blank_penalty: float = 0.0) -> torch.Tensor:

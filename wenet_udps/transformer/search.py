@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
-from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores, subsequent_mask
+from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
 
 DECODING_METHODS = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
 
@@ -132,7 +132,7 @@ class _Beams:
     memory: torch.Tensor                # (N, T', D), N = live utterances * beam_size
     memory_mask: torch.Tensor           # (N, 1, T')
     memory_caches: List[torch.Tensor]   # per block, the source attention's cache of the memory
-    steps: torch.Tensor                 # (N, 1) the utterance's step limit, its encoder length
+    steps: torch.Tensor                 # (N, 1) the utterance's step limit, ceil(max_len_ratio * its encoder length)
     hyps: torch.Tensor                  # (N, L) prefixes starting with sos
     scores: torch.Tensor                # (N, 1) log-probabilities
     end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
@@ -152,15 +152,18 @@ class _Beams:
 
 @torch.no_grad()
 def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
-                          beam_size: int, sos: int, eos: int, length_penalty: float = 0.0) -> List[DecodeResult]:
+                          beam_size: int, sos: int, eos: int, length_penalty: float = 0.0,
+                          max_len_ratio: float = 1.0) -> List[DecodeResult]:
     """Batched left-to-right beam search with the decoder's incremental cache.
 
     All hypotheses of the utterances still searching advance together; a hypothesis that emitted eos keeps its score
-    (it can only be extended by eos at log-probability 0). Utterance b emits at most T'_b tokens, its own encoder
-    length: WeNet stops every utterance at the batch's longest, so a looping hypothesis of a short utterance runs on
-    and the result depends on the batch. An utterance's search ends when its hypotheses have all ended or used
-    their steps, or (with ``length_penalty == 0``) when its best ended hypothesis can no longer be overtaken; it
-    then leaves the batch, so the rest run without it.
+    (it can only be extended by eos at log-probability 0). Utterance b emits at most ceil(max_len_ratio * T'_b)
+    tokens (at least 1), T'_b its own encoder length, so the search of a model that never emits eos ends after
+    that many steps (WeNet bounds by T', ESPnet by maxlenratio * T'; WeNet stops every utterance at the batch's
+    longest, so a looping hypothesis of a short utterance runs on and the result depends on the batch).
+    An utterance's search ends when its hypotheses have all ended or used their steps, or (with
+    ``length_penalty == 0``) when its best ended hypothesis can no longer be overtaken; it then leaves the batch, so
+    the rest run without it.
 
     Args:
         decoder: has ``memory_caches(memory)`` and
@@ -168,20 +171,25 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
         encoder_out: (B, T', D); encoder_mask: (B, 1, T').
         length_penalty: WeNet's: the final beam is ranked by ``score / length ** length_penalty`` (length = tokens
             without eos), so > 0 favours longer hypotheses; it does not change which hypotheses the beam keeps.
+        max_len_ratio: > 0, tokens allowed per encoder frame (1.0: WeNet's bound, one per frame).
     Returns:
         B results; score = log-probability of the hypothesis including eos, divided by length ** length_penalty.
     """
+    if not max_len_ratio > 0:
+        raise ValueError(f"max_len_ratio must be > 0, got {max_len_ratio}")
     device = encoder_out.device
-    batch, maxlen, dim = encoder_out.shape
-    memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(batch * beam_size, maxlen, dim)
+    batch, frames, dim = encoder_out.shape
+    steps = (encoder_mask.squeeze(1).sum(-1).to(torch.float64) * max_len_ratio).ceil().clamp_min(1).long()
+    maxlen = int(steps.max())
+    memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(batch * beam_size, frames, dim)
     # Only the first beam of each utterance is live at the start, so the first step does not pick duplicates.
     first = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device)
     # The memory is the same at every step and for every beam of an utterance (so survivors need no reordering of
     # it): its source-attention projections are made once, not at every step as WeNet does.
     live = _Beams(beam_size, list(range(batch)), memory=memory,
-                  memory_mask=encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(-1, 1, maxlen),
+                  memory_mask=encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(-1, 1, frames),
                   memory_caches=decoder.memory_caches(memory),
-                  steps=encoder_mask.squeeze(1).sum(-1).repeat_interleave(beam_size).unsqueeze(1),
+                  steps=steps.to(device).repeat_interleave(beam_size).unsqueeze(1),
                   hyps=torch.full((batch * beam_size, 1), sos, dtype=torch.long, device=device),
                   scores=first.repeat(batch).unsqueeze(1),
                   end_flag=torch.zeros((batch * beam_size, 1), dtype=torch.bool, device=device))
@@ -205,7 +213,10 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
 def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: int, eos: int) -> None:
     """One step of the search: every live hypothesis extended by one token, the best ``beam`` kept per utterance."""
     beam_size, running = live.beam_size, live.hyps.size(0)
-    hyps_mask = subsequent_mask(step, device=live.hyps.device).unsqueeze(0).repeat(running, 1, 1)
+    # Only the newest position is queried (the earlier ones are in the cache), and it sees the whole prefix: its
+    # row of the causal mask, (running, 1, step). The full (running, step, step) mask made each step cost the
+    # prefix squared (the 5-minute case of issue 47 grew to 670 MB).
+    hyps_mask = torch.ones(running, 1, step, dtype=torch.bool, device=live.hyps.device)
     logp, cache = decoder.forward_one_step(live.memory, live.memory_mask, live.hyps, hyps_mask, live.cache,
                                            live.memory_caches)
     top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)

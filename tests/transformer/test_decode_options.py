@@ -1,0 +1,87 @@
+"""Issue 47, cases 6-9: a decoding option that cannot take effect on the model is refused, on every path."""
+import pytest
+import torch
+
+from wenet_udps.model_builder import build_model
+from wenet_udps.transformer.decode_options import check_decode_options, chunk_size_for
+from wenet_udps.utils.cli import UserError
+from tests.transformer.test_asr_model import batch, tiny_config
+
+MODES = ["ctc_greedy_search", "attention_rescoring"]
+
+
+def model_with(**chunks):
+    cfg = tiny_config(encoder="conformer")
+    cfg["encoder_conf"].update(chunks)
+    torch.manual_seed(0)
+    return build_model(cfg).eval()
+
+
+def test_chunk_size_on_a_non_streaming_model_is_refused():
+    """Case 6: chunk 16 on a model trained without chunks gave the full-context output (and a log line)."""
+    model = model_with()
+    speech, lengths, _, _ = batch(b=1, t=60)
+    with pytest.raises(UserError, match="--decoding_chunk_size 16: this model was trained without chunks"):
+        model.decode(MODES, speech, lengths, beam_size=2, decoding_chunk_size=16)
+    # Full context, asked for or not, is what it does.
+    assert chunk_size_for(model.encoder, -1) == chunk_size_for(model.encoder, None) == -1
+
+
+def test_simulate_streaming_needs_a_chunk_size_the_model_decodes_at():
+    """Cases 7 and 8: --simulate_streaming without a chunk was full context; with one, on a non-streaming model,
+    a ValueError traceback."""
+    for model in (model_with(), model_with(use_dynamic_chunk=True)):
+        speech, lengths, _, _ = batch(b=1, t=60)
+        with pytest.raises(UserError, match="--simulate_streaming runs the encoder chunk by chunk"):
+            model.decode(MODES, speech, lengths, beam_size=2, simulate_streaming=True)
+    with pytest.raises(UserError, match="trained without chunks"):
+        model_with().decode(MODES, speech, lengths, beam_size=2, decoding_chunk_size=16, simulate_streaming=True)
+    with pytest.raises(UserError, match="use --batch_size 1, not 3"):
+        check_decode_options(model_with(use_dynamic_chunk=True).encoder, MODES, decoding_chunk_size=4,
+                             simulate_streaming=True, batch_size=3)
+
+
+def test_static_chunk_model_decodes_at_its_chunk_only():
+    """Case 9: a static_chunk_size 4 model decoded at -1 or 16 gave the chunk-4 output without a word."""
+    model = model_with(static_chunk_size=4)
+    speech, lengths, _, _ = batch(b=1, t=80)
+    # The encoder ignores the asked size: that is why any other size must be refused.
+    with torch.no_grad():
+        at4 = model.encoder(speech, lengths, 4)[0]
+        assert torch.equal(model.encoder(speech, lengths, -1)[0], at4)
+        assert torch.equal(model.encoder(speech, lengths, 16)[0], at4)
+    for size, got in ((-1, "full context"), (16, "chunk 16")):
+        with pytest.raises(UserError, match=f"static_chunk_size 4 .*not {got}; pass --decoding_chunk_size 4"):
+            model.decode(MODES, speech, lengths, beam_size=2, decoding_chunk_size=size)
+    own = model.decode(MODES, speech, lengths, beam_size=2)
+    asked = model.decode(MODES, speech, lengths, beam_size=2, decoding_chunk_size=4)
+    assert own["ctc_greedy_search"][0].tokens == asked["ctc_greedy_search"][0].tokens
+    assert chunk_size_for(model.encoder, None) == 4
+
+
+def test_dynamic_chunk_model_takes_any_size():
+    model = model_with(use_dynamic_chunk=True)
+    assert [chunk_size_for(model.encoder, s) for s in (None, -1, 1, 16)] == [-1, -1, 1, 16]
+    with pytest.raises(UserError, match="0 is the training mode"):
+        chunk_size_for(model.encoder, 0)
+
+
+@pytest.mark.parametrize("modes, option, words", [
+    (["ctc_greedy_search"], {"ctc_weight": 0.5}, "--ctc_weight 0.5 applies to attention_rescoring"),
+    (["attention"], {"reverse_weight": 0.3}, "--reverse_weight 0.3 applies to attention_rescoring"),
+    (["ctc_prefix_beam_search"], {"length_penalty": 1.0}, "--length_penalty 1 applies to attention"),
+    (["attention_rescoring"], {"max_len_ratio": 0.5}, "--max_len_ratio 0.5 applies to attention"),
+    (["attention"], {"blank_penalty": 2.0}, "--blank_penalty 2 applies to the CTC searches"),
+    (["attention"], {"num_decoding_left_chunks": 2}, "--num_decoding_left_chunks 2 limits the left context"),
+])
+def test_an_option_the_modes_do_not_use_is_refused(modes, option, words):
+    """The sweep: options that the chosen modes (or full context) would ignore without a word."""
+    with pytest.raises(UserError, match=words):
+        check_decode_options(model_with(use_dynamic_chunk=True).encoder, modes, **option)
+
+
+def test_options_that_take_effect_pass():
+    encoder = model_with(use_dynamic_chunk=True).encoder
+    assert check_decode_options(encoder, ["attention", "attention_rescoring"], decoding_chunk_size=8,
+                                num_decoding_left_chunks=2, simulate_streaming=True, batch_size=1, ctc_weight=0.5,
+                                length_penalty=1.0, blank_penalty=1.0, max_len_ratio=0.5) == 8
