@@ -97,6 +97,8 @@ def read_arpa(path: str) -> ArpaInfo:
         raise LmError(f"{path}: the sections do not match the header ({'; '.join(short) or 'no counts'}): the file "
                       f"is corrupt (rebuild it)")
     order = max(counts)
+    if order < 2:
+        raise LmError(f"{path}: a unigram LM; KenLM needs order 2 or more (rebuild it with --order 2 or more)")
     return ArpaInfo(path=os.path.abspath(path), order=order, counts=[counts[n] for n in range(1, order + 1)],
                     size=os.path.getsize(path), sha256=file_sha256(path), words=words)
 

@@ -60,8 +60,8 @@ def build_arpa(sentences: Iterable[str], out: str, *, order: int = 3, prune: Opt
     few singletons for the discount estimate) build with fallback discounts, as a training-transcript LM often is.
     Raises LmToolsMissing without lmplz, LmError when lmplz fails (its last line is in the message).
     """
-    if order < 1:
-        raise LmError(f"LM order must be >= 1, got {order}")
+    if order < 2:
+        raise LmError(f"LM order must be >= 2 (KenLM's decoder reads no unigram LM), got {order}")
     if prune is not None and (len(prune) > order or any(p < 0 for p in prune) or (prune and prune[0] != 0)):
         raise LmError(f"LM prune {' '.join(map(str, prune))}: give at most {order} counts >= 0, the first 0 "
                       "(unigrams are never pruned)")

@@ -83,7 +83,10 @@ class LmSearch:
         self.num_units = len(tokenizer.symbol_table)
         words = list(lexicon) + [w for w in SPECIAL_WORDS if w in self.info.words or w == UNK]
         self.word_dict = fl_dict.Dictionary(words)
-        self.lm = fl_kenlm.KenLM(self.info.path, self.word_dict)
+        try:
+            self.lm = fl_kenlm.KenLM(self.info.path, self.word_dict)
+        except RuntimeError as e:  # KenLM's own check of a file read_arpa let through
+            raise LmError(f"KenLM cannot load {lm_path}: {str(e).strip().splitlines()[-1]}") from None
         trie = fl_decoder.Trie(self.num_units, self.sil_id)
         start = self.lm.start(False)
         for word, ids in lexicon.items():
