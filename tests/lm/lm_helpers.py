@@ -16,7 +16,8 @@ def need_lmplz() -> str:
 
 
 def need_flashlight() -> None:
-    pytest.importorskip("flashlight.lib.text.decoder.kenlm", reason=f"flashlight-text is not installed ({INSTALL_HINT})")
+    pytest.importorskip("flashlight.lib.text.decoder.kenlm",
+                        reason=f"flashlight-text is not installed ({INSTALL_HINT})")
 
 
 def write_units(path, tokens: Sequence[str]) -> None:
