@@ -72,3 +72,45 @@ def test_lm_without_the_tools_stops_first(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and "tools/install.sh --lm true" in lines[-1], proc.stderr[-2000:]
     assert "lmplz" in lines[-1] and not (data / "lm").exists()
+
+
+TINY_MODEL = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=64 "
+              "decoder_conf.linear_units=64 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=4")
+
+
+@pytest.mark.slow
+def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
+    need_lmplz()
+    need_flashlight()
+    import numpy as np
+    import soundfile as sf
+    data, exp = tmp_path / "data", tmp_path / "exp" / "an4"
+    make_texts(data)
+    rng = np.random.default_rng(0)
+    for split in ("train", "dev", "test"):
+        lines = []
+        for line in (data / split / "text").read_text().splitlines():
+            key = line.split()[0]
+            sf.write(str(data / split / f"{key}.wav"), (0.05 * rng.standard_normal(48000)).astype(np.float32), 16000)
+            lines.append(f"{key} {data / split / key}.wav")
+        (data / split / "wav.scp").write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "1", "--stop_stage", "5",
+                           "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
+                           "--lm_order", "2", "--lm_weights", "0.5 1", "--word_scores", "0 2",
+                           "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
+                           "--num_workers", "1", "--decode_batch_size", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    d = Path(f"{exp}_scaled_dot")
+    tried = sorted(p.name for p in (d / "lm_tune" / "dev").iterdir() if p.is_dir())
+    assert tried == ["w0.5_b0", "w0.5_b2", "w1_b0", "w1_b2"]
+    rate, weight, score = (d / "lm_tune" / "dev" / "best").read_text().split()
+    assert f"w{weight}_b{score}" in tried
+    for x in ("dev", "test"):
+        for mode in ("ctc_prefix_beam_search_lm", "attention_rescoring_lm"):
+            assert len((d / x / mode / "text").read_text().splitlines()) == 4
+            assert "Overall -> " in (d / x / mode / "wer").read_text()
+            info = (d / x / mode / "decode.info").read_text()
+            assert f"lm: {data / 'lm' / 'lm.arpa'}" in info and "lm_sha256: " in info
+            assert f"lm_weight: {weight}" in info and f"word_score: {score}" in info
+        assert (d / x / "attention_rescoring" / "text").is_file()  # the modes without the LM are still there
