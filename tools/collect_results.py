@@ -38,7 +38,8 @@ from wenet_udps.utils.source_info import read_source, stale_reason
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 # WeNet's order of decoding modes; others follow alphabetically.
-MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring")
+MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
+              "ctc_prefix_beam_search_lm", "attention_rescoring_lm")
 
 
 @dataclass
