@@ -112,3 +112,9 @@ def test_missing_flashlight_says_how_to_install(tmp_path, monkeypatch, letters):
 
 def test_char_lm_detection():
     assert is_char_lm(["<s>", "</s>", "你", "好", "世"]) and not is_char_lm(["<s>", "hello", "world"])
+
+
+def test_an_utterance_no_word_fits_gets_an_empty_hypothesis(tmp_path, letters):
+    lm = write_arpa(tmp_path / "lm.arpa", {"ab": -0.5})
+    best = decode(LmSearch(lm, letters, 0, LmSearchConfig()), emissions([{2: 0.99}], 6))  # one frame: no "ab"
+    assert best.tokens == [] and best.nbest == [[]]
