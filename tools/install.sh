@@ -109,17 +109,19 @@ log "building the C++ UDPS CPU kernel (wenet_udps.kernels.cpu_ext; without a com
 python3 -c 'from wenet_udps.kernels.cpu_ext import ext_available; print("cpu_ext:", ext_available())' \
   || log "the C++ kernel did not build: the eager kernels serve (slower UDPS on CPU)"
 if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary ) ]]; then
-  work=$(mktemp -d)
-  trap 'rm -rf "${work}"' EXIT
-  log "building KenLM's lmplz and build_binary from the kenlm ${kenlm_version} sdist (a few minutes; logs in ${work})"
+  work=$(mktemp -d)   # removed after a good build; kept (with its logs) when one fails
+  log "building KenLM's lmplz and build_binary from the kenlm ${kenlm_version} sdist (a few minutes; in ${work})"
   python3 -m pip download --quiet --no-deps --no-binary kenlm -d "${work}" "kenlm==${kenlm_version}" \
-    || die "pip could not download the kenlm ${kenlm_version} sdist from the package index; check the network and rerun"
+    || die "pip could not download the kenlm ${kenlm_version} sdist from the package index; check the network" \
+      "and rerun"
   tar -xzf "${work}/kenlm-${kenlm_version}.tar.gz" -C "${work}"
   cmake -S "${work}/kenlm-${kenlm_version}" -B "${work}/build" -DCMAKE_BUILD_TYPE=Release >"${work}/cmake.log" 2>&1 \
-    || die "cmake could not configure KenLM: $(tail -n 1 "${work}/cmake.log")"
+    || die "cmake could not configure KenLM: $(tail -n 1 "${work}/cmake.log") (log: ${work}/cmake.log)"
   cmake --build "${work}/build" --target lmplz build_binary -j "$(nproc 2>/dev/null || echo 2)" \
-    >"${work}/build.log" 2>&1 || die "KenLM did not compile: $(grep -m 1 -i error "${work}/build.log")"
+    >"${work}/build.log" 2>&1 || die "KenLM did not compile: $(grep -m 1 -i error "${work}/build.log")" \
+    "(log: ${work}/build.log)"
   install -m 755 "${work}/build/bin/lmplz" "${work}/build/bin/build_binary" "${kenlm_bin}/"
+  rm -rf "${work}"
   log "installed lmplz and build_binary in ${kenlm_bin}"
 fi
 if [[ ${lm} == true ]]; then
