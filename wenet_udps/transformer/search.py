@@ -12,8 +12,9 @@ import torch
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores, subsequent_mask
 
+METHODS_WITHOUT_LM = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
 LM_METHODS = ("ctc_prefix_beam_search_lm", "attention_rescoring_lm")  # need ASRModel.decode's lm_search
-DECODING_METHODS = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring") + LM_METHODS
+DECODING_METHODS = METHODS_WITHOUT_LM + LM_METHODS
 
 
 @dataclass
