@@ -7,8 +7,9 @@
 #   bash run.sh --corpus mini_librispeech --download_dir DIR    # CPU, real read English, speaker-disjoint test
 #   bash run.sh --corpus an4 --download_dir DIR                 # CPU, CMU AN4 on ESPnet's split (its published WER)
 #
-# Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model, 3 data.list or shards,
-#          4 train, 5 average + decode + score every dev/test set, 6 export, 7 results table and plots.
+# Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model (and with --lm true a word n-gram
+#          LM), 3 data.list or shards, 4 train, 5 average + decode + score every dev/test set, 6 export, 7 results
+#          table and plots.
 # Every stage logs with a timestamp and can be rerun on its own (--stage N --stop_stage N). A stage whose output
 # exists is skipped only when its stamp file records the same inputs and options; otherwise stages 0-3, 5 and 6
 # are redone, and stage 4 stops with a message (a run is never overwritten).
@@ -21,6 +22,7 @@ cd "$(dirname "$0")"
 . tools/run_data.sh   # stages -1..3
 . tools/run_train.sh  # stage 4
 . tools/run_eval.sh   # stages 5..7
+. tools/run_lm.sh     # --lm true: the word LM of stages 2 and 5
 
 corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech an4 (times: each recipe's README)
 stage=-1                # first stage to run
@@ -72,6 +74,14 @@ reverse_weight=0.0      # right-to-left decoder weight (bitransformer)
 decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a streaming conf, e.g. *_u2pp_*)
 num_decoding_left_chunks=-1
 decode_batch_size=16
+lm=false                # true: stage 2 also builds a word n-gram LM (KenLM's lmplz; tools/install.sh --lm true) from
+                        # the training transcripts and --lm_text, refusing any dev/test sentence; stage 5 then tunes
+                        # the LM weight and word score on dev and decodes every test set in the *_lm modes too
+lm_text=                # --lm true: a plain text file (one sentence a line) the LM learns besides the transcripts
+lm_order=3              # n-gram order of the LM (>= 2)
+lm_prune=               # lmplz --prune counts per order from the unigrams, e.g. "0 1 1"; empty: none
+lm_weights="0.3 0.6 1.0"   # LM weights tried on dev (stage 5)
+word_scores="0 1 2"     # word scores (bonus per word) tried on dev with each LM weight
 loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 variants x 2 seeds: about 4 h on 2 cores
                         # (two folds at a time, 48 min per fold's pair of trainings). A model per held-out speaker,
                         # variant and seed (--seeds, default "1 2"), scored on that speaker; <dir>/RESULTS.md, loso.png
@@ -81,10 +91,13 @@ Stages (--stage N --stop_stage N reruns one):
   -1  download the corpus (recipes/<corpus>/download.sh; tiny_* synthesise it with espeak-ng)
    0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
    1  global CMVN statistics of the training set (global_cmvn)
-   2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model
+   2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
+      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing text holding a dev/test sentence
+      (a character LM where scoring is by character: Mandarin)
    3  data.list (raw) or tar shards per set
    4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml
-   5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer)
+   5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
+      --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
    6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
    7  sherpa-onnx CER and RTF, RESULTS.md (one row per model, paired tests) and plots"
 args_given=("$@")
@@ -101,6 +114,7 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
+[[ ${lm} == false ]] || check_lm_install
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir
@@ -112,7 +126,7 @@ if runs_stage -1; then stage_download; fi
 if runs_stage 0; then stage_prepare; fi
 pick_units
 if runs_stage 1; then stage_cmvn; fi
-if runs_stage 2; then stage_units; fi
+if runs_stage 2; then stage_units; [[ ${lm} == false ]] || stage_lm; fi
 if runs_stage 3; then stage_lists; fi
 if runs_stage 4; then stage_train; fi
 if runs_stage 5; then stage_decode; fi

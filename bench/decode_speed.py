@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.bin.recognize import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.transformer.search import METHODS_WITHOUT_LM
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
-    parser.add_argument("--modes", nargs="*", default=["attention"], choices=DECODING_METHODS,
+    parser.add_argument("--modes", nargs="*", default=["attention"], choices=METHODS_WITHOUT_LM,
                         help="decoding modes to time over the whole list (none: only --step_prefixes)")
     parser.add_argument("--beam_size", type=int, default=10)
     parser.add_argument("--batch_size", type=int, default=16)

@@ -24,7 +24,8 @@ ALLOWED: Dict[str, Set[str]] = {
     "train": MODEL | {"model_builder", "dataset", "text", "scoring"},
     "config": MODEL | {"model_builder", "dataset", "text", "train"},
     "export": MODEL | {"model_builder", "dataset", "text", "config", "train"},
-    "bin": MODEL | {"model_builder", "dataset", "text", "scoring", "results", "config", "train", "export"},
+    "lm": MODEL | {"text"},
+    "bin": MODEL | {"model_builder", "dataset", "text", "scoring", "results", "config", "train", "export", "lm"},
 }
 # Inside transformer/: attention modules <- encoder/decoder and their layers <- the model.
 ATTENTION = {"attention"}

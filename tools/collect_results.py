@@ -40,7 +40,8 @@ from wenet_udps.utils.source_info import read_source, stale_reason
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 # WeNet's order of decoding modes; others follow alphabetically.
-MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring")
+MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
+              "ctc_prefix_beam_search_lm", "attention_rescoring_lm")
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Experiment:
     wer: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> %
     checkpoints: Dict[Tuple[str, str], str] = field(default_factory=dict)    # (set, mode) -> path
     rtf: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> real-time factor
+    lms: Dict[Tuple[str, str], str] = field(default_factory=dict)            # (set, mode) -> its word LM (lm_line)
 
 
 def parse_wer_file(path: Path) -> Optional[float]:
@@ -145,10 +147,30 @@ def collect(exp_dir: Path) -> List[Experiment]:
         key = (test_dir.name, mode_dir.name)
         experiments[exp_path].wer[key] = value
         experiments[exp_path].checkpoints[key] = shown_path(info.get("checkpoint", "-"))
+        if info.get("lm"):
+            experiments[exp_path].lms[key] = lm_line(info)
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
     return sorted(experiments.values(), key=lambda e: (e.model, e.attention, e.name))
+
+
+def lm_line(info: Dict[str, str]) -> str:
+    """The word LM of an ``*_lm`` result, from its decode.info: path, order, size, SHA-256 and the weights."""
+    return (f"{shown_path(info['lm'])} ({info.get('lm_order', '?')}-gram, {info.get('lm_size', '?')} bytes, SHA-256 "
+            f"{info.get('lm_sha256', '?')[:12]}; lm_weight {info.get('lm_weight', '?')}, word_score "
+            f"{info.get('word_score', '?')})")
+
+
+def lm_lines(experiments: Sequence[Experiment]) -> List[str]:
+    """One line per word LM the table's ``*_lm`` columns used, with the experiments and sets decoded with it."""
+    users: Dict[str, List[str]] = {}
+    for e in experiments:
+        for (test_set, _), lm in sorted(e.lms.items()):
+            where = f"{e.name} {test_set}"
+            if where not in users.setdefault(lm, []):
+                users[lm].append(where)
+    return [f"- word LM {lm}: {', '.join(where)}" for lm, where in sorted(users.items())]
 
 
 def mode_sort_key(mode: str) -> Tuple[int, str]:
@@ -331,7 +353,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(args.seeds))
-                        + gpu_check_lines(experiments)) + "\n")
+                        + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(table + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs this checkout with its Python dependencies and test tools (pip install -e ".[test]", from
 # pyproject.toml) into the python3 on PATH (a venv: see README), and with --espeak_ng true also espeak-ng (apt),
-# which only the synthesised corpora tiny_zh and tiny_en (the main job) need. Safe to rerun: pip skips what is
+# which only the synthesised corpora tiny_zh and tiny_en (the main job) need, and with --lm true the word-LM tools
+# of the *_lm decoding modes and run.sh's LM stage: flashlight-text (the [lm] extra) and KenLM's lmplz and
+# build_binary, compiled from the kenlm sdist on PyPI (its build needs cmake, a C++ compiler, boost and zlib: apt)
+# into python3's bin/ (the venv's), where wenet_udps.lm looks first. Safe to rerun: pip skips what is
 # installed, and a torch already installed within pyproject.toml's range (a CUDA build, say) is kept. Every missing
 # prerequisite stops it first, with one line saying what to do.
 set -euo pipefail
@@ -9,7 +12,8 @@ cd "$(dirname "$0")/.."
 . tools/log.sh
 
 espeak_ng=false   # true: also install espeak-ng with apt (the synthesised corpora tiny_zh, tiny_en need it)
-help_message="Usage: $0 [--espeak_ng true]"
+lm=false          # true: also the word-LM tools (flashlight-text; KenLM's lmplz, build_binary into python3's bin/)
+help_message="Usage: $0 [--espeak_ng true] [--lm true]"
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected arguments: $* ($0 --help for usage)"
 
@@ -50,25 +54,44 @@ free_kb=$(df -Pk "${prefix}" | awk 'NR == 2 { print $4 }')
   "installs (${prefix}); the packages need ${min_free_gb} GB or more (5 GB with a CUDA torch): free some space" \
   "and rerun"
 
-if [[ ${espeak_ng} == true ]] && ! command -v espeak-ng >/dev/null 2>&1; then
-  command -v apt-get >/dev/null 2>&1 || die "espeak-ng is missing and this system has no apt-get: install" \
-    "espeak-ng with its package manager (dnf, pacman, zypper, brew install espeak-ng) and rerun"
-  sudo=""
+# apt_install WHAT PACKAGE...: install the packages with apt-get (as root, or with sudo); WHAT names them in errors.
+apt_install() {
+  local what=$1 sudo=""
+  shift
+  command -v apt-get >/dev/null 2>&1 || die "${what} is missing and this system has no apt-get: install" \
+    "$* (or their equivalents) with its package manager (dnf, pacman, zypper, brew) and rerun"
   if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || die "espeak-ng is missing and installing it needs root: run" \
-      "'apt-get install espeak-ng' as root (or install sudo) and rerun"
+    command -v sudo >/dev/null 2>&1 || die "${what} is missing and installing it needs root: run" \
+      "'apt-get install $*' as root (or install sudo) and rerun"
     sudo="sudo"
   fi
-  log "installing espeak-ng with apt-get"
+  log "installing ${what} with apt-get: $*"
   ${sudo} apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq espeak-ng >/dev/null
+  DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq "$@" >/dev/null
+}
+
+if [[ ${espeak_ng} == true ]] && ! command -v espeak-ng >/dev/null 2>&1; then
+  apt_install espeak-ng espeak-ng
+fi
+kenlm_version=0.3.0   # the kenlm sdist on PyPI whose lmplz and build_binary are compiled (tested: 0.3.0)
+kenlm_bin="${prefix}/bin"
+if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary ) ]]; then
+  # KenLM's CMakeLists asks for these boost components; zlib, bzip2 and xz let lmplz read compressed text.
+  if ! command -v cmake >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1 \
+      || [[ ! -e /usr/include/boost/program_options.hpp || ! -e /usr/include/boost/test/unit_test.hpp \
+            || ! -e /usr/include/boost/thread.hpp || ! -e /usr/include/zlib.h ]]; then
+    apt_install "KenLM's build tools (cmake, a C++ compiler, boost, zlib)" cmake g++ make libboost-program-options-dev \
+      libboost-system-dev libboost-thread-dev libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev
+  fi
 fi
 
 torch_version() { python3 -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true; }
 torch_before=$(torch_version)
-log "pip install -e .[test] (this checkout and pyproject.toml's dependencies, so python3 -m wenet_udps.* and" \
+extras=test
+[[ ${lm} == true ]] && extras=test,lm
+log "pip install -e .[${extras}] (this checkout and pyproject.toml's dependencies, so python3 -m wenet_udps.* and" \
   "tools/ work from any directory; python3: ${prefix})"
-python3 -m pip install -e ".[test]"
+python3 -m pip install -e ".[${extras}]"
 torch_after=$(torch_version)
 torch_range=$(sed -n 's/^ *"torch\([^"]*\)".*/\1/p' pyproject.toml)
 if [[ -z ${torch_before} ]]; then
@@ -85,6 +108,27 @@ installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wen
 log "building the C++ UDPS CPU kernel (wenet_udps.kernels.cpu_ext; without a compiler the eager kernels serve)"
 python3 -c 'from wenet_udps.kernels.cpu_ext import ext_available; print("cpu_ext:", ext_available())' \
   || log "the C++ kernel did not build: the eager kernels serve (slower UDPS on CPU)"
+if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary ) ]]; then
+  work=$(mktemp -d)   # removed after a good build; kept (with its logs) when one fails
+  log "building KenLM's lmplz and build_binary from the kenlm ${kenlm_version} sdist (a few minutes; in ${work})"
+  python3 -m pip download --quiet --no-deps --no-binary kenlm -d "${work}" "kenlm==${kenlm_version}" \
+    || die "pip could not download the kenlm ${kenlm_version} sdist from the package index; check the network" \
+      "and rerun"
+  tar -xzf "${work}/kenlm-${kenlm_version}.tar.gz" -C "${work}"
+  cmake -S "${work}/kenlm-${kenlm_version}" -B "${work}/build" -DCMAKE_BUILD_TYPE=Release >"${work}/cmake.log" 2>&1 \
+    || die "cmake could not configure KenLM: $(tail -n 1 "${work}/cmake.log") (log: ${work}/cmake.log)"
+  cmake --build "${work}/build" --target lmplz build_binary -j "$(nproc 2>/dev/null || echo 2)" \
+    >"${work}/build.log" 2>&1 || die "KenLM did not compile: $(grep -m 1 -i error "${work}/build.log")" \
+    "(log: ${work}/build.log)"
+  install -m 755 "${work}/build/bin/lmplz" "${work}/build/bin/build_binary" "${kenlm_bin}/"
+  rm -rf "${work}"
+  log "installed lmplz and build_binary in ${kenlm_bin}"
+fi
+if [[ ${lm} == true ]]; then
+  python3 -c 'from flashlight.lib.text.decoder.kenlm import KenLM' \
+    || die "flashlight-text does not import after pip installed it: see the error above"
+  log "word-LM tools ready: ${kenlm_bin}/lmplz, ${kenlm_bin}/build_binary, flashlight-text"
+fi
 if command -v espeak-ng >/dev/null 2>&1; then
   log "environment ready: torch ${torch_after}, $(espeak-ng --version | head -n 1)"
 else

@@ -81,6 +81,7 @@ stage_decode() {  # stage 5: average each run's checkpoints, decode and score ev
     lock_exp "${exp}"   # no averaging or decoding of checkpoints a training is still writing
     average_run "${exp}"
     for x in ${test_sets}; do decode_set "${exp}" "${x}"; done
+    [[ ${lm} == false ]] || lm_decode "${exp}"
   done
 }
 

@@ -9,7 +9,7 @@ resolve_user_paths() {
   local v
   resolved=()
   if ! [[ ${caller_dir} -ef ${PWD} ]]; then
-    for v in config dir data download_dir fsdd_dir checkpoint enc_init loso_compare; do
+    for v in config dir data download_dir fsdd_dir checkpoint enc_init loso_compare lm_text; do
       [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
     done
   fi
@@ -29,6 +29,12 @@ check_options() {
   one_of average_mode "${average_mode}" val_best latest
   one_of data_type "${data_type}" raw shard
   one_of force "${force}" true false
+  one_of lm "${lm}" true false
+  [[ ${lm_order} =~ ^[0-9]+$ && ${lm_order} -ge 2 ]] || die "--lm_order takes an integer >= 2, got '${lm_order}'"
+  [[ -z ${lm_text} || -f ${lm_text} ]] || die "--lm_text ${lm_text}: no such file"
+  for v in ${lm_weights} ${word_scores}; do
+    [[ ${v} =~ ^-?[0-9]*\.?[0-9]+$ ]] || die "--lm_weights / --word_scores take numbers, got '${v}'"
+  done
   [[ ${stage} -ge -1 && ${stage} -le 7 ]] || die "--stage must be in -1..7, got ${stage}"
   [[ ${stop_stage} -ge -1 && ${stop_stage} -le 7 ]] || die "--stop_stage must be in -1..7, got ${stop_stage}"
   [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"

@@ -367,3 +367,26 @@ def test_attention_is_labelled_from_the_checkpoints_weights_not_train_yaml(tmp_p
     write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(ckpt), str(exp / "train.yaml")))
     [e] = mod.collect(tmp_path / "exp")
     assert e.attention == "udps" and "holds" not in capsys.readouterr().err
+
+
+def test_results_name_the_word_lm_of_the_lm_columns(tmp_path):
+    exp = tmp_path / "exp"
+    make_exp(exp, "conformer_sdp", {"encoder": "conformer", "att_udps": False},
+             {("test", "attention_rescoring"): 5.5, ("test", "attention_rescoring_lm"): 4.25}, udps=False)
+    ckpt, lm = tmp_path / "avg.pt", tmp_path / "lm.arpa"
+    ckpt.write_bytes(b"weights")
+    lm.write_text("an LM")
+    from wenet_udps.utils.source_info import file_sha256
+    (exp / "conformer_sdp" / "test" / "attention_rescoring_lm" / "decode.info").write_text(
+        f"checkpoint: {ckpt}\nsha256: {file_sha256(str(ckpt))}\nlm: {lm}\nlm_order: 3\nlm_size: 5\n"
+        f"lm_sha256: {file_sha256(str(lm))}\nlm_weight: 0.6\nword_score: 1\n", encoding="utf-8")
+    mod = load_tool("collect_results")
+    assert mod.main(["--exp_dir", str(exp)]) == 0
+    text = (exp / "RESULTS.md").read_text()
+    assert "attention_rescoring error rate | attention_rescoring_lm error rate" in text  # the LM column last
+    assert f"- word LM {lm} (3-gram, 5 bytes, SHA-256 {file_sha256(str(lm))[:12]}; lm_weight 0.6, word_score 1): " \
+           "conformer_sdp test" in text
+    lm.write_text("rebuilt")  # the LM result is stale now: left out, and so is its LM line
+    assert mod.main(["--exp_dir", str(exp)]) == 0
+    text = (exp / "RESULTS.md").read_text()
+    assert "attention_rescoring_lm" not in text and "word LM" not in text

@@ -121,3 +121,23 @@ def test_unknown_option_is_one_line(tmp_path, calls):
     env = bare_bin(tmp_path / "bin", stubs={"python3": python_stub(calls), "df": DF_PLENTY}, python=False)
     line = one_line_failure(run_install(env, "--espeak", "true"), calls)
     assert "--espeak" in line
+
+
+def test_lm_build_tools_missing_and_no_apt(tmp_path, calls):
+    # No cmake or compiler on this PATH: --lm true stops before pip, saying what to install.
+    env = bare_bin(tmp_path / "bin", stubs={"python3": python_stub(calls, prefix=str(tmp_path)), "df": DF_PLENTY},
+                   python=False)
+    line = one_line_failure(run_install(env, "--lm", "true"), calls)
+    assert "KenLM's build tools" in line and "no apt-get" in line and "cmake" in line
+
+
+def test_lm_installs_build_tools_with_apt_and_the_lm_extra(tmp_path, calls):
+    stubs = {"python3": python_stub(calls, prefix=str(tmp_path)), "df": DF_PLENTY, "apt-get": logging_stub(calls),
+             "id": "echo 0\n"}
+    env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
+    proc = run_install(env, "--lm", "true")
+    made = calls.read_text().splitlines()
+    install = next(line for line in made if line.startswith("apt-get install"))
+    assert made[0] == "apt-get update -qq" and "cmake" in install and "libboost-program-options-dev" in install
+    assert "python3 -m pip install -e .[test,lm]" in made
+    assert proc.returncode != 0  # the stub python3 cannot import wenet_udps, so the check after pip fails

@@ -202,3 +202,20 @@ def test_results_do_not_depend_on_batch_size_or_composition(encoder):
         for key, (tokens, score) in run(idx).items():
             assert tokens == reference[key][0], key
             assert score == pytest.approx(reference[key][1], abs=1e-3), key
+
+
+def test_lm_modes_need_an_lm_search():
+    from wenet_udps.transformer.search import LM_METHODS, DecodeResult
+    model = build_model(tiny_config()).eval()
+    feats, lens = torch.randn(1, 40, F), torch.tensor([40])
+    with pytest.raises(ValueError, match="need a word LM"):
+        model.decode(list(LM_METHODS), feats, lens, beam_size=2)
+    calls = []
+
+    def first_pass(ctc_probs, ctc_lens):  # stands in for wenet_udps.lm's search: a fixed two-entry n-best
+        calls.append(ctc_probs.shape)
+        return [DecodeResult(tokens=[3], score=-1.0, nbest=[[3], [4, 3]], nbest_scores=[-1.0, -2.0])]
+    out = model.decode(list(LM_METHODS), feats, lens, beam_size=2, lm_search=first_pass)
+    assert len(calls) == 1  # one first pass serves both modes
+    assert out["ctc_prefix_beam_search_lm"][0].tokens == [3]
+    assert sorted(map(tuple, out["attention_rescoring_lm"][0].nbest)) == [(3,), (4, 3)]

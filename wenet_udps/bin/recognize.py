@@ -5,6 +5,10 @@
         --modes attention ctc_greedy_search ctc_prefix_beam_search attention_rescoring \
         --beam_size 10 --ctc_weight 0.5 --reverse_weight 0.0 --batch_size 16
 
+With ``--lm LM.arpa`` (a word n-gram LM, wenet_udps.lm; ``tools/install.sh --lm true``) the modes
+``ctc_prefix_beam_search_lm`` and ``attention_rescoring_lm`` fuse it into the CTC prefix search (``--lm_weight``,
+``--word_score``); their ``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
+
 Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
 and prints the real-time factor: decoding time / audio seconds, the audio seconds being feature frames times the
 frame shift. Score with ``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
@@ -21,12 +25,13 @@ from tqdm import tqdm
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
+from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig, build_model, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag, load_model_state
 from wenet_udps.config import load_config
 from wenet_udps.transformer.decode_options import check_decode_options
-from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import model_source, write_source
@@ -99,9 +104,11 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
 
 
 def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
-                  source: Optional[Mapping[str, str]] = None) -> List[str]:
+                  source: Optional[Mapping[str, str]] = None,
+                  lm_source: Optional[Mapping[str, str]] = None) -> List[str]:
     """``<result_dir>/<mode>/text`` for every mode, and with ``source`` (``source_info.model_source``) its
-    ``decode.info`` (see wenet_udps.utils.source_info); returns the text paths."""
+    ``decode.info`` (see wenet_udps.utils.source_info), for an LM mode with ``lm_source`` (``ArpaInfo.source``)
+    added; returns the text paths."""
     paths = []
     for mode, hyps in results.items():
         os.makedirs(os.path.join(result_dir, mode), exist_ok=True)
@@ -110,7 +117,8 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
             for key, text in hyps.items():
                 f.write(f"{key} {text}\n")
         if source is not None:
-            write_source(os.path.join(result_dir, mode, "decode.info"), source)
+            lines = {**source, **(lm_source or {})} if mode in LM_METHODS else source
+            write_source(os.path.join(result_dir, mode, "decode.info"), lines)
         paths.append(path)
     return paths
 
@@ -128,7 +136,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--beam_size", type=cli.positive_int, default=10,
                    help="beam of the CTC prefix and attention searches")
     p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.0,
-                   help="CTC prefix score weight in attention_rescoring")
+                   help="CTC prefix score weight in attention_rescoring (attention_rescoring_lm: weight of the "
+                        "CTC + LM score of the LM search)")
     p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
                    help="right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)")
     p.add_argument("--decoding_chunk_size", type=cli.int_range(1, also=(-1,)), default=None,
@@ -147,6 +156,12 @@ def get_parser() -> cli.ArgumentParser:
                         "WeNet's bound)")
     p.add_argument("--blank_penalty", type=cli.float_range(0.0), default=0.0,
                    help="subtracted from the blank logit before the CTC searches (>= 0)")
+    p.add_argument("--lm", type=cli.existing_file, default=None,
+                   help="word n-gram LM (ARPA) of the *_lm modes (run.sh's LM stage builds one)")
+    p.add_argument("--lm_weight", type=cli.float_range(0.0), default=0.5,
+                   help="*_lm modes: weight of the LM log-probability (tune on dev)")
+    p.add_argument("--word_score", type=cli.finite_float, default=0.0,
+                   help="*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)")
     p.add_argument("--batch_size", type=cli.positive_int, default=16)
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0)
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
@@ -175,6 +190,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.reverse_weight > 0 and decoder != "bitransformer":
         parser.error(f"--reverse_weight {args.reverse_weight:g} needs a bitransformer decoder; {args.config} has "
                      f"{decoder!r} (leave --reverse_weight at 0)")
+    needs_lm = [m for m in args.modes if m in LM_METHODS]
+    if needs_lm and args.lm is None:
+        parser.error(f"--modes {' '.join(needs_lm)} need a word LM: add --lm LM.arpa")
+    if args.lm is not None and not needs_lm:
+        parser.error(f"--lm {args.lm} is used by the *_lm modes only ({', '.join(LM_METHODS)}), which --modes "
+                     f"{' '.join(args.modes)} does not run; add one or leave --lm out")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     model = load_model(config, args.checkpoint, args.device, verify=args.verify_checkpoint)
     try:  # once, before any decoding: an option this model (its conf) would ignore is a usage error
@@ -190,11 +211,22 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         source["max_len_ratio"] = 1.0
     source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
+    kwargs = decode_kwargs_from_args(args)
+    lm_source = None
+    if needs_lm:
+        lm_search = LmSearch(args.lm, tokenizer, model.ctc.blank_id,
+                             LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score,
+                                            beam_size=args.beam_size))
+        logging.info("LM %s; lm_weight %g, word_score %g", lm_search.info.describe(), args.lm_weight,
+                     args.word_score)
+        kwargs["lm_search"] = lm_search
+        lm_source = {**lm_search.info.source(), "lm_weight": f"{args.lm_weight:g}",
+                     "word_score": f"{args.word_score:g}"}
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
-                                    decode_kwargs=decode_kwargs_from_args(args), num_workers=args.num_workers)
-    for path in write_results(results, args.result_dir, source):
+                                    decode_kwargs=kwargs, num_workers=args.num_workers)
+    for path in write_results(results, args.result_dir, source, lm_source):
         logging.info("wrote %s", path)
     num = len(next(iter(results.values()))) if results else 0
     print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "

@@ -1,5 +1,5 @@
 """Hybrid CTC/attention ASR model (WeNet's ``asr_model``): encoder, CTC head, attention decoder, decoding."""
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -8,7 +8,7 @@ from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decode_options import check_decode_options
 from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
 from wenet_udps.transformer.search import DECODING_METHODS, DecodeResult, attention_beam_search, \
-    attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
+    LM_METHODS, attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, reverse_pad_list, th_accuracy
 from wenet_udps.utils.mask import make_pad_mask
 
@@ -115,8 +115,9 @@ class ASRModel(nn.Module):
     def decode(self, methods: List[str], speech: torch.Tensor, speech_lengths: torch.Tensor, beam_size: int,
                decoding_chunk_size: Optional[int] = None, num_decoding_left_chunks: int = -1,
                ctc_weight: float = 0.0, simulate_streaming: bool = False, reverse_weight: float = 0.0,
-               length_penalty: float = 0.0, blank_penalty: float = 0.0,
-               max_len_ratio: Optional[float] = None) -> Dict[str, List[DecodeResult]]:
+               length_penalty: float = 0.0, blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
+               lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
+               ) -> Dict[str, List[DecodeResult]]:
         """Decode a batch with several methods from one encoder pass.
 
         Args:
@@ -136,6 +137,8 @@ class ASRModel(nn.Module):
             blank_penalty: >= 0, subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
             max_len_ratio: ``attention`` emits at most ceil(max_len_ratio * T'_b) tokens for utterance b (T'_b its
                 encoder frames); None: 1.0, WeNet's bound (see ``search.attention_beam_search``).
+            lm_search: the LM modes' first pass, ``(ctc log-probs (B, T', V), lengths (B,)) -> B results`` with
+                their n-best (``wenet_udps.lm.search.LmSearch``); required by the ``*_lm`` methods.
         Returns:
             method -> B ``DecodeResult``s.
         """
@@ -145,6 +148,9 @@ class ASRModel(nn.Module):
                              f"{', '.join(DECODING_METHODS)}")
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        needs_lm = [m for m in methods if m in LM_METHODS]
+        if needs_lm and lm_search is None:
+            raise ValueError(f"{', '.join(needs_lm)} need a word LM (recognize --lm FILE)")
         decoding_chunk_size = check_decode_options(
             self.encoder, methods, decoding_chunk_size=decoding_chunk_size,
             num_decoding_left_chunks=num_decoding_left_chunks, simulate_streaming=simulate_streaming,
@@ -170,6 +176,12 @@ class ASRModel(nn.Module):
             if "attention_rescoring" in methods:
                 results["attention_rescoring"] = attention_rescoring(self, prefix, encoder_out, encoder_lens,
                                                                      ctc_weight, reverse_weight)
+        if needs_lm:
+            with_lm = lm_search(ctc_probs, encoder_lens)
+            results["ctc_prefix_beam_search_lm"] = with_lm
+            if "attention_rescoring_lm" in methods:
+                results["attention_rescoring_lm"] = attention_rescoring(self, with_lm, encoder_out, encoder_lens,
+                                                                        ctc_weight, reverse_weight)
         if "attention" in methods:
             results["attention"] = attention_beam_search(self.decoder, encoder_out, encoder_mask, beam_size,
                                                          self.sos, self.eos, length_penalty,

@@ -73,14 +73,15 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     if simulate_streaming and batch_size is not None and batch_size != 1:
         raise UserError(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                         f"{batch_size}")
-    unused = [(ctc_weight > 0, "ctc_weight", ctc_weight, "attention_rescoring"),
-              (reverse_weight > 0, "reverse_weight", reverse_weight, "attention_rescoring"),
-              (length_penalty != 0, "length_penalty", length_penalty, "attention"),
-              (max_len_ratio is not None, "max_len_ratio", max_len_ratio, "attention")]
+    rescoring = ("attention_rescoring", "attention_rescoring_lm")
+    unused = [(ctc_weight > 0, "ctc_weight", ctc_weight, rescoring),
+              (reverse_weight > 0, "reverse_weight", reverse_weight, rescoring),
+              (length_penalty != 0, "length_penalty", length_penalty, ("attention",)),
+              (max_len_ratio is not None, "max_len_ratio", max_len_ratio, ("attention",))]
     for asked, name, value, needs in unused:
-        if asked and needs not in methods:
-            raise UserError(f"--{name} {value:g} applies to {needs} decoding only, which --modes "
-                            f"{' '.join(methods)} does not run; add {needs} to --modes or leave the option out")
+        if asked and not set(needs) & set(methods):
+            raise UserError(f"--{name} {value:g} applies to {' and '.join(needs)} decoding only, which --modes "
+                            f"{' '.join(methods)} does not run; add {needs[0]} to --modes or leave the option out")
     if blank_penalty > 0 and all(m == "attention" for m in methods):
         raise UserError(f"--blank_penalty {blank_penalty:g} applies to the CTC searches only, which --modes "
                         f"{' '.join(methods)} does not run; leave it out")

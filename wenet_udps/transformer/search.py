@@ -1,5 +1,7 @@
 """Decoding methods (WeNet's mode names): ``ctc_greedy_search``, ``ctc_prefix_beam_search``, ``attention``,
-``attention_rescoring``. Each works on an already computed encoder output, so one encoder pass serves all modes."""
+``attention_rescoring``, and with a word n-gram LM (wenet_udps.lm) ``ctc_prefix_beam_search_lm`` and
+``attention_rescoring_lm`` (the same rescoring over the LM search's n-best). Each works on an already computed
+encoder output, so one encoder pass serves all modes."""
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -10,7 +12,9 @@ import torch
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
 
-DECODING_METHODS = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
+METHODS_WITHOUT_LM = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
+LM_METHODS = ("ctc_prefix_beam_search_lm", "attention_rescoring_lm")  # need ASRModel.decode's lm_search
+DECODING_METHODS = METHODS_WITHOUT_LM + LM_METHODS
 
 
 @dataclass

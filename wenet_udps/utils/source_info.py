@@ -5,7 +5,9 @@
 lines naming the checkpoint by absolute path and SHA-256, and the config. A checkpoint replaced under the same name
 (``--force`` retraining, a re-average of other epochs) or removed since is another model: every result made from
 the old one is stale, and tools/collect_results.py leaves it out of the table, saying so.
-A ``decode.info`` without ``sha256`` (written before this rule) cannot be checked and counts as current.
+A ``decode.info`` without ``sha256`` (written before this rule) cannot be checked and counts as current. The
+``*_lm`` modes' ``decode.info`` also name their word LM (``lm``, ``lm_sha256``, order, size): a result whose LM has
+been rebuilt or removed since is stale by the same rule, so no table mixes LMs silently.
 """
 import hashlib
 import os
@@ -43,16 +45,17 @@ def read_source(path: str) -> Dict[str, str]:
 
 
 def stale_reason(source: Mapping[str, str], sums: Optional[Dict[str, str]] = None) -> Optional[str]:
-    """Why a result made from ``source`` is stale (its checkpoint removed or replaced), or None when current.
-    ``sums`` caches the checkpoints' SHA-256 by path between calls."""
-    expected, path = source.get("sha256"), source.get("checkpoint", "")
-    if not expected:
-        return None
-    if not os.path.isfile(path):
-        return f"its checkpoint {path} no longer exists"
+    """Why a result made from ``source`` is stale (its checkpoint, or the word LM of an ``*_lm`` mode, removed or
+    replaced), or None when current. ``sums`` caches the files' SHA-256 by path between calls."""
     sums = {} if sums is None else sums
-    if path not in sums:
-        sums[path] = file_sha256(path)
-    if sums[path] != expected:
-        return f"its checkpoint {path} has been replaced since (SHA-256 {expected[:12]}, now {sums[path][:12]})"
+    for what, path_key, sum_key in (("checkpoint", "checkpoint", "sha256"), ("LM", "lm", "lm_sha256")):
+        expected, path = source.get(sum_key), source.get(path_key, "")
+        if not expected:
+            continue
+        if not os.path.isfile(path):
+            return f"its {what} {path} no longer exists"
+        if path not in sums:
+            sums[path] = file_sha256(path)
+        if sums[path] != expected:
+            return f"its {what} {path} has been replaced since (SHA-256 {expected[:12]}, now {sums[path][:12]})"
     return None

@@ -1,0 +1,55 @@
+import pytest
+
+from tests.lm.lm_helpers import need_lmplz
+from wenet_udps.lm import tools
+from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.build import build_arpa, read_sentences, refuse_held_out
+from wenet_udps.lm.tools import LmToolsMissing
+
+SENTENCES = ["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat home"]
+
+
+def test_builds_an_arpa_with_lmplz(tmp_path):
+    need_lmplz()
+    info = build_arpa(SENTENCES, str(tmp_path / "lm" / "lm.arpa"), order=3)
+    assert info.order == 3 and len(info.counts) == 3
+    assert set(info.words) == {"<unk>", "<s>", "</s>", "the", "cat", "sat", "dog", "a", "ran", "home"}
+    assert not (tmp_path / "lm" / "lm.arpa.partial").exists()
+
+
+def test_pruning_drops_rare_ngrams(tmp_path):
+    need_lmplz()
+    full = build_arpa(SENTENCES * 2 + ["the cat sat"], str(tmp_path / "full.arpa"), order=3)
+    pruned = build_arpa(SENTENCES * 2 + ["the cat sat"], str(tmp_path / "pruned.arpa"), order=3, prune=[0, 2, 2])
+    assert pruned.counts[0] == full.counts[0] and pruned.counts[2] < full.counts[2]
+
+
+def test_character_lm_splits_mandarin(tmp_path):
+    need_lmplz()
+    info = build_arpa(["你好世界", "你好"], str(tmp_path / "zh.arpa"), order=2, char_lm=True)
+    assert {"你", "好", "世", "界"} <= set(info.words)
+
+
+def test_bad_prune_is_refused(tmp_path):
+    with pytest.raises(LmError, match="prune"):
+        build_arpa(SENTENCES, str(tmp_path / "x.arpa"), order=2, prune=[1, 1])
+
+
+def test_missing_lmplz_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(tools.sys, "executable", str(tmp_path / "python3"))
+    with pytest.raises(LmToolsMissing) as e:
+        build_arpa(SENTENCES, str(tmp_path / "x.arpa"))
+    assert "tools/install.sh --lm true" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_held_out_sentence_is_refused_naming_both_lines(tmp_path):
+    dev = tmp_path / "dev_text"
+    dev.write_text("d1 THE CAT RAN\nd2 other words\n")
+    extra = tmp_path / "books.txt"
+    extra.write_text("a sentence\n  the  cat ran \n")
+    sources = [(str(extra), read_sentences(str(extra), keyed=False))]
+    with pytest.raises(LmError) as e:
+        refuse_held_out(sources, [str(dev)])
+    assert f"{extra}:2" in str(e.value) and f"{dev}:1" in str(e.value)
+    refuse_held_out([(str(extra), [(1, "a sentence")])], [str(dev)])  # no overlap: passes

@@ -1,0 +1,116 @@
+"""run.sh --lm true: stage 2 builds the word LM from the training transcripts (and --lm_text) and refuses text that
+holds a dev or test sentence, in one line; without the LM tools it stops before any work, saying how to install."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lm.lm_helpers import need_flashlight, need_lmplz
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
+         "romeo sierra tango uniform victor whiskey xray yankee zulu").upper().split()
+
+
+def make_texts(data: Path) -> None:
+    """Kaldi texts of an4's sets (train, dev, test) with distinct sentences."""
+    for split, start, num in (("train", 0, 40), ("dev", 40, 4), ("test", 44, 4)):
+        (data / split).mkdir(parents=True)
+        lines = [f"{split}{i:03d} {' '.join(WORDS[(i * 7 + k) % 26] for k in range(3 + i % 4))}"
+                 for i in range(start, start + num)]
+        (data / split / "text").write_text("\n".join(lines) + "\n")
+
+
+def run_lm_stage(data: Path, *extra: str, env=None):
+    return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "2",
+                           "--data", str(data), "--lm", "true", *extra], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_stage2_builds_the_lm_then_skips_it(tmp_path):
+    need_lmplz()
+    need_flashlight()
+    data = tmp_path / "data"
+    make_texts(data)
+    proc = run_lm_stage(data, "--lm_order", "2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    arpa = data / "lm" / "lm.arpa"
+    assert arpa.is_file() and "ngram 2=" in arpa.read_text()
+    again = run_lm_stage(data, "--lm_order", "2")
+    assert again.returncode == 0 and "lm.arpa is up to date, skipping" in again.stderr + again.stdout
+
+
+def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):
+    need_lmplz()
+    data = tmp_path / "data"
+    make_texts(data)
+    extra = tmp_path / "books.txt"
+    test_sentence = (data / "test" / "text").read_text().splitlines()[1].split(" ", 1)[1]
+    extra.write_text(f"SOME OTHER WORDS\n{test_sentence.lower()}\n")
+    proc = run_lm_stage(data, "--lm_text", str(extra))
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and "held-out sentence" in lines[-1]
+    assert f"{extra}:2" in lines[-1] and "test/text:2" in lines[-1]
+    assert not (data / "lm" / "lm.arpa").exists()
+
+
+def test_lm_without_the_tools_stops_first(tmp_path):
+    # python3 linked from a folder without lmplz (its site-packages passed on PYTHONPATH, as a link leaves the venv)
+    # and a PATH of system folders: the one-line install hint, before stage 2 does any work.
+    if any((Path(d) / "lmplz").exists() for d in ("/usr/bin", "/bin", "/usr/local/bin")):
+        pytest.skip("lmplz is installed system-wide: it cannot be hidden")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    env = {**os.environ, "PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([str(ROOT), *site])}
+    data = tmp_path / "data"
+    make_texts(data)
+    proc = run_lm_stage(data, env=env)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and "tools/install.sh --lm true" in lines[-1], proc.stderr[-2000:]
+    assert "lmplz" in lines[-1] and not (data / "lm").exists()
+
+
+TINY_MODEL = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=64 "
+              "decoder_conf.linear_units=64 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=4")
+
+
+@pytest.mark.slow
+def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
+    need_lmplz()
+    need_flashlight()
+    import numpy as np
+    import soundfile as sf
+    data, exp = tmp_path / "data", tmp_path / "exp" / "an4"
+    make_texts(data)
+    rng = np.random.default_rng(0)
+    for split in ("train", "dev", "test"):
+        lines = []
+        for line in (data / split / "text").read_text().splitlines():
+            key = line.split()[0]
+            sf.write(str(data / split / f"{key}.wav"), (0.05 * rng.standard_normal(48000)).astype(np.float32), 16000)
+            lines.append(f"{key} {data / split / key}.wav")
+        (data / split / "wav.scp").write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "1", "--stop_stage", "5",
+                           "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
+                           "--lm_order", "2", "--lm_weights", "0.5 1", "--word_scores", "0 2",
+                           "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
+                           "--num_workers", "1", "--decode_batch_size", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    d = Path(f"{exp}_scaled_dot")
+    tried = sorted(p.name for p in (d / "lm_tune" / "dev").iterdir() if p.is_dir())
+    assert tried == ["w0.5_b0", "w0.5_b2", "w1_b0", "w1_b2"]
+    rate, weight, score = (d / "lm_tune" / "dev" / "best").read_text().split()
+    assert f"w{weight}_b{score}" in tried
+    for x in ("dev", "test"):
+        for mode in ("ctc_prefix_beam_search_lm", "attention_rescoring_lm"):
+            assert len((d / x / mode / "text").read_text().splitlines()) == 4
+            assert "Overall -> " in (d / x / mode / "wer").read_text()
+            info = (d / x / mode / "decode.info").read_text()
+            assert f"lm: {data / 'lm' / 'lm.arpa'}" in info and "lm_sha256: " in info
+            assert f"lm_weight: {weight}" in info and f"word_score: {score}" in info
+        assert (d / x / "attention_rescoring" / "text").is_file()  # the modes without the LM are still there

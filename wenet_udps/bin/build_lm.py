@@ -1,0 +1,52 @@
+"""Build a word n-gram LM (ARPA) with KenLM's lmplz for the ``*_lm`` decoding modes (``tools/install.sh --lm
+true`` installs lmplz), refusing text that contains a held-out (dev or test) sentence.
+
+    python -m wenet_udps.bin.build_lm --text data/train/text [--lm_text books.txt] \
+        --held_out data/dev/text --held_out data/test/text --order 3 --out data/lm/lm.arpa
+
+``--text`` is a Kaldi text (key words...), ``--lm_text`` plain text (one sentence a line); ``--char_lm`` builds a
+character LM (Mandarin: each character a word; the text needs no spaces). Check an LM against a dev text with
+``wenet_udps.bin.check_lm``.
+"""
+import argparse
+import logging
+from typing import List, Optional
+
+from wenet_udps.lm.build import build_arpa, read_sentences, refuse_held_out
+from wenet_udps.utils import cli
+from wenet_udps.utils.cli import run_cli
+
+
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--text", action="append", default=[], type=cli.existing_file,
+                   help="Kaldi text (key words...) whose sentences the LM learns; repeatable")
+    p.add_argument("--lm_text", action="append", default=[], type=cli.existing_file,
+                   help="plain text, one sentence a line; repeatable")
+    p.add_argument("--held_out", action="append", default=[], type=cli.existing_file,
+                   help="Kaldi text (dev, test) none of whose sentences the LM text may contain; repeatable")
+    p.add_argument("--order", type=cli.int_range(2), default=3)
+    p.add_argument("--prune", type=cli.non_negative_int, nargs="+", default=None,
+                   help="lmplz --prune counts per order from the unigrams, e.g. 0 1 1")
+    p.add_argument("--char_lm", action="store_true", help="a character LM (Mandarin)")
+    p.add_argument("--out", required=True, type=cli.output_file, help="the ARPA file to write")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if not args.text and not args.lm_text:
+        parser.error("give the LM's text: --text (Kaldi text) or --lm_text (plain text)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    sources = [(path, read_sentences(path, keyed=True)) for path in args.text]
+    sources += [(path, read_sentences(path, keyed=False)) for path in args.lm_text]
+    refuse_held_out(sources, args.held_out)
+    info = build_arpa((s for _, sentences in sources for _, s in sentences), args.out, order=args.order,
+                      prune=args.prune, char_lm=args.char_lm)
+    print(f"wrote LM {info.describe()}, n-grams {' '.join(map(str, info.counts))}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main, "wenet_udps.bin.build_lm")

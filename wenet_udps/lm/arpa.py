@@ -1,0 +1,116 @@
+"""ARPA n-gram files: checked while read (a corrupt one is one line naming file and line), identified by path,
+order, n-gram counts, size and SHA-256 (written beside every LM result so that no result mixes LMs silently),
+and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus)."""
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Set
+
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.source_info import file_sha256
+
+SPECIAL_WORDS = ("<s>", "</s>", "<unk>")  # KenLM's sentence marks and unknown word: not spellable words
+_COUNT = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
+_SECTION = re.compile(r"^\\(\d+)-grams:\s*$")
+
+
+class LmError(UserError):
+    """A missing, corrupt or unusable LM."""
+
+
+@dataclass
+class ArpaInfo:
+    """An ARPA file's identity and vocabulary. counts[n - 1] = number of n-grams."""
+    path: str
+    order: int
+    counts: List[int]
+    size: int
+    sha256: str
+    words: List[str]
+
+    def source(self) -> Dict[str, str]:
+        """The ``lm*`` lines of a result's decode.info."""
+        return {"lm": self.path, "lm_order": str(self.order), "lm_ngrams": ",".join(map(str, self.counts)),
+                "lm_size": str(self.size), "lm_sha256": self.sha256}
+
+    def describe(self) -> str:
+        return (f"{self.path} ({self.order}-gram, {len(self.words)} words, {self.size} bytes, "
+                f"sha256 {self.sha256[:12]})")
+
+
+def read_arpa(path: str) -> ArpaInfo:
+    """Read and check an ARPA file: its header, every section's count and its unigram vocabulary.
+
+    Raises:
+        LmError: the file is missing, not an ARPA file (a KenLM binary too: decoding reads ARPA), or its sections do
+            not match the header's counts (a truncated file).
+    """
+    if not os.path.isfile(path):
+        raise LmError(f"LM file {path} does not exist (build it with run.sh's LM stage or pass an ARPA file)")
+    counts: Dict[int, int] = {}
+    seen: Dict[int, int] = {}
+    words: List[str] = []
+    section = None  # None: before \data\; 0: in the header; n: in the n-grams section
+    ended = False
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise LmError(f"{path}:{lineno}: not UTF-8 text; an ARPA file is expected (a KenLM binary or a "
+                              f"corrupt file?)") from None
+            if not line:
+                continue
+            if section is None:
+                if line != "\\data\\":
+                    raise LmError(f"{path}:{lineno}: not an ARPA file (expected '\\data\\' first, got "
+                                  f"{line[:40]!r})")
+                section = 0
+            elif line == "\\end\\":
+                ended = True
+                break
+            elif (m := _SECTION.match(line)) is not None:
+                section = int(m.group(1))
+                if section not in counts:
+                    raise LmError(f"{path}:{lineno}: section \\{section}-grams: not announced in the header")
+                seen[section] = 0
+            elif section == 0:
+                m = _COUNT.match(line)
+                if m is None:
+                    raise LmError(f"{path}:{lineno}: bad header line {line[:40]!r} (expected 'ngram N=count')")
+                counts[int(m.group(1))] = int(m.group(2))
+            else:
+                fields = line.split("\t") if "\t" in line else line.split()
+                try:
+                    float(fields[0])
+                except ValueError:
+                    raise LmError(f"{path}:{lineno}: bad {section}-gram line {line[:40]!r}") from None
+                if len(fields) < 2:
+                    raise LmError(f"{path}:{lineno}: bad {section}-gram line {line[:40]!r}")
+                seen[section] += 1
+                if section == 1:
+                    words.append(fields[1])
+    if not ended:
+        raise LmError(f"{path}: no '\\end\\' line: the file is truncated (rebuild it)")
+    short = [f"{n}-grams {seen.get(n, 0)} of {c}" for n, c in sorted(counts.items()) if seen.get(n, 0) != c]
+    if short or not counts:
+        raise LmError(f"{path}: the sections do not match the header ({'; '.join(short) or 'no counts'}): the file "
+                      f"is corrupt (rebuild it)")
+    order = max(counts)
+    if order < 2:
+        raise LmError(f"{path}: a unigram LM; KenLM needs order 2 or more (rebuild it with --order 2 or more)")
+    return ArpaInfo(path=os.path.abspath(path), order=order, counts=[counts[n] for n in range(1, order + 1)],
+                    size=os.path.getsize(path), sha256=file_sha256(path), words=words)
+
+
+def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
+    """The LM's words in ``lines`` of text: whitespace-separated words, or every non-space character for a character
+    LM (Mandarin, written without spaces)."""
+    if char_lm:
+        return [c for line in lines for c in line if not c.isspace()]
+    return [w for line in lines for w in line.split()]
+
+
+def oov_rate(vocab: Set[str], words: List[str]) -> float:
+    """Share of ``words`` (running words, not types) not in ``vocab``; 0 for no words."""
+    return sum(w not in vocab for w in words) / len(words) if words else 0.0

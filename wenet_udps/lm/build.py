@@ -1,0 +1,85 @@
+"""Build a word n-gram LM (ARPA) with KenLM's ``lmplz`` from sentences, after refusing any text that holds a dev or
+test sentence (an LM that has seen them would make the dev-tuned weights and the test WER meaningless)."""
+import os
+import subprocess
+import tempfile
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from wenet_udps.lm.arpa import ArpaInfo, LmError, read_arpa
+from wenet_udps.lm.tools import find_kenlm_program
+
+
+def read_sentences(path: str, keyed: bool) -> List[Tuple[int, str]]:
+    """(line number, sentence) of every non-empty sentence of ``path``: a Kaldi ``text`` (``keyed``: ``key words``)
+    or plain text, one sentence a line."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if keyed:
+                parts = line.split(maxsplit=1)
+                line = parts[1] if len(parts) == 2 else ""
+            if line.strip():
+                out.append((lineno, line.strip()))
+    return out
+
+
+def normalise(sentence: str) -> str:
+    """The form in which sentences are compared: case-folded, whitespace collapsed."""
+    return " ".join(sentence.casefold().split())
+
+
+def refuse_held_out(sources: Sequence[Tuple[str, List[Tuple[int, str]]]], held_out: Sequence[str]) -> None:
+    """Raise LmError naming the first LM text line that is a sentence of a held-out (dev/test) Kaldi text.
+
+    sources: (path, its (line number, sentence)) of each LM text; held_out: Kaldi text files (dev, test).
+    """
+    seen: Dict[str, str] = {}
+    for path in held_out:
+        for lineno, sentence in read_sentences(path, keyed=True):
+            seen.setdefault(normalise(sentence), f"{path}:{lineno}")
+    for path, sentences in sources:
+        for lineno, sentence in sentences:
+            where = seen.get(normalise(sentence))
+            if where is not None:
+                raise LmError(f"{path}:{lineno}: the LM text contains the held-out sentence of {where} "
+                              f"({sentence[:50]!r}): remove every dev and test sentence from it")
+
+
+def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
+    """The lines lmplz reads: the sentence, or for a character LM its characters separated by spaces."""
+    for sentence in sentences:
+        yield " ".join(c for c in sentence if not c.isspace()) if char_lm else " ".join(sentence.split())
+
+
+def build_arpa(sentences: Iterable[str], out: str, *, order: int = 3, prune: Optional[Sequence[int]] = None,
+               char_lm: bool = False, memory: str = "10%") -> ArpaInfo:
+    """Estimate a modified Kneser-Ney ``order``-gram LM with lmplz and write it as ARPA to ``out`` (atomically).
+
+    prune: lmplz's ``--prune`` thresholds, one per order from the unigrams (n-grams seen this many times or fewer
+    are dropped; unigrams cannot be pruned, so the first is 0). ``--discount_fallback`` lets a small corpus (too
+    few singletons for the discount estimate) build with fallback discounts, as a training-transcript LM often is.
+    Raises LmToolsMissing without lmplz, LmError when lmplz fails (its last line is in the message).
+    """
+    if order < 2:
+        raise LmError(f"LM order must be >= 2 (KenLM's decoder reads no unigram LM), got {order}")
+    if prune is not None and (len(prune) > order or any(p < 0 for p in prune) or (prune and prune[0] != 0)):
+        raise LmError(f"LM prune {' '.join(map(str, prune))}: give at most {order} counts >= 0, the first 0 "
+                      "(unigrams are never pruned)")
+    lmplz = find_kenlm_program("lmplz")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    cmd = [lmplz, "-o", str(order), "--discount_fallback", "-S", memory,
+           "-T", tempfile.gettempdir()]
+    if prune:
+        cmd += ["--prune", *map(str, prune)]
+    text = "".join(line + "\n" for line in lm_lines(sentences, char_lm))
+    if not text.strip():
+        raise LmError(f"no LM text for {out}: every text given was empty")
+    partial = out + ".partial"
+    with open(partial, "wb") as f:
+        proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=f, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        os.remove(partial)
+        last = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()][-1:]
+        raise LmError(f"lmplz failed building {out} (exit {proc.returncode}): {' '.join(last)}")
+    os.replace(partial, out)
+    return read_arpa(out)

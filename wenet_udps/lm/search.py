@@ -1,0 +1,132 @@
+"""CTC prefix beam search with a word n-gram LM (flashlight-text's lexicon decoder over KenLM), the first pass of
+``ctc_prefix_beam_search_lm`` and ``attention_rescoring_lm``.
+
+The lexicon is the LM's own vocabulary spelled with the model's units (the tokenizer's own split, so BPE words are
+their pieces, the first carrying '▁'; a Mandarin character LM's words are single characters), so every word the
+search emits is an LM word: an out-of-vocabulary word cannot be recognised, which is why the recipe builds the LM
+from the training transcripts (and warns with the dev text's OOV rate). Between words the decoder may emit the
+word-boundary unit: the space unit '▁' of a character model of spaced text, else the blank (BPE pieces and
+Mandarin characters carry no separate boundary).
+Score of a hypothesis: CTC log-probability + lm_weight * LM log-probability (natural log) + word_score * words.
+"""
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List
+
+import torch
+
+from wenet_udps.lm.arpa import SPECIAL_WORDS, ArpaInfo, LmError, read_arpa
+from wenet_udps.lm.tools import import_flashlight
+from wenet_udps.text.base_tokenizer import SPACE, UNK
+from wenet_udps.text.char_tokenizer import CharTokenizer
+from wenet_udps.text.text_utils import is_cjk
+from wenet_udps.transformer.search import DecodeResult
+
+
+@dataclass
+class LmSearchConfig:
+    """lm_weight: scale of the LM's log-probability; word_score: bonus per word (> 0 fewer deletions);
+    beam_size: hypotheses kept per frame (also the n-best size); beam_threshold: hypotheses further than this below
+    the best are dropped."""
+    lm_weight: float = 0.5
+    word_score: float = 0.0
+    beam_size: int = 10
+    beam_threshold: float = 25.0
+
+
+def is_char_lm(words: List[str]) -> bool:
+    """An LM whose words are mostly single CJK characters (a Mandarin character LM; its text has no spaces)."""
+    real = [w for w in words if w not in SPECIAL_WORDS]
+    return bool(real) and sum(len(w) == 1 and is_cjk(w) for w in real) * 2 > len(real)
+
+
+def spell_lexicon(words: List[str], tokenizer: Any) -> Dict[str, List[int]]:
+    """word -> unit ids for every LM word the units can spell (no ``<unk>`` unit in its spelling)."""
+    lexicon = {}
+    for word in words:
+        if word in SPECIAL_WORDS:
+            continue
+        ids = [tokenizer.symbol_table.get(t) for t in tokenizer.text2tokens(word)]
+        if ids and None not in ids and tokenizer.unk_id not in ids:
+            lexicon[word] = ids
+    return lexicon
+
+
+class LmSearch:
+    """Callable ``(ctc_probs (B, T, V) log-probs, ctc_lens (B,)) -> B DecodeResults`` (n-best of unit ids), the
+    ``lm_search`` argument of ``ASRModel.decode``.
+
+    Raises:
+        LmToolsMissing: flashlight-text not installed.
+        LmError: a missing or corrupt LM, or one whose words the units cannot spell.
+    """
+
+    def __init__(self, lm_path: str, tokenizer: Any, blank_id: int, conf: LmSearchConfig):
+        fl_decoder, fl_kenlm, fl_dict = import_flashlight()
+        self.info: ArpaInfo = read_arpa(lm_path)
+        self.conf, self.blank_id = conf, blank_id
+        self.char_lm = is_char_lm(self.info.words)
+        lexicon = spell_lexicon(self.info.words, tokenizer)
+        real = [w for w in self.info.words if w not in SPECIAL_WORDS]
+        if not lexicon:
+            raise LmError(f"no word of the LM {lm_path} ({len(real)} words, e.g. {' '.join(real[:3])!r}) can be "
+                          f"spelled with the units {tokenizer.symbol_table_path}: the LM was built for another "
+                          f"language or unit set")
+        if len(lexicon) < len(real):
+            logging.warning("%d of the LM's %d words cannot be spelled with the units %s and are left out",
+                            len(real) - len(lexicon), len(real), tokenizer.symbol_table_path)
+        space = tokenizer.symbol_table.get(SPACE)
+        uses_space = (isinstance(tokenizer, CharTokenizer) and space is not None and not tokenizer.split_with_space
+                      and not self.char_lm)
+        self.sil_id = space if uses_space else blank_id
+        self.num_units = len(tokenizer.symbol_table)
+        words = list(lexicon) + [w for w in SPECIAL_WORDS if w in self.info.words or w == UNK]
+        self.word_dict = fl_dict.Dictionary(words)
+        try:
+            self.lm = fl_kenlm.KenLM(self.info.path, self.word_dict)
+        except RuntimeError as e:  # KenLM's own check of a file read_arpa let through
+            raise LmError(f"KenLM cannot load {lm_path}: {str(e).strip().splitlines()[-1]}") from None
+        trie = fl_decoder.Trie(self.num_units, self.sil_id)
+        start = self.lm.start(False)
+        for word, ids in lexicon.items():
+            index = self.word_dict.get_index(word)
+            trie.insert(ids, index, self.lm.score(start, index)[1])
+        self.spelling = {self.word_dict.get_index(w): ids for w, ids in lexicon.items()}
+        trie.smear(fl_decoder.SmearingMode.MAX)  # a prefix's look-ahead: its best word's unigram score
+        options = fl_decoder.LexiconDecoderOptions(
+            beam_size=conf.beam_size, beam_size_token=self.num_units, beam_threshold=conf.beam_threshold,
+            lm_weight=conf.lm_weight, word_score=conf.word_score, unk_score=-math.inf, sil_score=0.0, log_add=False,
+            criterion_type=fl_decoder.CriterionType.CTC)
+        self.decoder = fl_decoder.LexiconDecoder(options, trie, self.lm, self.sil_id, blank_id,
+                                                 self.word_dict.get_index(UNK), [], False)
+
+    def units(self, words: List[int]) -> List[int]:
+        """A hypothesis's word indices (the decoder pads with -1) -> the units of their spellings, with the space
+        unit between words when the units have one (so the tokenizer's detokenize gives the words' text)."""
+        out: List[int] = []
+        for w in words:
+            if w >= 0 and w in self.spelling:
+                if out and self.sil_id != self.blank_id:
+                    out.append(self.sil_id)
+                out.extend(self.spelling[w])
+        return out
+
+    @torch.no_grad()
+    def __call__(self, ctc_probs: torch.Tensor, ctc_lens: torch.Tensor) -> List[DecodeResult]:
+        probs = ctc_probs.detach().float().cpu().contiguous()
+        results = []
+        for i in range(probs.size(0)):
+            emissions = probs[i, :int(ctc_lens[i])].contiguous()
+            hyps = self.decoder.decode(emissions.data_ptr(), emissions.size(0), emissions.size(1))
+            nbest: Dict[tuple, float] = {}
+            for hyp in hyps:  # best first; paths that merge to the same units keep the best score
+                key = tuple(self.units(hyp.words))
+                nbest.setdefault(key, hyp.score)
+                if len(nbest) == self.conf.beam_size:
+                    break
+            if not nbest:  # no path spells LM words (e.g. an utterance too short): an empty hypothesis
+                nbest[()] = 0.0
+            results.append(DecodeResult(tokens=list(next(iter(nbest))), score=next(iter(nbest.values())),
+                                        nbest=[list(k) for k in nbest], nbest_scores=list(nbest.values())))
+        return results
