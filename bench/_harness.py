@@ -1,12 +1,11 @@
 """What the benchmark scripts share: the timing harness of the attention benchmarks (bench/attention.py,
-attention_gpu.py, compile_cost.py) and the command line of the model probes (position_share.py, repeat_probe.py).
+attention_gpu.py, compile_cost.py).
 
 Inputs are (B, H, T, d_k) with a key padding mask; every attention is called as ``fn(q, k, v, mask, *extra)``;
 ``interleaved_medians`` times implementations in rounds, each round in a shuffled order, so that load from other
 processes hits all of them alike. Imported by the scripts beside it (``python bench/<name>.py`` puts bench/ on
 sys.path); not a benchmark itself.
 """
-import argparse
 import random
 import statistics
 import time
@@ -77,11 +76,3 @@ def write_table(lines: Sequence[str], out: Optional[Path]) -> None:
         out.write_text(table + "\n")
     print(table)
 
-
-def probe_parser(description: str, checkpoint: str) -> argparse.ArgumentParser:
-    """The probes' options: trained experiment dirs, the checkpoint file name in each, and a data.list."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
-    parser.add_argument("--checkpoint", default=checkpoint, help="checkpoint file name in each dir")
-    parser.add_argument("--test_data", required=True, help="data.list (the references; its first batch is used)")
-    return parser

@@ -20,7 +20,7 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from wenet_udps.bin.recognize import eval_dataset, frame_shift_ms, load_experiment
+from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM
 

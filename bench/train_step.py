@@ -73,11 +73,11 @@ def make_batch(utts: int, frames: int, seed: int) -> Tuple[torch.Tensor, ...]:
 
 def real_batches(conf: Path, data_list: Path, utts: int = 8) -> Tuple[int, List[Tuple[str, Tuple[torch.Tensor, ...]]]]:
     """(vocabulary size, [(label, batch)]): the shortest, median and longest ``utts`` utterances of ``data_list``
-    by duration, each as one batch with the conf's features and units (wenet_udps.bin.recognize.eval_dataset)."""
+    by duration, each as one batch with the conf's features and units (wenet_udps.decode.data_list.eval_dataset)."""
     import soundfile as sf
     from torch.utils.data import DataLoader
 
-    from wenet_udps.bin.recognize import eval_dataset
+    from wenet_udps.decode.data_list import eval_dataset
     from wenet_udps.config import load_config as read_conf
     from wenet_udps.text import init_tokenizer
 

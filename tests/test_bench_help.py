@@ -1,4 +1,4 @@
-"""Every benchmark answers --help with its usage, without running (bench/omp_wait.py once ran in full)."""
+"""Every benchmark answers --help with its usage, without running (a probe once ran in full on --help)."""
 import subprocess
 import sys
 from pathlib import Path

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wenet_udps.bin.describe import site_types
+from wenet_udps.model_info import site_types
 from wenet_udps.config import REQUIRED, load_config
 from wenet_udps.utils.schema import ConfigError
 

@@ -9,13 +9,14 @@ from typing import Dict, Set
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "wenet_udps"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "wenet_udps"
 
 LOW = {"utils"}
 MODEL = LOW | {"kernels", "transformer"}
 # Top-level part of wenet_udps -> the parts it may import (itself always). A new part must be added here.
 ALLOWED: Dict[str, Set[str]] = {
-    "": {"kernels", "model_builder"},             # the package's lazy re-exports
+    "": {"kernels", "model_builder", "decode"},   # the package's lazy re-exports (build_model, the Python API)
     "utils": set(),
     "kernels": LOW,
     "transformer": MODEL,
@@ -24,8 +25,11 @@ ALLOWED: Dict[str, Set[str]] = {
     "train": MODEL | {"model_builder", "dataset", "text", "scoring"},
     "config": MODEL | {"model_builder", "dataset", "text", "train"},
     "export": MODEL | {"model_builder", "dataset", "text", "config", "train"},
+    "model_info": MODEL | {"model_builder", "dataset"},
     "lm": MODEL | {"text"},
-    "bin": MODEL | {"model_builder", "dataset", "text", "scoring", "results", "config", "train", "export", "lm"},
+    "decode": MODEL | {"model_builder", "dataset", "text", "config", "train", "lm"},
+    "bin": MODEL | {"model_builder", "model_info", "dataset", "text", "scoring", "results", "config", "train",
+            "export", "lm", "decode"},
 }
 # Inside transformer/: attention modules <- encoder/decoder and their layers <- the model.
 ATTENTION = {"attention"}
@@ -94,3 +98,50 @@ def test_the_rules_catch_a_wrong_way_import(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: source)
     with pytest.raises(AssertionError, match="kernels may not import transformer"):
         test_imports_point_down(fake)
+
+
+def _bin_imports(path: Path):
+    """(bin module imported, line) for every import of ``wenet_udps.bin`` or one of its modules in ``path``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            parent = node.module in ("wenet_udps", "wenet_udps.bin")  # from wenet_udps(.bin) import NAME
+            names = [f"{node.module}.{a.name}" for a in node.names] if parent else [node.module or ""]
+        else:
+            continue
+        for name in names:
+            if name == "wenet_udps.bin" or name.startswith("wenet_udps.bin."):
+                yield name, node.lineno
+
+
+def layering_violations(root: Path = ROOT):
+    """Where the command lines are imported as a library: a package module (not bin/) importing bin/, a bin/ module
+    importing another bin/ module, bench/ or tools/ importing bin/ (they use the library, wenet_udps.decode...)."""
+    found = []
+    scripts = sorted((root / "bench").rglob("*.py")) + sorted((root / "tools").rglob("*.py"))
+    for path in sorted((root / "wenet_udps").rglob("*.py")) + scripts:
+        rel = path.relative_to(root)
+        in_bin = rel.parts[:2] == ("wenet_udps", "bin")
+        me = ".".join(rel.with_suffix("").parts)
+        for name, line in _bin_imports(path):
+            if in_bin and name in (me, "wenet_udps.bin"):
+                continue
+            found.append(f"{rel}:{line} imports {name}")
+    return found
+
+
+def test_nothing_imports_the_command_lines():
+    assert layering_violations() == []
+
+
+def test_the_command_line_rule_catches_each_case(tmp_path):
+    """Each of the three rules can fail: a library module, a bin/ module and a bench script importing bin/."""
+    for rel, line in [("wenet_udps/decode/x.py", "from wenet_udps.bin.recognize import main"),
+                      ("wenet_udps/bin/a.py", "from wenet_udps.bin import describe"),
+                      ("bench/b.py", "import wenet_udps.bin.recognize"),
+                      ("tools/c.py", "from wenet_udps.bin.describe import site_types")]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(line + "\n", encoding="utf-8")
+    assert [v.split(":")[0] for v in layering_violations(tmp_path)] == [
+        "wenet_udps/bin/a.py", "wenet_udps/decode/x.py", "bench/b.py", "tools/c.py"]

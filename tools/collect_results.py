@@ -70,7 +70,7 @@ def parse_wer_file(path: Path) -> Optional[float]:
 
 def checkpoint_attention(checkpoint: str) -> Optional[str]:
     """The attention label of the weights in ``checkpoint`` (their parameter names), None when unreadable."""
-    from wenet_udps.bin.describe import attention_label, checkpoint_site_types, display_label
+    from wenet_udps.model_info import attention_label, checkpoint_site_types, display_label
     from wenet_udps.train.checkpoint import load_checkpoint
     try:  # collect() has checked the file against the SHA-256 its decode.info recorded
         names = load_checkpoint(checkpoint, verify=False)["model"].keys()
@@ -85,7 +85,7 @@ def checkpoint_attention(checkpoint: str) -> Optional[str]:
 def describe_model(train_yaml: Path, checkpoint: Optional[str] = None) -> Tuple[str, str]:
     """(model, attention) of an experiment: the encoder (+decoder) type of its train.yaml, and the attention label
     of ``checkpoint``'s weights (the model decoded), or where it cannot be read, of the model train.yaml builds."""
-    from wenet_udps.bin.describe import attention_label, display_label, site_types
+    from wenet_udps.model_info import attention_label, display_label, site_types
     truth = checkpoint_attention(checkpoint) if checkpoint else None
     config = read_conf(str(train_yaml))  # the one conf reader (a train.yaml is resolved already)
     model = str(config.get("encoder", "conformer"))

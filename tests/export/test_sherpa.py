@@ -9,7 +9,7 @@ import soundfile as sf
 import torch
 
 from wenet_udps.bin import export
-from wenet_udps.bin.recognize import decode_dataset, eval_dataset
+from wenet_udps.decode.data_list import decode_dataset, eval_dataset
 from wenet_udps.config import finalize_config, load_config, save_yaml
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.export import sherpa_runtime as rt
@@ -63,8 +63,8 @@ def exported(request, tmp_path_factory, fsdd_dir):
 
 
 def _ours(tmp, config, data, **decode_kwargs):
-    from wenet_udps.bin.recognize import load_model
-    model = load_model(config, str(tmp / "avg.pt"))
+    from wenet_udps.decode.data_list import model_from_checkpoint
+    model = model_from_checkpoint(config, str(tmp / "avg.pt"))
     res, _ = decode_dataset(model, init_tokenizer(config), config, str(data), modes=["ctc_greedy_search"],
                             batch_size=1 if decode_kwargs else 4, decode_kwargs=decode_kwargs, progress=False)
     return res["ctc_greedy_search"]
@@ -259,7 +259,7 @@ def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
 
 def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
     """A units file kept as <output_dir>/tokens.txt would be deleted before it is copied (and lost)."""
-    from wenet_udps.bin.recognize import load_model
+    from wenet_udps.decode.data_list import model_from_checkpoint
     from wenet_udps.export.sherpa import export_sherpa
     from wenet_udps.utils.cli import UserError
     name, tmp, config, _, _ = exported
@@ -268,7 +268,8 @@ def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
     units = tmp_path / "tokens.txt"
     units.write_bytes((tmp / "units.txt").read_bytes())
     with pytest.raises(UserError, match=f"the units file {units} is one of the files an export replaces"):
-        export_sherpa(load_model(config, str(tmp / "avg.pt")), config["input_dim"], str(units), str(tmp_path))
+        export_sherpa(model_from_checkpoint(config, str(tmp / "avg.pt")), config["input_dim"], str(units),
+                      str(tmp_path))
     assert units.read_bytes() == (tmp / "units.txt").read_bytes()
 
 

@@ -292,7 +292,7 @@ def test_sherpa_rtf_is_a_column(tmp_path):
 def test_results_of_a_replaced_checkpoint_are_left_out(tmp_path, capsys):
     """Issue 36 item 10: decode 2 modes with avg_5.pt, retrain (--force) and decode 1 mode with avg_2.pt: the row
     of avg_2.pt must not show the other mode of the deleted model; nor a re-made file of the same name."""
-    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.decode.data_list import write_results
     from wenet_udps.utils.source_info import model_source
     mod = load_tool("collect_results")
     exp = tmp_path / "exp" / "x"
@@ -349,7 +349,7 @@ def test_attention_is_labelled_from_the_checkpoints_weights_not_train_yaml(tmp_p
     import torch
 
     from tests.transformer.test_asr_model import tiny_config
-    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.decode.data_list import write_results
     from wenet_udps.model_builder import build_model
     from wenet_udps.utils.source_info import model_source
     mod = load_tool("collect_results")

@@ -140,7 +140,7 @@ def test_force_retires_the_averages_of_the_deleted_run_and_hides_their_results(t
     """Issue 36 item 10: after --force with fewer epochs, avg_5.pt of the deleted run stayed beside the new
     avg_2.pt, and its results were shown as the experiment's."""
     from tests.tools.load import load_tool
-    from wenet_udps.bin.recognize import write_results
+    from wenet_udps.decode.data_list import write_results
     from wenet_udps.train.run_dir import claim
     from wenet_udps.utils.source_info import model_source
     exp = tmp_path / "exp" / "x"

@@ -12,8 +12,8 @@ import yaml
 
 from tests.train.train_helpers import make_experiment, train_cmd
 from wenet_udps.bin import train
-from wenet_udps.bin.describe import attention_label, site_types
-from wenet_udps.bin.recognize import decode_dataset, load_model
+from wenet_udps.model_info import attention_label, site_types
+from wenet_udps.decode.data_list import decode_dataset, model_from_checkpoint
 from wenet_udps.config import load_config, validate_config
 from wenet_udps.model_builder import attention_sites
 from wenet_udps.text import init_tokenizer
@@ -69,7 +69,7 @@ def test_registered_variant_builds_trains_and_decodes(tmp_path, fsdd_dir, sharp_
     model_dir = tmp_path / "exp"
     train.main(train_cmd(exp, model_dir)[3:])
     trained = load_config(str(model_dir / "train.yaml"))
-    model = load_model(trained, str(model_dir / "final.pt"))
+    model = model_from_checkpoint(trained, str(model_dir / "final.pt"))
     sites = attention_sites(model)
     assert sites["encoder.encoders.0.self_attn"] == "sharp_udps_selfattn"
     attn = model.encoder.encoders[0].self_attn

@@ -76,7 +76,7 @@ class SoupEvaluator:
         self.model.load_state_dict(average_state_dicts(paths, self.s.get("verify", True)))
         s = self.s
         if s["metric"] == "wer":
-            from wenet_udps.bin.recognize import decode_dataset
+            from wenet_udps.decode.data_list import decode_dataset
             results, _ = decode_dataset(self.model, self.tokenizer, self.config, s["dev_data"],
                                         modes=[s["decode_mode"]], data_type=s["data_type"],
                                         batch_size=s["batch_size"], beam_size=s["beam_size"],

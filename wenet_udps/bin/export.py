@@ -87,9 +87,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         parser.error(f"--format sherpa-onnx: --left_chunks must be > 0 (it fixes the cache size), got "
                      f"{args.left_chunks}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
-    from wenet_udps.bin.recognize import load_model
+    from wenet_udps.decode.data_list import model_from_checkpoint
     config = load_config(args.config)
-    model = load_model(config, args.checkpoint, verify=args.verify_checkpoint)
+    model = model_from_checkpoint(config, args.checkpoint, verify=args.verify_checkpoint)
     try:  # the recognizer's check: a chunk size the model would not decode at is refused, not exported
         chunk = chunk_size_for(model.encoder, args.chunk_size, "--chunk_size")
     except UserError as e:

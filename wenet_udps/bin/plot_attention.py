@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from wenet_udps.bin.recognize import eval_dataset, load_experiment
+from wenet_udps.decode.data_list import eval_dataset, load_experiment
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
