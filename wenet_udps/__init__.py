@@ -1,5 +1,5 @@
 """wenet_udps: WeNet-style ASR toolkit whose every attention can be switched to UDPS from one YAML key."""
-__all__ = ["udps_similarity", "build_model"]
+__all__ = ["udps_similarity", "build_model", "load_model"]
 
 
 def __getattr__(name):
@@ -8,6 +8,9 @@ def __getattr__(name):
     if name == "udps_similarity":
         from wenet_udps.kernels.reference import udps_similarity
         return udps_similarity
+    if name == "load_model":  # the Python API: load_model(exp_dir, checkpoint, device).transcribe(...)
+        from wenet_udps.decode.api import load_model
+        return load_model
     if name == "build_model":
         from wenet_udps.model_builder import build_model
         return build_model

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 from wenet_udps.config import load_config
 from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args, model_from_checkpoint, \
-    write_results
+    rtf_line, write_results
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
 from wenet_udps.text import init_tokenizer
@@ -127,9 +127,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     decode_kwargs=kwargs, num_workers=args.num_workers)
     for path in write_results(results, args.result_dir, source, lm_source):
         logging.info("wrote %s", path)
-    num = len(next(iter(results.values()))) if results else 0
-    print(f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "
-          f"of audio, {num} utterances, modes {' '.join(args.modes)}, {args.device})", flush=True)
+    print(rtf_line(stats, args.modes, args.device), flush=True)
     return stats
 
 

@@ -59,7 +59,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     """Decode ``data_list`` with every mode in ``modes``.
 
     Returns:
-        mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf"}``.
+        mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
+        "skipped", "counts"}`` (utterances decoded, skipped ones, the count line recognize logs).
     Raises:
         DataError: no utterance decoded, or more unusable than ``dataset_conf.max_bad_fraction``
             (``wenet_udps.utils.counts``).
@@ -84,9 +85,17 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
             bar.update(len(batch["keys"]))
     bar.close()
-    logging.info("%s", dataset.check_tally(tally, "decode"))  # exit 1 when nothing (or too little) was decoded
+    counts = dataset.check_tally(tally, "decode")  # exit 1 when nothing (or too little) was decoded
+    logging.info("%s", counts)
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
-    return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf}
+    return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
+                     "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts}
+
+
+def rtf_line(stats: Mapping[str, Any], modes: List[str], device: str) -> str:
+    """The line recognize prints after decoding: RTF, seconds, utterances, modes, device."""
+    return (f"RTF {stats['rtf']:.4f} ({stats['decode_seconds']:.2f} s decoding for {stats['audio_seconds']:.2f} s "
+            f"of audio, {stats['utterances']} utterances, modes {' '.join(modes)}, {device})")
 
 
 def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,

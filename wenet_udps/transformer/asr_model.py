@@ -102,9 +102,8 @@ class ASRModel(nn.Module):
         acc_att = th_accuracy(decoder_out.reshape(-1, self.vocab_size), ys_out_pad, ignore_label=self.ignore_id)
         return loss_att, acc_att
 
-    def _forward_encoder(self, speech: torch.Tensor, speech_lengths: torch.Tensor, decoding_chunk_size: int,
-                         num_decoding_left_chunks: int, simulate_streaming: bool
-                         ) -> Tuple[torch.Tensor, torch.Tensor]:
+    def encode(self, speech: torch.Tensor, speech_lengths: torch.Tensor, decoding_chunk_size: int,
+               num_decoding_left_chunks: int, simulate_streaming: bool) -> Tuple[torch.Tensor, torch.Tensor]:
         """Encoder output (B, T', D) and mask (B, 1, T'); chunk-by-chunk with caches when simulating streaming."""
         if simulate_streaming:  # check_decode_options made sure of a chunk size and batch size 1
             return self.encoder.forward_chunk_by_chunk(speech[:, :int(speech_lengths[0])], decoding_chunk_size,
@@ -160,8 +159,21 @@ class ASRModel(nn.Module):
             raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
             raise ValueError("reverse_weight > 0 needs the bitransformer decoder")
-        encoder_out, encoder_mask = self._forward_encoder(speech, speech_lengths, decoding_chunk_size,
-                                                          num_decoding_left_chunks, simulate_streaming)
+        encoder_out, encoder_mask = self.encode(speech, speech_lengths, decoding_chunk_size, num_decoding_left_chunks,
+                                                simulate_streaming)
+        return self.search(methods, encoder_out, encoder_mask, beam_size, ctc_weight=ctc_weight,
+                           reverse_weight=reverse_weight, length_penalty=length_penalty, blank_penalty=blank_penalty,
+                           max_len_ratio=max_len_ratio, lm_search=lm_search)
+
+    @torch.no_grad()
+    def search(self, methods: List[str], encoder_out: torch.Tensor, encoder_mask: torch.Tensor, beam_size: int, *,
+               ctc_weight: float = 0.0, reverse_weight: float = 0.0, length_penalty: float = 0.0,
+               blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
+               lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
+               ) -> Dict[str, List[DecodeResult]]:
+        """The searches of :meth:`decode` on an encoder output (B, T', D) with its mask (B, 1, T') (what a streaming
+        state has gathered chunk by chunk); the options as in :meth:`decode`, which checked them."""
+        needs_lm = [m for m in methods if m in LM_METHODS]
         encoder_lens = encoder_mask.squeeze(1).sum(1)
         results: Dict[str, List[DecodeResult]] = {}
         ctc_probs = None

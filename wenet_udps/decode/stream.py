@@ -1,0 +1,123 @@
+"""Chunk-by-chunk decoding of one utterance with a state, as WeNet's runtime and sherpa decode a live stream.
+
+    stream = model.stream(chunk_size=4, left_chunks=-1, mode="attention_rescoring")
+    for piece in pieces:                       # 1-D float samples in [-1, 1]
+        stream.accept_waveform(piece, 8000)
+        print(stream.partial())                # CTC greedy text of the chunks encoded so far
+    text = stream.finish()
+
+The encoder runs a chunk as soon as the features of its whole window are in (``forward_chunk`` with its attention
+and convolution caches); ``finish`` encodes the rest and runs ``mode``'s search on the whole encoder output. At the
+model's sample rate this is exactly what ``recognize --simulate_streaming`` computes (tests/decode/test_stream.py):
+features are recomputed from the samples received so far, and a feature frame depends only on its own window.
+Audio at another rate is resampled; the frames of the last 50 ms wait for more audio, since resampling near the end
+of the buffer depends on what follows.
+"""
+from typing import Any, List, Optional
+
+import numpy as np
+import torch
+
+from wenet_udps.transformer.search import ctc_greedy_search
+from wenet_udps.utils.cli import UserError
+
+RESAMPLE_MARGIN_SECONDS = 0.05
+SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "lm_search")
+
+
+class StreamingDecoder:
+    """The state of one utterance: samples so far, the next chunk's first feature frame, the encoder caches."""
+
+    def __init__(self, model: Any, chunk_size: int, left_chunks: int = -1, mode: str = "attention_rescoring", *,
+                 beam_size: int = 10, lm: Optional[str] = None, lm_weight: float = 0.5, word_score: float = 0.0,
+                 **options: Any):
+        self.model, self.mode, self.beam_size = model, mode, beam_size
+        # recognize's check: a model not trained for streaming, or a chunk size it cannot decode at, is refused.
+        kwargs = model.decode_options([mode], beam_size, lm, lm_weight, word_score, decoding_chunk_size=chunk_size,
+                                      num_decoding_left_chunks=left_chunks, simulate_streaming=True, **options)
+        self.search_options = {k: v for k, v in kwargs.items() if k in SEARCH_OPTIONS}
+        encoder = model.model.encoder
+        self.encoder = encoder
+        subsampling = encoder.embed.subsampling_rate
+        self.context = encoder.embed.right_context + 1
+        self.stride = subsampling * chunk_size
+        self.window = (chunk_size - 1) * subsampling + self.context
+        self.required_cache_size = chunk_size * left_chunks
+        self.samples: List[np.ndarray] = []
+        self.sample_rate: Optional[int] = None
+        self.cur = 0          # first feature frame of the next chunk
+        self.offset = 0       # encoder frames produced so far
+        self.att_cache = torch.zeros((0, 0, 0, 0), device=model.device)
+        self.cnn_cache = torch.zeros((0, 0, 0, 0), device=model.device)
+        self.outputs: List[torch.Tensor] = []
+        self.finished = False
+
+    def accept_waveform(self, samples: Any, sample_rate: int) -> None:
+        """Append 1-D samples (in [-1, 1], or int16) and encode every chunk whose window is complete."""
+        if self.finished:
+            raise UserError("this stream is finished; start a new one with model.stream(...)")
+        if self.sample_rate is not None and sample_rate != self.sample_rate:
+            raise UserError(f"sample rate {sample_rate} Hz differs from the stream's {self.sample_rate} Hz")
+        samples = np.asarray(samples)
+        if samples.ndim != 1:
+            raise UserError(f"samples must be 1-D mono, got shape {samples.shape}")
+        if samples.size == 0:
+            return
+        self.model._wav_bytes(samples[:1], sample_rate)  # the rate and sample checks of transcribe
+        self.sample_rate = sample_rate
+        self.samples.append(samples)
+        feats = self._features()
+        if feats is None:
+            return
+        settled = feats.size(0)
+        if sample_rate != self.model.sample_rate:
+            settled -= int(np.ceil(RESAMPLE_MARGIN_SECONDS / self._frame_shift_seconds()))
+        while self.cur + self.window <= settled:
+            self._chunk(feats[self.cur:self.cur + self.window])
+
+    def partial(self) -> str:
+        """CTC greedy text of the chunks encoded so far."""
+        if not self.outputs:
+            return ""
+        out = torch.cat(self.outputs, dim=1)
+        with torch.no_grad():
+            logp = self.model.model.ctc_logprobs(out, self.search_options.get("blank_penalty", 0.0))
+        tokens = ctc_greedy_search(logp, torch.tensor([out.size(1)]), self.model.model.ctc.blank_id)[0].tokens
+        return self.model.tokenizer.detokenize(tokens)[0]
+
+    def finish(self) -> str:
+        """Encode what is left (the last chunk may be short) and return the text of ``mode``."""
+        if not self.finished:
+            feats = self._features()
+            self.finished = True
+            if feats is None:
+                name = "the stream" if not self.samples else f"the stream ({sum(map(len, self.samples))} samples)"
+                raise UserError(f"{name}: too short to decode")
+            while self.cur <= feats.size(0) - self.context:
+                self._chunk(feats[self.cur:min(self.cur + self.window, feats.size(0))])
+        out = torch.cat(self.outputs, dim=1) if self.outputs else torch.zeros(1, 0, self.encoder.output_size())
+        mask = torch.ones(1, 1, out.size(1), dtype=torch.bool, device=out.device)
+        result = self.model.model.search([self.mode], out, mask, self.beam_size, **self.search_options)
+        return self.model.tokenizer.detokenize(result[self.mode][0].tokens)[0]
+
+    def _frame_shift_seconds(self) -> float:
+        return self.model.frame_seconds / self.encoder.embed.subsampling_rate
+
+    def _features(self) -> Optional[torch.Tensor]:
+        """(T, F) features of every sample so far on the model's device; None while too few for one frame."""
+        if not self.samples:
+            return None
+        sample = {"key": "stream", "audio": self.model._wav_bytes(np.concatenate(self.samples), self.sample_rate),
+                  "txt": ""}
+        out = self.model.processor(sample, np.random.default_rng(0))
+        if isinstance(out, str):
+            return None
+        return torch.from_numpy(out["feat"]).to(self.model.device)
+
+    def _chunk(self, xs: torch.Tensor) -> None:
+        with torch.no_grad():
+            y, self.att_cache, self.cnn_cache = self.encoder.forward_chunk(
+                xs.unsqueeze(0), self.offset, self.required_cache_size, self.att_cache, self.cnn_cache)
+        self.outputs.append(y)
+        self.offset += y.size(1)
+        self.cur += self.stride
