@@ -14,7 +14,7 @@
 # exists is skipped only when its stamp file records the same inputs and options; otherwise stages 0-3, 5 and 6
 # are redone, and stage 4 stops with a message (a run is never overwritten).
 set -euo pipefail
-caller_dir=${PWD}  # relative paths given on the command line are read from here (resolve_user_paths)
+_caller_dir=${PWD}  # relative paths given on the command line are read from here (resolve_user_paths)
 cd "$(dirname "$0")"
 . tools/log.sh
 . tools/run_lib.sh

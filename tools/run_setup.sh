@@ -8,9 +8,9 @@
 resolve_user_paths() {
   local v
   resolved=()
-  if ! [[ ${caller_dir} -ef ${PWD} ]]; then
+  if ! [[ ${_caller_dir} -ef ${PWD} ]]; then
     for v in config dir data download_dir fsdd_dir checkpoint enc_init loso_compare lm_text; do
-      [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
+      [[ -z ${!v} || ${!v} == /* ]] || { printf -v "${v}" '%s' "${_caller_dir}/${!v}"; resolved+=("--${v}" "${!v}"); }
     done
   fi
   # --dir is a prefix (exp dirs are <dir>_<attention>): "exp/x/" would put them at exp/x/_udps.

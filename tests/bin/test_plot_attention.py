@@ -93,3 +93,16 @@ def test_an_unknown_utt_or_an_empty_list_is_one_line_naming_it(tmp_path, monkeyp
         assert last == (f"wenet_udps.bin.plot_attention: error: plot_attention data {data}: 0 utterances used, 0 "
                         f"skipped (none): no usable utterance")
     assert not (tmp_path / "plots").exists()
+
+
+def test_every_heat_map_has_a_colour_bar():
+    """Issue 48: the heat-maps had no colour scale."""
+    import matplotlib.pyplot as plt
+
+    from wenet_udps.bin.plot_attention import weight_grid
+    maps = {f"encoder.encoders.{i}.self_attn": torch.rand(6, 6).softmax(-1) for i in range(3)}
+    fig = weight_grid("udps", "utt1", maps)
+    images = [image for ax in fig.axes for image in ax.images]
+    assert len(images) == 3 and all(image.colorbar is not None for image in images)
+    assert all(image.colorbar.ax.get_ylabel() == "weight" for image in images)
+    plt.close(fig)

@@ -87,3 +87,26 @@ echo unreachable
     assert re.fullmatch(stamp + r" \(prep\.sh:4:main\) hello", lines[0])
     assert re.fullmatch(stamp + r" \(prep\.sh:3:step\) inside step", lines[1])
     assert re.fullmatch(stamp + r" \(prep\.sh:6:main\) fatal problem", lines[2])
+
+
+def test_help_shows_continued_comments_whole_and_hides_internal_variables(tmp_path):
+    """Issue 48: run.sh --help cut a comment to its first line and listed its internal --caller_dir."""
+    script = tmp_path / "run.sh"
+    script.write_text(f"""#!/usr/bin/env bash
+set -euo pipefail
+_here=$PWD          # the script's own
+att=both            # true | false | both: one model per value,
+                    # each in its own dir
+stage=0
+. {ROOT}/tools/parse_options.sh
+echo "att=$att"
+""", encoding="utf-8")
+    help_text = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True).stdout
+    lines = help_text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("--att"))
+    assert lines[first].endswith("# true | false | both: one model per value,")
+    assert lines[first + 1].strip() == "# each in its own dir"
+    assert lines[first + 1].index("#") == lines[first].index("#")  # under the comment it continues
+    assert lines[first + 2].lstrip().startswith("--stage") and "_here" not in help_text
+    proc = subprocess.run(["bash", str(script), "--_here", "/tmp"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "unknown option --_here" in proc.stderr

@@ -113,6 +113,32 @@ def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], d
     return key, maps, {site: sums[site] / rows[site] for site in sums}
 
 
+def weight_grid(label: str, key: str, maps: Dict[str, torch.Tensor]):
+    """One figure of ``maps`` (site -> (T_q, T_k) weights, mean over heads), each heat-map with its colour bar."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(maps)
+    cols = min(4, n)
+    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.6 * cols, 2.8 * math.ceil(n / cols)),
+                             squeeze=False)
+    for ax, (site, w) in zip(axes.flat, maps.items()):
+        image = ax.imshow(w.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0.0)
+        bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+        bar.set_label("weight", fontsize=6)
+        bar.ax.tick_params(labelsize=6)
+        ax.set_title(site.replace("encoders.", "enc").replace("decoders.", "dec"), fontsize=7)
+        ax.set_xlabel("key", fontsize=7)
+        ax.set_ylabel("query", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(f"{label}: attention weights (mean over heads), {key}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
     """Write the per-experiment weight grids and the entropy bar chart; returns the paths."""
     import matplotlib
@@ -122,20 +148,7 @@ def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for label, (key, maps, _) in results.items():
-        n = len(maps)
-        cols = min(4, n)
-        fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.2 * cols, 2.8 * math.ceil(n / cols)),
-                                 squeeze=False)
-        for ax, (site, w) in zip(axes.flat, maps.items()):
-            ax.imshow(w.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0.0)
-            ax.set_title(site.replace("encoders.", "enc").replace("decoders.", "dec"), fontsize=7)
-            ax.set_xlabel("key", fontsize=7)
-            ax.set_ylabel("query", fontsize=7)
-            ax.tick_params(labelsize=6)
-        for ax in list(axes.flat)[n:]:
-            ax.axis("off")
-        fig.suptitle(f"{label}: attention weights (mean over heads), {key}", fontsize=9)
-        fig.tight_layout()
+        fig = weight_grid(label, key, maps)
         path = os.path.join(out_dir, f"attention_{label}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
