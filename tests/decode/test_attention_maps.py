@@ -1,0 +1,55 @@
+"""wenet_udps.decode.attention_maps: recorded weights are the ones the kernels use; each heat-map has its colour bar."""
+import math
+
+import pytest
+import torch
+
+from wenet_udps.decode.attention_maps import recording, row_entropy
+from wenet_udps.transformer import attention as attention_module
+from wenet_udps.model_builder import build_model
+from wenet_udps.config import finalize_config
+from tests.train.train_helpers import tiny_config, write_units
+
+
+@pytest.mark.parametrize("att_udps", [False, True], ids=["scaled_dot", "udps"])
+def test_recorded_weights_reproduce_every_site_output(tmp_path, att_udps):
+    units = tmp_path / "units.txt"
+    write_units(units)
+    model = build_model(finalize_config(tiny_config(units, att_udps=att_udps, encoder="conformer"))).eval()
+    outputs = {}
+    for name, module in model.named_modules():
+        if isinstance(module, attention_module.MultiHeadedAttention):
+            # The value heads and the output before linear_out, to check out = weights @ v.
+            module.register_forward_hook(lambda m, args, out, n=name: outputs.__setitem__(n, (m, args, out)))
+    feats, lens = torch.randn(2, 90, 20), torch.tensor([90, 61])
+    text, text_lens = torch.tensor([[3, 4, 5], [6, 7, -1]]), torch.tensor([3, 2])
+    with torch.no_grad(), recording(model) as records:
+        model(feats, lens, text, text_lens)
+    assert set(records) == set(outputs) and len(records) == 3  # one block each: enc self, dec self, dec src
+    for name, (module, args, out) in outputs.items():
+        w = records[name][0]
+        v = module._heads(module.linear_v, args[2])
+        expected = module.linear_out((w @ v).transpose(1, 2).reshape(v.size(0), -1, module.h * module.d_k))
+        torch.testing.assert_close(expected, out[0], atol=1e-5, rtol=1e-4, msg=name)
+        rows = w.sum(-1)
+        assert torch.all(((rows - 1).abs() < 1e-5) | (rows == 0))
+    # The model runs normally again once the recording ends.
+    assert attention_module.udps_attention.__module__ == "wenet_udps.kernels.dispatch"
+
+
+def test_entropy_of_uniform_and_one_hot_rows():
+    w = torch.tensor([[[[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]]]])
+    torch.testing.assert_close(row_entropy(w), torch.tensor([[[math.log(4), 0.0]]]))
+
+
+def test_every_heat_map_has_a_colour_bar():
+    """Issue 48: the heat-maps had no colour scale."""
+    import matplotlib.pyplot as plt
+
+    from wenet_udps.decode.attention_maps import weight_grid
+    maps = {f"encoder.encoders.{i}.self_attn": torch.rand(6, 6).softmax(-1) for i in range(3)}
+    fig = weight_grid("udps", "utt1", maps)
+    images = [image for ax in fig.axes for image in ax.images]
+    assert len(images) == 3 and all(image.colorbar is not None for image in images)
+    assert all(image.colorbar.ax.get_ylabel() == "weight" for image in images)
+    plt.close(fig)

@@ -1,0 +1,161 @@
+"""Attention weights as the model computes them, recorded while it runs (teacher forcing over a data list), their
+row entropy, and the figures of bin/plot_attention: one heat-map per site with its colour bar, entropy bars per head.
+
+The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
+the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
+"""
+import contextlib
+import logging
+import math
+import os
+from typing import Dict, List, Optional
+
+import torch
+
+from wenet_udps.dataset.dataset import DataTally
+from wenet_udps.decode.data_list import eval_dataset, load_experiment
+from wenet_udps.kernels.reference import udps_scores, upcast
+from wenet_udps.text import init_tokenizer
+from wenet_udps.transformer import attention as attention_module
+from wenet_udps.utils.cli import UserError
+
+
+def _weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over keys with masked keys at 0; scores (B, H, T1, T2), mask (B, 1|T1, T2) or empty."""
+    if mask.numel():
+        scores = scores.masked_fill(~mask.unsqueeze(1), -math.inf)
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+
+
+@contextlib.contextmanager
+def recording(model: torch.nn.Module):
+    """Yield ``{site name: [weights (B, H, T1, T2) per call]}`` filled while the model runs."""
+    records: Dict[str, List[torch.Tensor]] = {}
+    current: List[str] = []
+    hooks = []
+    for name, module in model.named_modules():
+        if isinstance(module, attention_module.MultiHeadedAttention):
+            hooks.append(module.register_forward_pre_hook(lambda _m, _a, n=name: current.append(n)))
+            hooks.append(module.register_forward_hook(lambda *_: current.pop() and None))  # None: output kept
+    sdpa, udps = attention_module.scaled_dot_attention, attention_module.udps_attention
+    udps_keys = attention_module.udps_attention_from_keys
+
+    def scaled_dot(q, k, v, mask, dropout_p, scale=None):
+        s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
+        records.setdefault(current[-1], []).append(_weights(s, mask))
+        return sdpa(q, k, v, mask, dropout_p, scale=scale)
+
+    def udps_fn(q, k_num, k_norm, v, mask=None, bias=None, eps=1e-6, **kwargs):
+        s = udps_scores(q, k_num, k_norm, eps) + (0.0 if bias is None else bias)
+        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
+        return udps(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps, **kwargs)
+
+    def udps_keys_fn(q, k, scale, v, mask=None, eps=1e-6, **kwargs):
+        s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
+        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
+        return udps_keys(q, k, scale, v, mask=mask, eps=eps, **kwargs)
+
+    # Every kernel entry the attention modules call (plain UDPS layers form their keys' terms in the kernel).
+    attention_module.scaled_dot_attention, attention_module.udps_attention = scaled_dot, udps_fn
+    attention_module.udps_attention_from_keys = udps_keys_fn
+    try:
+        yield records
+    finally:
+        attention_module.scaled_dot_attention, attention_module.udps_attention = sdpa, udps
+        attention_module.udps_attention_from_keys = udps_keys
+        for h in hooks:
+            h.remove()
+
+
+def row_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each query row: (B, H, T1, T2) -> (B, H, T1)."""
+    return -(weights * weights.clamp_min(1e-30).log()).sum(-1)
+
+
+def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], data_type: str = "raw"):
+    """(per-site head-mean weights of the chosen utterance (T1, T2), per-site mean entropy per head (H,))."""
+    config, model = load_experiment(exp_dir, checkpoint)
+    tokenizer = init_tokenizer(config)
+    dataset = eval_dataset(config, tokenizer, test_data, 1, data_type)
+    key: Optional[str] = None
+    maps: Dict[str, torch.Tensor] = {}
+    sums: Dict[str, torch.Tensor] = {}
+    rows: Dict[str, int] = {}
+    tally = DataTally()
+    with torch.inference_mode(), recording(model) as records:
+        for batch in tally.batches(dataset):
+            records.clear()
+            model(batch["feats"], batch["feats_lengths"], batch["target"], batch["target_lengths"])
+            take = key is None and (utt is None or batch["keys"][0] == utt)
+            key = batch["keys"][0] if take else key
+            for site, calls in records.items():
+                w = calls[0][0]  # batch size 1: (H, T1, T2)
+                sums[site] = sums.get(site, 0) + row_entropy(w).sum(-1)
+                rows[site] = rows.get(site, 0) + w.size(1)
+                if take:
+                    maps[site] = w.mean(0)
+    logging.info("%s", dataset.check_tally(tally, "plot_attention"))  # an empty list: exit 1 with the counts
+    if key is None:
+        raise UserError(f"--utt {utt}: no such utterance among the {tally.counts['used']} used of {test_data}")
+    return key, maps, {site: sums[site] / rows[site] for site in sums}
+
+
+def weight_grid(label: str, key: str, maps: Dict[str, torch.Tensor]):
+    """One figure of ``maps`` (site -> (T_q, T_k) weights, mean over heads), each heat-map with its colour bar."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(maps)
+    cols = min(4, n)
+    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.6 * cols, 2.8 * math.ceil(n / cols)),
+                             squeeze=False)
+    for ax, (site, w) in zip(axes.flat, maps.items()):
+        image = ax.imshow(w.numpy(), aspect="auto", origin="lower", cmap="viridis", vmin=0.0)
+        bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+        bar.set_label("weight", fontsize=6)
+        bar.ax.tick_params(labelsize=6)
+        ax.set_title(site.replace("encoders.", "enc").replace("decoders.", "dec"), fontsize=7)
+        ax.set_xlabel("key", fontsize=7)
+        ax.set_ylabel("query", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(f"{label}: attention weights (mean over heads), {key}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
+    """Write the per-experiment weight grids and the entropy bar chart; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for label, (key, maps, _) in results.items():
+        fig = weight_grid(label, key, maps)
+        path = os.path.join(out_dir, f"attention_{label}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    sites = list(next(iter(results.values()))[2])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(sites)), 3.6))
+    width = 0.8 / len(results)
+    for i, (label, (_, _, entropy)) in enumerate(results.items()):
+        for j, site in enumerate(sites):
+            heads = entropy[site].numpy()
+            xs = [j + (i - (len(results) - 1) / 2) * width + (h - (len(heads) - 1) / 2) * width / len(heads)
+                  for h in range(len(heads))]
+            ax.bar(xs, heads, width=width / len(heads), color=f"C{i}", label=label if j == 0 else None)
+    ax.set_xticks(range(len(sites)))
+    ax.set_xticklabels([s.replace("encoder.encoders.", "enc").replace("decoder.decoders.", "dec")
+                        for s in sites], rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("mean row entropy (nats), one bar per head")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "attention_entropy.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return paths + [path]
