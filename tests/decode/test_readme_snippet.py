@@ -1,4 +1,4 @@
-"""The Python API snippet the README shows runs verbatim on a model trained here (exp/x, test.wav and
+"""The Python API snippet (docs/api.md; the README's) runs verbatim on a model trained here (exp/x, test.wav and
 data/test/data.list laid out as run.sh leaves them)."""
 import shutil
 import subprocess
@@ -16,6 +16,10 @@ print(model.transcribe("test.wav", mode="attention_rescoring", beam_size=10, ctc
 print(model.transcribe("test.wav", timestamps=True)["tokens"])   # [{'token': 'O', 'start': 0.12, 'end': 0.16}, ...]
 print(model.decode_list("data/test/data.list").summary)          # RTF ... (as recognize prints)
 '''
+
+
+def test_the_docs_show_this_snippet():
+    assert f"```python\n{SNIPPET}```" in (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
 
 
 def test_readme_snippet_runs_on_a_trained_model(tmp_path):
