@@ -27,7 +27,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "export": MODEL | {"model_builder", "dataset", "text", "config", "train"},
     "model_info": MODEL | {"model_builder", "dataset"},
     "lm": MODEL | {"text"},
-    "decode": MODEL | {"model_builder", "dataset", "text", "config", "train", "lm"},
+    "decode": MODEL | {"model_builder", "dataset", "text", "scoring", "config", "train", "lm"},
     "bin": MODEL | {"model_builder", "model_info", "dataset", "text", "scoring", "results", "config", "train",
             "export", "lm", "decode"},
 }

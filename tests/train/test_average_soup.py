@@ -3,7 +3,7 @@ import torch
 import yaml
 
 from wenet_udps.bin import average_model
-from wenet_udps.bin.average_model import SoupEvaluator
+from wenet_udps.decode.soup import SoupEvaluator
 from wenet_udps.model_builder import build_model
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import load_checkpoint, save_checkpoint
