@@ -90,8 +90,8 @@ class WhisperPositionalEncoding(PositionalEncoding):
 
     ``abs_pos`` multiplies x by sqrt(d_model) before adding encodings of norm sqrt(D/2): in the small tiny_zh
     Conformer (D = 128) the scaled input's norm was about 76 against the positions' 8; unscaled it was 25-35 (trained
-    models of docs/small_confs.md, ``bench/position_share.py``). The small confs use it for that larger share: their
-    decoder's source attention then drops fewer repeated words.
+    models of docs/small_confs.md, the removed probe position_share.py of fd101fd). The small confs use it for that
+    larger share: their decoder's source attention then drops fewer repeated words.
     """
 
     table = staticmethod(whisper_sinusoid_table)
