@@ -71,6 +71,21 @@ def load_model(exp_dir: str, checkpoint: str = "final.pt", device: str = "cpu", 
     return RecognitionModel(config, model_from_checkpoint(config, path, device, verify=verify), device)
 
 
+def wav_bytes(wav: Any, sample_rate: Any) -> bytes:
+    """The array as a float WAV in memory: the file reader then checks, scales and resamples it as any file."""
+    import soundfile as sf
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
+        raise UserError(f"an array needs its sample rate as a positive integer (Hz), got {sample_rate!r}")
+    wav = np.asarray(wav)
+    if wav.ndim != 1 or wav.size == 0:
+        raise UserError(f"the array must be 1-D mono samples and not empty, got shape {wav.shape}")
+    # Samples in [-1, 1] as soundfile.read gives them; int16 samples are scaled as a 16-bit file is read.
+    wav = wav / 32768.0 if wav.dtype == np.int16 else wav.astype(np.float32)
+    buf = io.BytesIO()
+    sf.write(buf, wav, int(sample_rate), format="WAV", subtype="FLOAT")
+    return buf.getvalue()
+
+
 class RecognitionModel:
     """A loaded model with its tokenizer and evaluation features (see the module docstring)."""
 
@@ -78,7 +93,7 @@ class RecognitionModel:
         self.config, self.model, self.device = config, model, device
         self.tokenizer = init_tokenizer(config)
         self.processor = UtteranceProcessor(eval_dataset_conf(dict(config.get("dataset_conf") or {}), 1), None,
-                                   min_input_frames(config))
+                                            min_input_frames(config))
         self.sample_rate = self.processor.sample_rate
         # One encoder frame in seconds: the CTC alignment's time unit.
         self.frame_seconds = (model.encoder.embed.subsampling_rate
@@ -94,7 +109,7 @@ class RecognitionModel:
                 raise UserError(f"sample_rate={sample_rate} is for an array; the file {audio} has its own rate")
             name, sample = str(audio), {"key": str(audio), "wav": str(audio), "txt": ""}
         else:
-            name, sample = "the array", {"key": "array", "audio": self._wav_bytes(audio, sample_rate), "txt": ""}
+            name, sample = "the array", {"key": "array", "audio": wav_bytes(audio, sample_rate), "txt": ""}
         try:
             out = self.processor(sample, np.random.default_rng(0))
         except UnusableUtterance as e:
@@ -102,21 +117,6 @@ class RecognitionModel:
         if isinstance(out, str):  # the decoding filter keeps everything the encoder can take; too few frames
             raise UserError(f"{name}: too short to decode ({out}: fewer than {self.processor.min_frames} frames)")
         return name, torch.from_numpy(out["feat"])
-
-    @staticmethod
-    def _wav_bytes(wav: Any, sample_rate: Any) -> bytes:
-        """The array as a float WAV in memory: the file reader then checks, scales and resamples it as any file."""
-        import soundfile as sf
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
-            raise UserError(f"an array needs its sample rate as a positive integer (Hz), got {sample_rate!r}")
-        wav = np.asarray(wav)
-        if wav.ndim != 1 or wav.size == 0:
-            raise UserError(f"the array must be 1-D mono samples and not empty, got shape {wav.shape}")
-        # Samples in [-1, 1] as soundfile.read gives them; int16 samples are scaled as a 16-bit file is read.
-        wav = wav / 32768.0 if wav.dtype == np.int16 else wav.astype(np.float32)
-        buf = io.BytesIO()
-        sf.write(buf, wav, int(sample_rate), format="WAV", subtype="FLOAT")
-        return buf.getvalue()
 
     def decode_options(self, modes: Sequence[str], beam_size: int, lm: Optional[str] = None, lm_weight: float = 0.5,
                        word_score: float = 0.0, batch_size: int = 1, **options: Any) -> Dict[str, Any]:

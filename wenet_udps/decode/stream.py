@@ -18,6 +18,7 @@ from typing import Any, List, Optional
 import numpy as np
 import torch
 
+from wenet_udps.decode.api import wav_bytes
 from wenet_udps.transformer.search import ctc_greedy_search
 from wenet_udps.utils.cli import UserError
 
@@ -63,7 +64,7 @@ class StreamingDecoder:
             raise UserError(f"samples must be 1-D mono, got shape {samples.shape}")
         if samples.size == 0:
             return
-        self.model._wav_bytes(samples[:1], sample_rate)  # the rate and sample checks of transcribe
+        wav_bytes(samples[:1], sample_rate)  # the rate and sample checks of transcribe
         self.sample_rate = sample_rate
         self.samples.append(samples)
         feats = self._features()
@@ -107,7 +108,7 @@ class StreamingDecoder:
         """(T, F) features of every sample so far on the model's device; None while too few for one frame."""
         if not self.samples:
             return None
-        sample = {"key": "stream", "audio": self.model._wav_bytes(np.concatenate(self.samples), self.sample_rate),
+        sample = {"key": "stream", "audio": wav_bytes(np.concatenate(self.samples), self.sample_rate),
                   "txt": ""}
         out = self.model.processor(sample, np.random.default_rng(0))
         if isinstance(out, str):
