@@ -11,19 +11,22 @@ from tests.train.train_helpers import ROOT, run_env, run_train, tiny_config, wri
 
 SNIPPET = '''\
 import wenet_udps
-model = wenet_udps.load_model("exp/x", checkpoint="final.pt", device="cpu")
-print(model.transcribe("test.wav", mode="attention_rescoring", beam_size=10, ctc_weight=0.5))
-print(model.transcribe("test.wav", timestamps=True)["tokens"])   # [{'token': 'O', 'start': 0.12, 'end': 0.16}, ...]
-print(model.decode_list("data/test/data.list").summary)          # RTF ... (as recognize prints)
+model = wenet_udps.load_model("exp/tiny_zh/train_conformer_udps", checkpoint="avg_5.pt", device="cpu")
+wav = "data/tiny_zh/wav/test/tiny_zh_test_00000.wav"
+print(model.transcribe(wav, mode="attention_rescoring", beam_size=10, ctc_weight=0.5))
+print(model.transcribe(wav, timestamps=True)["tokens"])   # [{'token': '我', 'start': 0.12, 'end': 0.16}, ...]
+print(model.decode_list("data/tiny_zh/test/data.list").summary)   # RTF ... (as recognize prints)
 '''
 
 
-def test_the_docs_show_this_snippet():
-    assert f"```python\n{SNIPPET}```" in (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+def test_the_readme_and_docs_show_this_snippet():
+    for doc in ("README.md", "docs/api.md"):
+        assert f"```python\n{SNIPPET}```" in (ROOT / doc).read_text(encoding="utf-8"), doc
 
 
 def test_readme_snippet_runs_on_a_trained_model(tmp_path):
-    data = tmp_path / "data" / "test"
+    # The main job's layout: exp/tiny_zh/train_conformer_udps/avg_5.pt, data/tiny_zh/{wav/test,test}/
+    data = tmp_path / "data" / "tiny_zh" / "test"
     data.mkdir(parents=True)
     clips = write_clips(data, 6)
     units = tmp_path / "units.txt"
@@ -32,9 +35,13 @@ def test_readme_snippet_runs_on_a_trained_model(tmp_path):
     conf.write_text(yaml.safe_dump(tiny_config(units, max_epoch=1)), encoding="utf-8")
     exp = {"conf": conf, "train": write_list(clips, tmp_path / "train.list"),
            "cv": write_list(clips[:2], tmp_path / "cv.list")}
-    run_train(exp, tmp_path / "exp" / "x")
+    out = tmp_path / "exp" / "tiny_zh" / "train_conformer_udps"
+    run_train(exp, out)
+    shutil.copy(out / "final.pt", out / "avg_5.pt")
+    shutil.copy(out / "final.yaml", out / "avg_5.yaml")
     write_list(clips[:3], data / "data.list")
-    shutil.copy(clips[0], tmp_path / "test.wav")
+    (tmp_path / "data" / "tiny_zh" / "wav" / "test").mkdir(parents=True)
+    shutil.copy(clips[0], tmp_path / "data" / "tiny_zh" / "wav" / "test" / "tiny_zh_test_00000.wav")
     proc = subprocess.run([sys.executable, "-c", SNIPPET], cwd=tmp_path, env=dict(run_env(), PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
