@@ -84,6 +84,9 @@ def test_malformed_or_duplicate_lines_are_one_error_naming_file_and_line(tmp_pat
     trans.write_text(original + "ALPHA (an409_fcaw)\n")
     assert main([str(an4), str(tmp_path / "d3"), "--num_dev", "1"]) == 1
     assert "is not <prompt>-<speaker>-<session>" in capsys.readouterr().err
+    trans.write_bytes(b"\xef\xbb\xbf" + original.encode() + b"\xff (an410-fcaw-b)\n")   # a BOM, then a bad byte
+    assert main([str(an4), str(tmp_path / "d4"), "--num_dev", "1"]) == 1
+    assert f"{trans}:3: not UTF-8" in capsys.readouterr().err
     assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
 
 

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.corpora.common import write_kaldi_dir
 from wenet_udps.utils import cli
+from wenet_udps.utils.kaldi_files import utf8_lines
 
 SHOWN = 3  # problem examples named per reason
 SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
@@ -42,32 +43,31 @@ def read_set(an4: Path, name: str, skipped: Dict[str, List[str]]) -> List[Row]:
     trans = an4 / "etc" / f"an4_{name}.transcription"
     rows: List[Row] = []
     seen: Dict[str, str] = {}
-    with open(trans, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            where = f"{trans}:{n}"
-            line = line.strip()
-            if not line:
-                continue
-            m = LINE.match(line)
-            if m is None:
-                raise ValueError(f"{where}: expected '<s> WORDS </s> (prompt-speaker-session)', got {line[:60]!r}")
-            try:
-                key, speaker = espnet_key(m["source"])
-            except ValueError as e:
-                raise ValueError(f"{where}: {e}") from None
-            if key in seen:
-                raise ValueError(f"{where}: duplicate utterance {m['source']} (first at {seen[key]})")
-            seen[key] = where
-            tokens = m["words"].split()
-            tokens = tokens[tokens[:1] == ["<s>"]:len(tokens) - (tokens[-1:] == ["</s>"])]
-            words = " ".join(tokens)
-            sph = an4 / "wav" / SETS[name] / speaker / f"{m['source']}.sph"
-            if not words:
-                skipped["empty transcript"].append(where)
-            elif not sph.is_file():
-                skipped["transcript line without audio"].append(f"{where} ({sph} missing)")
-            else:
-                rows.append((key, str(sph.resolve()), words))
+    for n, line in utf8_lines(str(trans)):   # the package's one reader: UTF-8 checked, a leading BOM dropped
+        where = f"{trans}:{n}"
+        line = line.strip()
+        if not line:
+            continue
+        m = LINE.match(line)
+        if m is None:
+            raise ValueError(f"{where}: expected '<s> WORDS </s> (prompt-speaker-session)', got {line[:60]!r}")
+        try:
+            key, speaker = espnet_key(m["source"])
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        if key in seen:
+            raise ValueError(f"{where}: duplicate utterance {m['source']} (first at {seen[key]})")
+        seen[key] = where
+        tokens = m["words"].split()
+        tokens = tokens[tokens[:1] == ["<s>"]:len(tokens) - (tokens[-1:] == ["</s>"])]
+        words = " ".join(tokens)
+        sph = an4 / "wav" / SETS[name] / speaker / f"{m['source']}.sph"
+        if not words:
+            skipped["empty transcript"].append(where)
+        elif not sph.is_file():
+            skipped["transcript line without audio"].append(f"{where} ({sph} missing)")
+        else:
+            rows.append((key, str(sph.resolve()), words))
     return rows
 
 
