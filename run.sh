@@ -99,7 +99,8 @@ Stages (--stage N --stop_stage N reruns one):
    5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
       --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
    6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
-   7  sherpa-onnx CER and RTF, RESULTS.md (one row per model, paired tests) and plots"
+   7  sherpa-onnx CER and RTF, RESULTS.md (one row per model; with --seeds also mean ± std and paired tests of
+      UDPS - scaled-dot over utterances and seeds) and plots"
 args_given=("$@")
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"

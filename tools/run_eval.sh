@@ -152,7 +152,7 @@ plot_first_seeds() {
     --test_data "${data}/${parity}/$(list_name)" --data_type "${data_type}" --out_dir "$1/plots"
 }
 
-stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model, paired tests) and plots
+stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model; paired tests with --seeds) and plots
   local results_root
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
