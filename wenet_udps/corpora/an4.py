@@ -18,11 +18,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wenet_udps.corpora.common import write_kaldi_dir
+from wenet_udps.corpora.common import warn_skipped, write_kaldi_dir
 from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import utf8_lines
 
-SHOWN = 3  # problem examples named per reason
 SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
 # "<s> WORDS </s> (an251-fash-b)"; the sentence marks are optional (the test transcription has none).
 LINE = re.compile(r"^(?P<words>.*?)\s*\((?P<source>[^()\s]+)\)$")
@@ -84,14 +83,6 @@ def write_set(out_dir: Path, rows: List[Row]) -> None:
     write_kaldi_dir(out_dir, rows)
     (out_dir / "utt2spk").write_text("".join(f"{k} {k.split('-', 1)[0]}\n" for k, _, _ in sorted(rows)),
                                      encoding="utf-8")
-
-
-def warn_skipped(skipped: Dict[str, List[str]], an4: Path) -> None:
-    """One warning line per skip reason, with its count and the first few places."""
-    for reason, places in skipped.items():
-        more = f" and {len(places) - SHOWN} more" if len(places) > SHOWN else ""
-        print(f"warning: {an4}: skipped {len(places)} utterance(s), {reason}: {'; '.join(places[:SHOWN])}{more}",
-              file=sys.stderr)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

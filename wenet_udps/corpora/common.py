@@ -4,8 +4,9 @@
 number of utterances).
 """
 import os
+import sys
 from pathlib import Path
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import read_table
 
 NOISE_KINDS = ("white", "pink")
+SHOWN = 3  # problem examples a stage-0 warning names per reason
 
 
 def colored_noise(kind: str, num_samples: int, rng: np.random.Generator) -> np.ndarray:
@@ -109,3 +111,11 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 if __name__ == "__main__":
     cli.run_cli(main, "wenet_udps.corpora.common")
+
+
+def warn_skipped(skipped: Mapping[str, List[str]], where: Path) -> None:
+    """One warning line per skip reason of a corpus reader, with its count and the first few places."""
+    for reason, places in skipped.items():
+        more = f" and {len(places) - SHOWN} more" if len(places) > SHOWN else ""
+        print(f"warning: {where}: skipped {len(places)} utterance(s), {reason}: {'; '.join(places[:SHOWN])}{more}",
+              file=sys.stderr)

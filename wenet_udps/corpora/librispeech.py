@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from wenet_udps.corpora.common import write_kaldi_dir
+from wenet_udps.corpora.common import warn_skipped, write_kaldi_dir
 from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import read_table
 
-SHOWN = 3  # problem examples named per reason
 
 
 @dataclass
@@ -88,14 +87,6 @@ def select(part: Part, speakers: Optional[Set[str]], exclude: Set[str]) -> List[
             if (speakers is None or speaker_of(r[0]) in speakers) and speaker_of(r[0]) not in exclude]
 
 
-def warn_skipped(part: Part, part_dir: Path) -> None:
-    """One warning line per skip reason, with its count and the first few places."""
-    for reason, places in part.skipped.items():
-        more = f" and {len(places) - SHOWN} more" if len(places) > SHOWN else ""
-        print(f"warning: {part_dir}: skipped {len(places)} utterance(s), {reason}: {'; '.join(places[:SHOWN])}{more}",
-              file=sys.stderr)
-
-
 def speaker_set(text: str) -> Set[str]:
     ids = set(text.split())
     bad = [s for s in ids if not s.isdigit()]
@@ -118,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (OSError, UnicodeDecodeError, ValueError) as e:
         print(f"librispeech: error: {e}", file=sys.stderr)
         return 1
-    warn_skipped(part, args.part_dir)
+    warn_skipped(part.skipped, args.part_dir)
     if not rows:
         print(f"librispeech: error: {args.part_dir}: no utterance with both audio and a transcript"
               f"{' for the speakers asked for' if args.speakers else ''}", file=sys.stderr)
