@@ -15,6 +15,14 @@ def need_lmplz() -> str:
         pytest.skip(f"KenLM's lmplz is not installed ({INSTALL_HINT})")
 
 
+def need_build_binary() -> str:
+    """build_binary's path, or skip (installed with lmplz by tools/install.sh --lm true)."""
+    try:
+        return find_kenlm_program("build_binary")
+    except LmToolsMissing:
+        pytest.skip(f"KenLM's build_binary is not installed ({INSTALL_HINT})")
+
+
 def need_flashlight() -> None:
     pytest.importorskip("flashlight.lib.text.decoder.kenlm",
                         reason=f"flashlight-text is not installed ({INSTALL_HINT})")

@@ -5,9 +5,10 @@
         --modes attention ctc_greedy_search ctc_prefix_beam_search attention_rescoring \
         --beam_size 10 --ctc_weight 0.5 --reverse_weight 0.0 --batch_size 16
 
-With ``--lm LM.arpa`` (a word n-gram LM, wenet_udps.lm; ``tools/install.sh --lm true``) the modes
-``ctc_prefix_beam_search_lm`` and ``attention_rescoring_lm`` fuse it into the CTC prefix search (``--lm_weight``,
-``--word_score``); their ``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
+With ``--lm LM.arpa`` or ``--lm LM.bin`` (a word n-gram LM: ARPA, or a KenLM binary with its words file
+``LM.bin.words``; wenet_udps.lm; ``tools/install.sh --lm true``) the modes ``ctc_prefix_beam_search_lm`` and
+``attention_rescoring_lm`` fuse it into the CTC prefix search (``--lm_weight``, ``--word_score``); their
+``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
 
 Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
 and prints the real-time factor: decoding time / audio seconds, the audio seconds being feature frames times the
@@ -64,7 +65,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--blank_penalty", type=cli.float_range(0.0), default=0.0,
                    help="subtracted from the blank logit before the CTC searches (>= 0)")
     p.add_argument("--lm", type=cli.existing_file, default=None,
-                   help="word n-gram LM (ARPA) of the *_lm modes (run.sh's LM stage builds one)")
+                   help="word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words "
+                        "(run.sh's LM stage writes both)")
     p.add_argument("--lm_weight", type=cli.float_range(0.0), default=0.5,
                    help="*_lm modes: weight of the LM log-probability (tune on dev)")
     p.add_argument("--word_score", type=cli.finite_float, default=0.0,

@@ -102,7 +102,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
                   source: Optional[Mapping[str, str]] = None,
                   lm_source: Optional[Mapping[str, str]] = None) -> List[str]:
     """``<result_dir>/<mode>/text`` for every mode, and with ``source`` (``source_info.model_source``) its
-    ``decode.info`` (see wenet_udps.utils.source_info), for an LM mode with ``lm_source`` (``ArpaInfo.source``)
+    ``decode.info`` (see wenet_udps.utils.source_info), for an LM mode with ``lm_source`` (``LmInfo.source``)
     added; returns the text paths."""
     paths = []
     for mode, hyps in results.items():

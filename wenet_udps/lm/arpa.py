@@ -1,6 +1,7 @@
 """ARPA n-gram files: checked while read (a corrupt one is one line naming file and line), identified by path,
 order, n-gram counts, size and SHA-256 (written beside every LM result so that no result mixes LMs silently),
-and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus)."""
+and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus).
+KenLM binaries (:mod:`.binary`) are identified the same way."""
 import os
 import re
 from dataclasses import dataclass
@@ -19,14 +20,16 @@ class LmError(UserError):
 
 
 @dataclass
-class ArpaInfo:
-    """An ARPA file's identity and vocabulary. counts[n - 1] = number of n-grams."""
+class LmInfo:
+    """An LM file's identity and vocabulary (its unigrams). counts[n - 1] = number of n-grams; kind: "ARPA" or
+    "KenLM binary"."""
     path: str
     order: int
     counts: List[int]
     size: int
     sha256: str
     words: List[str]
+    kind: str = "ARPA"
 
     def source(self) -> Dict[str, str]:
         """The ``lm*`` lines of a result's decode.info."""
@@ -34,19 +37,20 @@ class ArpaInfo:
                 "lm_size": str(self.size), "lm_sha256": self.sha256}
 
     def describe(self) -> str:
-        return (f"{self.path} ({self.order}-gram, {len(self.words)} words, {self.size} bytes, "
+        return (f"{self.path} ({self.kind}, {self.order}-gram, {len(self.words)} words, {self.size} bytes, "
                 f"sha256 {self.sha256[:12]})")
 
 
-def read_arpa(path: str) -> ArpaInfo:
+def read_arpa(path: str) -> LmInfo:
     """Read and check an ARPA file: its header, every section's count and its unigram vocabulary.
 
     Raises:
-        LmError: the file is missing, not an ARPA file (a KenLM binary too: decoding reads ARPA), or its sections do
-            not match the header's counts (a truncated file).
+        LmError: the file is missing, not an ARPA file (:func:`.binary.read_lm` tells a KenLM binary apart), or its
+            sections do not match the header's counts (a truncated file).
     """
     if not os.path.isfile(path):
-        raise LmError(f"LM file {path} does not exist (build it with run.sh's LM stage or pass an ARPA file)")
+        raise LmError(f"LM file {path} does not exist (build it with run.sh's LM stage or pass an ARPA file or "
+                      f"KenLM binary)")
     counts: Dict[int, int] = {}
     seen: Dict[int, int] = {}
     words: List[str] = []
@@ -99,7 +103,7 @@ def read_arpa(path: str) -> ArpaInfo:
     order = max(counts)
     if order < 2:
         raise LmError(f"{path}: a unigram LM; KenLM needs order 2 or more (rebuild it with --order 2 or more)")
-    return ArpaInfo(path=os.path.abspath(path), order=order, counts=[counts[n] for n in range(1, order + 1)],
+    return LmInfo(path=os.path.abspath(path), order=order, counts=[counts[n] for n in range(1, order + 1)],
                     size=os.path.getsize(path), sha256=file_sha256(path), words=words)
 
 

@@ -5,7 +5,7 @@ import subprocess
 import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from wenet_udps.lm.arpa import ArpaInfo, LmError, read_arpa
+from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
 
 
@@ -52,7 +52,7 @@ def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
 
 
 def build_arpa(sentences: Iterable[str], out: str, *, order: int = 3, prune: Optional[Sequence[int]] = None,
-               char_lm: bool = False, memory: str = "10%") -> ArpaInfo:
+               char_lm: bool = False, memory: str = "10%") -> LmInfo:
     """Estimate a modified Kneser-Ney ``order``-gram LM with lmplz and write it as ARPA to ``out`` (atomically).
 
     prune: lmplz's ``--prune`` thresholds, one per order from the unigrams (n-grams seen this many times or fewer

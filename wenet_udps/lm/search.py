@@ -16,7 +16,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from wenet_udps.lm.arpa import SPECIAL_WORDS, ArpaInfo, LmError, read_arpa
+from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo
+from wenet_udps.lm.binary import read_lm
 from wenet_udps.lm.tools import import_flashlight
 from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
@@ -64,7 +65,7 @@ class LmSearch:
 
     def __init__(self, lm_path: str, tokenizer: Any, blank_id: int, conf: LmSearchConfig):
         fl_decoder, fl_kenlm, fl_dict = import_flashlight()
-        self.info: ArpaInfo = read_arpa(lm_path)
+        self.info: LmInfo = read_lm(lm_path)
         self.conf, self.blank_id = conf, blank_id
         self.char_lm = is_char_lm(self.info.words)
         lexicon = spell_lexicon(self.info.words, tokenizer)
@@ -85,7 +86,7 @@ class LmSearch:
         self.word_dict = fl_dict.Dictionary(words)
         try:
             self.lm = fl_kenlm.KenLM(self.info.path, self.word_dict)
-        except RuntimeError as e:  # KenLM's own check of a file read_arpa let through
+        except RuntimeError as e:  # KenLM's own check of a file read_lm let through
             raise LmError(f"KenLM cannot load {lm_path}: {str(e).strip().splitlines()[-1]}") from None
         trie = fl_decoder.Trie(self.num_units, self.sil_id)
         start = self.lm.start(False)

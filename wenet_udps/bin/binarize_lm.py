@@ -1,0 +1,32 @@
+"""Convert an ARPA word LM to a KenLM binary (``build_binary trie``), which the ``*_lm`` modes load in a fraction of
+the ARPA's time, and write its words file beside it (``OUT.words``: the ARPA's unigrams, which the lexicon decoder
+spells and a binary keeps only as hashes). run.sh's LM stage runs it on every ARPA it builds or downloads.
+
+    python -m wenet_udps.bin.binarize_lm --arpa data/lm/lm.arpa --out data/lm/lm.bin
+"""
+import argparse
+import logging
+from typing import List, Optional
+
+from wenet_udps.lm.binary import words_path, write_binary
+from wenet_udps.utils import cli
+from wenet_udps.utils.cli import run_cli
+
+
+def get_parser() -> cli.ArgumentParser:
+    p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--arpa", required=True, type=cli.existing_file, help="the ARPA LM to convert")
+    p.add_argument("--out", required=True, type=cli.output_file, help="the KenLM binary to write (and OUT.words)")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    info = write_binary(args.arpa, args.out)
+    print(f"wrote LM {info.describe()} and its words {words_path(args.out)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main, "wenet_udps.bin.binarize_lm")
