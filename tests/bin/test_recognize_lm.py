@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.lm.lm_helpers import need_flashlight, need_lmplz
+from tests.lm.lm_helpers import need_build_binary, need_flashlight, need_lmplz
 from tests.train.train_helpers import WORDS, make_model_dir
 from wenet_udps.bin import recognize
 from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.binary import write_binary
 from wenet_udps.lm.build import build_arpa
 from wenet_udps.utils.source_info import file_sha256, read_source
 
@@ -54,6 +55,25 @@ def test_lm_modes_decode_with_an_lmplz_lm(tmp_path, capsys):
         assert source["lm"] == info.path and source["lm_sha256"] == file_sha256(info.path)
         assert source["lm_order"] == "2" and source["lm_weight"] == "1" and source["word_score"] == "30"
     assert "lm" not in read_source(str(out / "ctc_prefix_beam_search" / "decode.info"))
+
+
+def test_kenlm_binary_decodes_as_its_arpa_and_is_named(tmp_path):
+    need_lmplz()
+    need_build_binary()
+    need_flashlight()
+    conf, ckpt = make_model_dir(tmp_path, att_udps=False)
+    data = write_noise_list(tmp_path, 3)
+    arpa = build_arpa([w for w in WORDS for _ in range(3)], str(tmp_path / "lm.arpa"), order=2)
+    binary = write_binary(arpa.path, str(tmp_path / "lm.bin"))
+    for name, lm in (("arpa", arpa), ("bin", binary)):
+        recognize.main(args(conf, ckpt, data, tmp_path / name, "--modes", *LM_MODES, "--lm", lm.path,
+                            "--lm_weight", "1.0", "--word_score", "30"))
+    for mode in LM_MODES:
+        assert (tmp_path / "bin" / mode / "text").read_text() == (tmp_path / "arpa" / mode / "text").read_text()
+        source = read_source(str(tmp_path / "bin" / mode / "decode.info"))
+        assert source["lm"] == str(tmp_path / "lm.bin") and source["lm_sha256"] == file_sha256(binary.path)
+        assert source["lm_order"] == "2" and source["lm_size"] == str((tmp_path / "lm.bin").stat().st_size)
+    assert any(" " in line for line in (tmp_path / "bin" / LM_MODES[0] / "text").read_text().splitlines())
 
 
 def test_lm_mode_without_lm_is_a_usage_error(tmp_path, capsys):
