@@ -7,8 +7,8 @@
 #   bash run.sh --corpus mini_librispeech --download_dir DIR    # CPU, real read English, speaker-disjoint test
 #   bash run.sh --corpus an4 --download_dir DIR                 # CPU, CMU AN4 on ESPnet's split (its published WER)
 #
-# Stages: -1 download, 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE model (and with --lm true a word n-gram
-#          LM), 3 data.list or shards, 4 train, 5 average + decode + score every dev/test set, 6 export, 7 results
+# Stages: -1 download (with --lm true also a published LM), 0 prepare wav.scp/text, 1 CMVN stats, 2 units / BPE
+#          model (and with --lm true a word n-gram LM), 3 data.list or shards, 4 train, 5 average + decode + score every dev/test set, 6 export, 7 results
 #          table and plots.
 # Every stage logs with a timestamp and can be rerun on its own (--stage N --stop_stage N). A stage whose output
 # exists is skipped only when its stamp file records the same inputs and options; otherwise stages 0-3, 5 and 6
@@ -75,10 +75,15 @@ decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a 
 num_decoding_left_chunks=-1
 decode_batch_size=16
 lm=false                # true: stage 2 also builds a word n-gram LM (KenLM's lmplz; tools/install.sh --lm true) from
-                        # the training transcripts and --lm_text, refusing any dev/test sentence; stage 5 then tunes
-                        # the LM weight and word score on dev and decodes every test set in the *_lm modes too
+                        # the training transcripts and --lm_text, refusing any dev/test sentence (librispeech: stage
+                        # -1 downloads OpenSLR 11's published LM instead, --lm_name); stage 5 then tunes the LM
+                        # weight and word score on dev and decodes every test set in the *_lm modes too
+lm_name=                # librispeech, --lm true: OpenSLR 11's LM to decode with: 3-gram.pruned.1e-7 (empty: this
+                        # one, the usual first-pass LM), 3-gram.pruned.3e-7, 3-gram or 4-gram; other corpora have none
+lm_mirror=              # librispeech: where stage -1 fetches the LM, e.g. https://openslr.elda.org/resources/11 (EU);
+                        # empty: https://www.openslr.org/resources/11
 lm_text=                # --lm true: a plain text file (one sentence a line) the LM learns besides the transcripts
-lm_order=3              # n-gram order of the LM (>= 2)
+lm_order=               # n-gram order of the LM built from text (>= 2); empty: 3
 lm_prune=               # lmplz --prune counts per order from the unigrams, e.g. "0 1 1"; empty: none
 lm_weights="0.3 0.6 1.0"   # LM weights tried on dev (stage 5)
 word_scores="0 1 2"     # word scores (bonus per word) tried on dev with each LM weight
@@ -88,12 +93,14 @@ loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 var
 loso_compare=           # with --loso: an earlier LOSO exp dir over the same folds (old conf) for paired tests
 declare -r help_message="Usage: bash run.sh [options]   (the main job: bash run.sh)
 Stages (--stage N --stop_stage N reruns one):
-  -1  download the corpus (recipes/<corpus>/download.sh; tiny_* synthesise it with espeak-ng)
+  -1  download the corpus (recipes/<corpus>/download.sh; tiny_* synthesise it with espeak-ng); with --lm true
+      also the corpus' published LM where it has one (librispeech: OpenSLR 11's --lm_name, download_lm.sh)
    0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
    1  global CMVN statistics of the training set (global_cmvn)
    2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
       (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing text holding a dev/test sentence
-      (a character LM where scoring is by character: Mandarin)
+      (a character LM where scoring is by character: Mandarin), or the published LM decompressed; then its KenLM
+      binary <data>/lm/lm.bin and words lm.bin.words, which stage 5 decodes with
    3  data.list (raw) or tar shards per set
    4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml
    5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
@@ -115,7 +122,7 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
-[[ ${lm} == false ]] || check_lm_install
+[[ ${lm} == false ]] || { check_lm_options; check_lm_install; }
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir
@@ -123,7 +130,7 @@ if runs_stage 4 7; then tmp=$(mktemp -d); describe_variants; fi
 plan_runs
 cpu_threads=${OMP_NUM_THREADS:-$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))}   # see tools/run_train.sh
 
-if runs_stage -1; then stage_download; fi
+if runs_stage -1; then stage_download; [[ ${lm} == false ]] || stage_lm_download; fi
 if runs_stage 0; then stage_prepare; fi
 pick_units
 if runs_stage 1; then stage_cmvn; fi

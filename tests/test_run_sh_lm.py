@@ -1,5 +1,8 @@
-"""run.sh --lm true: stage 2 builds the word LM from the training transcripts (and --lm_text) and refuses text that
-holds a dev or test sentence, in one line; without the LM tools it stops before any work, saying how to install."""
+"""run.sh --lm true: stage 2 builds the word LM from the training transcripts (and --lm_text), a character LM for
+AISHELL-1, and refuses text that holds a dev or test sentence, in one line; LibriSpeech decodes with OpenSLR 11's
+published LM, fetched in stage -1 (from a local mirror here); every LM gets its KenLM binary; without the LM tools
+run.sh stops before any work, saying how to install."""
+import gzip
 import os
 import subprocess
 import sys
@@ -7,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.lm.lm_helpers import need_flashlight, need_lmplz
+from tests.corpora.test_librispeech import serve_file_urls
+from tests.lm.lm_helpers import need_build_binary, need_flashlight, need_lmplz
+from tests.recipe_trees import make_aishell, make_librispeech
+from wenet_udps.lm.arpa import read_arpa
+from wenet_udps.lm.binary import read_lm
+from wenet_udps.lm.build import build_arpa
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
@@ -31,6 +39,7 @@ def run_lm_stage(data: Path, *extra: str, env=None):
 
 def test_stage2_builds_the_lm_then_skips_it(tmp_path):
     need_lmplz()
+    need_build_binary()
     need_flashlight()
     data = tmp_path / "data"
     make_texts(data)
@@ -38,8 +47,76 @@ def test_stage2_builds_the_lm_then_skips_it(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     arpa = data / "lm" / "lm.arpa"
     assert arpa.is_file() and "ngram 2=" in arpa.read_text()
+    binary = read_lm(str(data / "lm" / "lm.bin"))
+    assert binary.kind == "KenLM binary" and binary.counts == read_arpa(str(arpa)).counts
     again = run_lm_stage(data, "--lm_order", "2")
-    assert again.returncode == 0 and "lm.arpa is up to date, skipping" in again.stderr + again.stdout
+    log = again.stderr + again.stdout
+    assert again.returncode == 0 and "lm.arpa is up to date, skipping" in log and "lm.bin is up to date" in log
+
+
+def test_aishell_builds_a_character_lm(tmp_path):
+    """The AISHELL-1 recipe (CER-scored) as a user runs it: stage 0 from the corpus tree, stage 2 with --lm true
+    learns each transcript character as a word."""
+    need_lmplz()
+    need_build_binary()
+    make_aishell(tmp_path / "dl")
+    common = ["bash", str(ROOT / "run.sh"), "--corpus", "aishell", "--download_dir", str(tmp_path / "dl"),
+              "--data", str(tmp_path / "data"), "--lm", "true"]
+    for stage in ("0", "2"):
+        proc = subprocess.run([*common, "--stage", stage, "--stop_stage", stage], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    train = {c for line in (tmp_path / "data" / "train" / "text").read_text(encoding="utf-8").splitlines()
+             for c in line.split(" ", 1)[1]}
+    words = read_lm(str(tmp_path / "data" / "lm" / "lm.bin")).words
+    assert set(words) - {"<unk>", "<s>", "</s>"} == train and all(len(c) == 1 for c in train)
+
+
+def test_librispeech_decodes_with_the_published_lm(tmp_path):
+    """Stage -1 fetches OpenSLR 11's LM named by --lm_name from --lm_mirror; stage 2 decompresses it (with no
+    sentence check: its text is not here to check) and converts it to a KenLM binary."""
+    need_lmplz()
+    need_build_binary()
+    make_librispeech(tmp_path / "dl", ["dev-clean", "dev-other", "test-clean", "test-other", "train-clean-100"])
+    test_text = sorted((tmp_path / "dl" / "LibriSpeech" / "test-clean").rglob("*.trans.txt"))[0].read_text()
+    published = build_arpa([line.split(" ", 1)[1] for line in test_text.splitlines()] + ["ALPHA BRAVO"] * 3,
+                           str(tmp_path / "published.arpa"), order=2)
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "3-gram.pruned.3e-7.arpa.gz").write_bytes(gzip.compress(Path(published.path).read_bytes()))
+    env = {**serve_file_urls(tmp_path), "WENET_UDPS_COMPILE": "0"}
+    common = ["bash", str(ROOT / "run.sh"), "--corpus", "librispeech", "--download_dir", str(tmp_path / "dl"),
+              "--data", str(tmp_path / "data"), "--download_opts", "--subset 100", "--nbpe", "40", "--lm", "true",
+              "--lm_name", "3-gram.pruned.3e-7", "--lm_mirror", f"file://{mirror}"]
+
+    def run(first, last):
+        proc = subprocess.run([*common, "--stage", first, "--stop_stage", last], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stderr + proc.stdout
+
+    run("-1", "0")
+    assert (tmp_path / "wget.log").read_text() == f"file://{mirror}/3-gram.pruned.3e-7.arpa.gz\n"
+    run("2", "2")
+    lm = tmp_path / "data" / "lm"
+    assert (lm / "lm.arpa").read_bytes() == Path(published.path).read_bytes()
+    assert read_lm(str(lm / "lm.bin")).counts == published.counts
+    again = run("-1", "2")
+    assert "already downloaded" in again and "(3-gram.pruned.3e-7) is up to date" in again
+    assert "lm.bin is up to date" in again and len((tmp_path / "wget.log").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--corpus", "an4", "--lm_name", "4-gram"], "--lm_name/--lm_mirror pick a published LM, and an4 has none"),
+    (["--corpus", "librispeech", "--lm_name", "5-gram"], "--lm_name takes one of: 3-gram.pruned.1e-7"),
+    (["--corpus", "librispeech", "--lm_order", "4"], "librispeech decodes with its published LM 3-gram.pruned.1e-7"),
+])
+def test_lm_options_that_would_do_nothing_are_refused(tmp_path, args, message):
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--stage", "2", "--stop_stage", "2", "--data",
+                           str(tmp_path / "data"), "--lm", "true", *args], cwd=ROOT, capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and message in lines[-1], proc.stderr[-2000:]
+    assert not (tmp_path / "data").exists()
 
 
 def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):
@@ -111,6 +188,6 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
             assert len((d / x / mode / "text").read_text().splitlines()) == 4
             assert "Overall -> " in (d / x / mode / "wer").read_text()
             info = (d / x / mode / "decode.info").read_text()
-            assert f"lm: {data / 'lm' / 'lm.arpa'}" in info and "lm_sha256: " in info
+            assert f"lm: {data / 'lm' / 'lm.bin'}" in info and "lm_sha256: " in info
             assert f"lm_weight: {weight}" in info and f"word_score: {score}" in info
         assert (d / x / "attention_rescoring" / "text").is_file()  # the modes without the LM are still there

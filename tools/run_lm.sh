@@ -1,22 +1,84 @@
 #!/usr/bin/env bash
-# run.sh's word-LM steps (--lm true): stage 2 builds the LM, stage 5 tunes its weights on dev and decodes every test
-# set with the *_lm modes. Each skips its work when its stamp file records the same inputs and options. Source after
+# run.sh's word-LM steps (--lm true): stage -1 downloads a corpus' published LM, stage 2 builds the LM (or decompresses
+# the published one) and converts it to a KenLM binary, stage 5 tunes its weights on dev and decodes every test set
+# with the *_lm modes. Each skips its work when its stamp file records the same inputs and options. Source after
 # tools/run_setup.sh; the functions read run.sh's option variables.
 
 lm_modes="ctc_prefix_beam_search_lm attention_rescoring_lm"
-lm_file() { echo "${data}/lm/lm.arpa"; }
+lm_arpa() { echo "${data}/lm/lm.arpa"; }
+lm_file() { echo "${data}/lm/lm.bin"; }   # what stage 5 decodes with (words in lm.bin.words)
 
-# check_lm_install: with --lm true, KenLM's lmplz and flashlight-text must be installed (one line saying how).
+# check_lm_install: with --lm true, KenLM's lmplz and build_binary and flashlight-text must be installed (one line
+# saying how).
 check_lm_install() {
   local err
   err=$(python3 -c 'from wenet_udps.lm.tools import find_kenlm_program, import_flashlight
-find_kenlm_program("lmplz"); import_flashlight()' 2>&1 | tail -n 1) \
+find_kenlm_program("lmplz"); find_kenlm_program("build_binary"); import_flashlight()' 2>&1 | tail -n 1) \
     || die "--lm true: ${err#*LmToolsMissing: }"
 }
 
-stage_lm() {  # stage 2 with --lm true: an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence
+# check_lm_options: a corpus whose settings.sh lists published LMs (lm_names) decodes with the one --lm_name picks
+# (default lm_name_default), which no option of an LM built from text changes; the others build theirs from text.
+check_lm_options() {
+  if [[ -z ${lm_names} ]]; then
+    [[ -z ${lm_name} && -z ${lm_mirror} ]] || die "--lm_name/--lm_mirror pick a published LM, and ${corpus} has" \
+      "none: stage 2 builds its LM from the training transcripts (and --lm_text)"
+    lm_order=${lm_order:-3}
+    return 0
+  fi
+  lm_name=${lm_name:-${lm_name_default}}
+  [[ " ${lm_names} " == *" ${lm_name} "* ]] || die "--lm_name takes one of: ${lm_names}; got '${lm_name}'"
+  [[ -z ${lm_text} && -z ${lm_order} && -z ${lm_prune} ]] || die "--lm_text, --lm_order and --lm_prune build an LM" \
+    "from text; ${corpus} decodes with its published LM ${lm_name} (--lm_name picks another)"
+}
+
+stage_lm_download() {  # stage -1 with --lm true: the corpus' published LM, if it has one (recipes/<corpus>/download_lm.sh)
+  [[ -n ${lm_names} ]] || return 0
+  log "stage -1: download the LM ${lm_name} to ${download_dir}/lm"
+  bash "recipes/${corpus}/download_lm.sh" --lm_name "${lm_name}" ${lm_mirror:+--mirror "${lm_mirror}"} \
+    "${download_dir}/lm"
+}
+
+stage_lm() {  # stage 2 with --lm true: the ARPA LM (built or published), then its KenLM binary
+  if [[ -n ${lm_names} ]]; then lm_unpack; else lm_build; fi
+  lm_binarize
+}
+
+# lm_unpack: the published LM decompressed to lm.arpa. Its text is the corpus' LM book corpus, not here to check for
+# dev/test sentences (its authors left the dev and test books out of it; docs/lm.md).
+lm_unpack() {
+  local gz=${download_dir}/lm/${lm_name}.arpa.gz out key
+  out=$(lm_arpa)
+  require "${gz}" -1
+  key=$(stamp_text lm_name="${lm_name}" gz="$(file_sum "${gz}")")
+  if [[ -f ${out} ]] && stamp_ok "${out}.stamp" "${key}"; then
+    log "stage 2: ${out} (${lm_name}) is up to date, skipping"
+    return 0
+  fi
+  log "stage 2: the published LM ${gz} -> ${out}"
+  mkdir -p "$(dirname "${out}")"
+  gzip -dc "${gz}" > "${out}.partial" || die "${gz}: not a whole gzip file; delete it and rerun stage -1"
+  mv "${out}.partial" "${out}"
+  stamp_write "${out}.stamp" "${key}"
+}
+
+lm_binarize() {  # the KenLM binary of lm.arpa, and its words file
+  local arpa bin key
+  arpa=$(lm_arpa)
+  bin=$(lm_file)
+  key=$(stamp_text arpa="$(file_sum "${arpa}")")
+  if [[ -f ${bin} && -f ${bin}.words ]] && stamp_ok "${bin}.stamp" "${key}"; then
+    log "stage 2: ${bin} is up to date, skipping"
+    return 0
+  fi
+  log "stage 2: KenLM binary ${bin} of ${arpa}"
+  python3 -m wenet_udps.bin.binarize_lm --arpa "${arpa}" --out "${bin}"
+  stamp_write "${bin}.stamp" "${key}"
+}
+
+lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence
   local out key x held=() opts=()
-  out=$(lm_file)
+  out=$(lm_arpa)
   require "${data}/${train_set}/text" 0
   for x in $(printf '%s\n' ${dev_set} ${test_sets} | awk '!seen[$0]++'); do
     require "${data}/${x}/text" 0

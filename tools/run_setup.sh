@@ -30,7 +30,8 @@ check_options() {
   one_of data_type "${data_type}" raw shard
   one_of force "${force}" true false
   one_of lm "${lm}" true false
-  [[ ${lm_order} =~ ^[0-9]+$ && ${lm_order} -ge 2 ]] || die "--lm_order takes an integer >= 2, got '${lm_order}'"
+  [[ -z ${lm_order} || ( ${lm_order} =~ ^[0-9]+$ && ${lm_order} -ge 2 ) ]] \
+    || die "--lm_order takes an integer >= 2, got '${lm_order}'"
   [[ -z ${lm_text} || -f ${lm_text} ]] || die "--lm_text ${lm_text}: no such file"
   for v in ${lm_weights} ${word_scores}; do
     [[ ${v} =~ ^-?[0-9]*\.?[0-9]+$ ]] || die "--lm_weights / --word_scores take numbers, got '${v}'"
@@ -65,6 +66,8 @@ load_corpus_settings() {
   declare -gA given=()
   for v in ${settings}; do given[${v}]=${!v}; done
   train_set_fallback=     # settings.sh may name a set to train on when train_set was not prepared
+  lm_names=               # settings.sh may list published LMs (recipes/<corpus>/download_lm.sh fetches them) ...
+  lm_name_default=        # ... and the one --lm true decodes with unless --lm_name picks another
   . "recipes/${corpus}/settings.sh"
   for v in ${settings}; do [[ -z ${given[${v}]} ]] || printf -v "${v}" '%s' "${given[${v}]}"; done
   one_of token_type "${token_type}" char bpe

@@ -10,3 +10,7 @@ nbpe=5000
 bpe_mode=unigram
 wer_char=0           # score words (WER)
 default_config=conf/librispeech/train_conformer.yaml
+# run.sh --lm true: the word n-gram LMs OpenSLR 11 publishes with LibriSpeech (download_lm.sh), built by the corpus'
+# authors from its LM book corpus; the pruned 3-gram is the usual first-pass LM (WeNet's and Kaldi's recipes).
+lm_names="3-gram.pruned.1e-7 3-gram.pruned.3e-7 3-gram 4-gram"
+lm_name_default=3-gram.pruned.1e-7

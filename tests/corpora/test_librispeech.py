@@ -1,5 +1,6 @@
 """wenet_udps.corpora.librispeech and the mini LibriSpeech recipe's stages -1 and 0 on LibriSpeech-format trees
 of real FLAC files: speaker-disjoint splits, with and without dev-clean-2, and bad trees that lose nothing silently."""
+import gzip
 import os
 import subprocess
 from pathlib import Path
@@ -132,3 +133,46 @@ def test_scan_part_pairs_every_chapter(tmp_path):
     make_mini_librispeech(tmp_path, speakers=("19", "32"), utts=3)
     part = scan_part(tmp_path / "LibriSpeech" / "train-clean-5")
     assert len(part.rows) == 6 and not part.skipped and part.speakers() == {"19", "32"}
+
+
+def serve_file_urls(tmp_path):
+    """The environment of a wget that serves file:// URLs from disk (fetch calls wget --continue --no-verbose
+    --output-document=F URL) and logs each call, for a local mirror."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    (tmp_path / "bin" / "wget").write_text(f'#!/bin/sh\necho "$4" >> {tmp_path}/wget.log\n'
+                                           'cp "${4#file://}" "${3#--output-document=}"\n')
+    (tmp_path / "bin" / "wget").chmod(0o755)
+    return dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+
+
+def test_download_lm_fetches_the_named_lm_from_a_mirror_once(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    arpa = b"\\data\\\nngram 1=1\n\n\\1-grams:\n-1\t<unk>\n\n\\end\\\n"
+    (mirror / "3-gram.pruned.3e-7.arpa.gz").write_bytes(gzip.compress(arpa))
+    env = serve_file_urls(tmp_path)
+    cmd = ["bash", "recipes/librispeech/download_lm.sh", "--lm_name", "3-gram.pruned.3e-7", "--mirror",
+           f"file://{mirror}", str(tmp_path / "dl")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = tmp_path / "dl" / "3-gram.pruned.3e-7.arpa.gz"
+    assert gzip.decompress(got.read_bytes()) == arpa
+    assert (tmp_path / "wget.log").read_text() == f"file://{mirror}/3-gram.pruned.3e-7.arpa.gz\n"
+    # A whole file is kept: nothing is fetched again.
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0 and "already downloaded" in proc.stderr
+    assert len((tmp_path / "wget.log").read_text().splitlines()) == 1
+
+
+def test_download_lm_refuses_a_cut_download_and_an_unknown_name(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    whole = gzip.compress(b"\\data\\\n" * 5000)
+    (mirror / "3-gram.pruned.1e-7.arpa.gz").write_bytes(whole[:len(whole) // 2])
+    env = serve_file_urls(tmp_path)
+    proc = subprocess.run(["bash", "recipes/librispeech/download_lm.sh", "--mirror", f"file://{mirror}",
+                           str(tmp_path / "dl")], capture_output=True, text=True, cwd=ROOT, env=env)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and "3-gram.pruned.1e-7.arpa.gz is not a whole gzip file" in last
+    proc = sh("recipes/librispeech/download_lm.sh", "--lm_name", "5-gram", tmp_path / "dl")
+    assert proc.returncode == 1 and "--lm_name takes one of: 3-gram.pruned.1e-7 3-gram.pruned.3e-7" in proc.stderr
