@@ -1,5 +1,5 @@
-"""Convert an ARPA word LM to a KenLM binary (``build_binary trie``), which the ``*_lm`` modes load in a fraction of
-the ARPA's time, and write its words file beside it (``OUT.words``: the ARPA's unigrams, which the lexicon decoder
+"""Convert an ARPA word LM to a KenLM binary (``build_binary trie``), which the ``*_lm`` modes load without parsing
+an ARPA file, and write its words file beside it (``OUT.words``: the ARPA's unigrams, which the lexicon decoder
 spells and a binary keeps only as hashes). run.sh's LM stage runs it on every ARPA it builds or downloads.
 
     python -m wenet_udps.bin.binarize_lm --arpa data/lm/lm.arpa --out data/lm/lm.bin

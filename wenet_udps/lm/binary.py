@@ -1,6 +1,6 @@
-"""KenLM binary LMs: ``build_binary``'s output of an ARPA file, which KenLM loads in a fraction of the ARPA's time
-and memory (OpenSLR 11's 4-gram: minutes as ARPA). A binary keeps its words only as hashes, and the lexicon decoder
-needs them spelled, so :func:`write_binary` writes the ARPA's unigrams beside it, one a line, in
+"""KenLM binary LMs: ``build_binary``'s output of an ARPA file, which KenLM maps into memory as it is (an ARPA file
+it parses in full on every load). A binary keeps its words only as hashes, and the lexicon decoder needs them
+spelled, so :func:`write_binary` writes the ARPA's unigrams beside it, one a line, in
 ``<binary>.words`` (:func:`words_path`); :func:`read_binary` identifies the binary by its header (order, n-gram
 counts) and reads that file. :func:`read_lm` reads either kind of LM file: the one reader of every LM entry point.
 """
