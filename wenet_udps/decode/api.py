@@ -145,9 +145,9 @@ class RecognitionModel:
                    lm_weight: float = 0.5, word_score: float = 0.0, **options: Any) -> Any:
         """Text of a file path, an (array, sample_rate) pair (or an array with ``sample_rate=``), or a list of them.
 
-        ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the other options
-        are recognize's (``decoding_chunk_size``, ``simulate_streaming``, ``blank_penalty``, ...), with its
-        defaults. Returns the text (a list of texts for a list); with ``timestamps=True`` a dict ``{"text",
+        ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the
+        other options are recognize's (``decoding_chunk_size``, ``simulate_streaming``, ``blank_penalty``, ...), with
+        its defaults. Returns the text (a list of texts for a list); with ``timestamps=True`` a dict ``{"text",
         "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.
         """
         if isinstance(audio, list):
