@@ -5,7 +5,6 @@ import torch
 from torch import nn
 
 
-
 class DecoderLayer(nn.Module):
     """Decoder block with WeNet's parameter names (self_attn, src_attn, feed_forward, norm1/2/3).
 

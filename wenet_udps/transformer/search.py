@@ -140,7 +140,7 @@ class _Beams:
     hyps: torch.Tensor                  # (N, L) prefixes starting with sos
     scores: torch.Tensor                # (N, 1) log-probabilities
     end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
-    cache: Optional[List[torch.Tensor]] = None  # the decoder's per-block outputs of the previous step
+    cache: Optional[List[torch.Tensor]] = None  # per block, the prefix's self-attention entries
 
     def drop(self, finished: torch.Tensor) -> None:
         """Keep the utterances whose entry in ``finished`` (live utterances,) is False."""
