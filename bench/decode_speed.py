@@ -1,11 +1,12 @@
 """Decoding time per model and mode, steady state: each model decodes a data list once per mode, after a warm-up.
 
     python bench/decode_speed.py --exp_dirs exp/tiny_zh/train_conformer_scaled_dot exp/tiny_zh/train_conformer_udps \
-        --test_data data/tiny_zh/test/data.list --modes ctc_greedy_search attention --repeats 3 --threads 1
+        --test_data data/tiny_zh/test/data.list --repeats 3 --threads 1
 
-Prints one line per model and mode: seconds for ``--repeats`` passes over the list, each pass decoding in that mode
-alone (the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and the
-UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate between
+Times all four modes (ctc_greedy_search, ctc_prefix_beam_search, attention, attention_rescoring) unless ``--modes``
+names some. Prints one line per model and mode: seconds for ``--repeats`` passes over the list, each pass decoding in
+that mode alone (the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and
+the UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate between
 the models, so a machine that slows down slows both.
 
 Two trained models stop their beam searches after different numbers of steps (their hypotheses differ), so the
@@ -13,25 +14,97 @@ Two trained models stop their beam searches after different numbers of steps (th
 fixed prefix lengths, equal work for both: the first batch's encoder output repeated ``--beam_size`` times (as the
 beam search holds it), a prefix of L tokens and its cache, ``decoder.forward_one_step`` (median of ``--repeats`` x 5
 calls, the models alternating).
+
+``--neighbour`` times everything next to a process that competes for the cores, started before the timing and
+stopped after it (with its children): ``busyloop`` (one Python loop, one core), ``matmul`` (torch 512x512 products on
+one thread: compute and memory traffic), ``suite`` (the project's kernel and attention tests, ``pytest -x`` over
+and over: the mixed load of a test run); ``none`` (the default) runs alone.
+
+``--long_utterance_s 300`` also decodes one synthetic utterance of that length (the list's features one after
+another, repeated) per model: ``attention`` with end-of-sentence suppressed, so the search runs its full
+ceil(max_len_ratio * T') steps, the worst case of a model that never ends a sentence, and ``attention_rescoring``;
+it prints both times (after the encoder, timed apart) and attention / attention_rescoring.
 """
 import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
 from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.search import METHODS_WITHOUT_LM
+from wenet_udps.transformer.search import METHODS_WITHOUT_LM, attention_beam_search
+
+ROOT = Path(__file__).resolve().parents[1]
+_MATMUL = "import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a @ a"
+_SUITE = (f"while :; do {sys.executable} -m pytest -q -x -p no:cacheprovider tests/kernels "
+          "tests/transformer/test_attention.py >/dev/null 2>&1; done")
+# The neighbour processes of --neighbour: argv, run from the repository root.
+NEIGHBOURS = {"none": None, "busyloop": [sys.executable, "-c", "while True: pass"],
+              "matmul": [sys.executable, "-c", _MATMUL], "suite": ["bash", "-c", _SUITE]}
+
+
+@contextlib.contextmanager
+def neighbour(kind: str):
+    """Run the ``kind`` neighbour while the block runs, in its own process group, which is stopped after."""
+    if NEIGHBOURS[kind] is None:
+        yield
+        return
+    proc = subprocess.Popen(NEIGHBOURS[kind], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    print(f"neighbour {kind}: pid {proc.pid}", flush=True)
+    try:
+        yield
+    finally:
+        if proc.poll() is not None:
+            print(f"warning: neighbour {kind} exited early (status {proc.returncode}): part of the timing ran alone")
+        os.killpg(proc.pid, signal.SIGTERM)  # the group: the suite's shell loop and its pytest
+        proc.wait()
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
-    """(model, batches, seconds of audio in the batches) of one experiment dir."""
+    """(model, batches, seconds of audio in the batches, seconds per feature frame) of one experiment dir."""
     config, model = load_experiment(exp, checkpoint)
     dataset = eval_dataset(config, init_tokenizer(config), test_data, batch_size)
     batches = list(DataLoader(dataset, batch_size=None, num_workers=0))
     shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
-    return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches)
+    return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches), shift
+
+
+def long_input(batches, frames: int):
+    """One utterance of ``frames`` feature frames: the list's utterances' valid frames one after another, repeated
+    -> feats (1, frames, F), lengths (1,)."""
+    joined = torch.cat([b["feats"][i, :n] for b in batches for i, n in enumerate(b["feats_lengths"].tolist())])
+    joined = joined.repeat(-(-frames // joined.size(0)), 1)[:frames]
+    return joined.unsqueeze(0), torch.tensor([frames])
+
+
+@torch.no_grad()
+def long_utterance(runs, args, clock) -> None:
+    """Print each model's seconds for ``attention`` (eos suppressed) and ``attention_rescoring`` on one utterance of
+    ``--long_utterance_s`` seconds, and their ratio; the encoder runs once, timed apart."""
+    for exp, (model, batches, _, shift) in runs.items():
+        feats, lens = long_input(batches, max(1, round(args.long_utterance_s / shift)))
+        start = clock()
+        enc, mask = model.encode(feats, lens, 0, -1, False)
+        encoder_s = clock() - start
+        start = clock()
+        hyp = attention_beam_search(model.decoder, enc, mask, args.beam_size, model.sos, model.eos,
+                                    suppress_eos=True)[0]
+        attention_s = clock() - start
+        start = clock()
+        model.search(["attention_rescoring"], enc, mask, args.beam_size)
+        rescoring_s = clock() - start
+        print(f"{exp}: long utterance {args.long_utterance_s:g} s ({feats.size(1)} frames, T' {enc.size(1)}): "
+              f"encoder {encoder_s:.2f} s, attention (eos suppressed, {len(hyp.tokens)} tokens) {attention_s:.2f} s, "
+              f"attention_rescoring {rescoring_s:.2f} s, ratio attention / attention_rescoring "
+              f"{attention_s / rescoring_s:.3f}")
 
 
 def _time_sublayers(decoder, clock):
@@ -39,7 +112,7 @@ def _time_sublayers(decoder, clock):
     remove the ``handles`` when done."""
     totals = {"self_attn": 0.0, "src_attn": 0.0, "feed_forward": 0.0}
     started, handles = {}, []
-    for layer in decoder.decoders:
+    for layer in getattr(decoder, "left_decoder", decoder).decoders:  # a bitransformer steps its left decoder
         for name in totals:
             module = getattr(layer, name)
             handles.append(module.register_forward_pre_hook(lambda m, inp: started.__setitem__(id(m), clock())))
@@ -52,7 +125,7 @@ def _time_sublayers(decoder, clock):
 def step_times(runs, length: int, args, clock) -> None:
     """Print each model's median seconds for one ``forward_one_step`` with prefixes of ``length`` tokens."""
     calls = {}
-    for exp, (model, batches, _) in runs.items():
+    for exp, (model, batches, _, _) in runs.items():
         b = batches[0]
         memory, memory_mask = model.encoder(b["feats"], b["feats_lengths"])
         rows = memory.size(0) * args.beam_size
@@ -63,8 +136,9 @@ def step_times(runs, length: int, args, clock) -> None:
         causal = torch.tril(torch.ones(length, length, dtype=torch.bool)).expand(rows, length, length)
         dec = model.decoder
         caches = dec.memory_caches(memory)
-        att = dec.decoders[0].self_attn   # a step's cache: each block's self-attention keys and values
-        cache = [torch.randn(rows, att.h, length - 1, 2 * att.d_k, generator=gen) for _ in dec.decoders]
+        # The cache of the first L - 1 positions, made by the decoder itself (so its layout is the decoder's).
+        cache = None if length == 1 else dec.forward_one_step(memory, memory_mask, tokens[:, :-1],
+                                                               causal[:, :-1, :-1], None, caches)[1]
         calls[exp] = (lambda d=dec, m=memory, mm=memory_mask, t=tokens, c=causal, k=cache, mc=caches:
                       d.forward_one_step(m, mm, t, c, k, mc))
         calls[exp]()
@@ -93,8 +167,9 @@ def main() -> None:
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
-    parser.add_argument("--modes", nargs="*", default=["attention"], choices=METHODS_WITHOUT_LM,
-                        help="decoding modes to time over the whole list (none: only --step_prefixes)")
+    parser.add_argument("--modes", nargs="*", default=list(METHODS_WITHOUT_LM), choices=METHODS_WITHOUT_LM,
+                        help="decoding modes to time over the whole list (default: all four; none: only "
+                             "--step_prefixes / --long_utterance_s)")
     parser.add_argument("--beam_size", type=int, default=10)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
@@ -103,34 +178,49 @@ def main() -> None:
                         help="also time one decoder step at these prefix lengths (equal work for both models)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: this process's CPU time, steadier on a machine shared with other jobs")
+    parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
+                        help="a process competing for the cores while timing (see the description)")
+    parser.add_argument("--long_utterance_s", type=float, default=0.0, metavar="SECONDS",
+                        help="also decode one synthetic utterance this long: attention with eos suppressed and "
+                             "attention_rescoring (0: not)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     runs = {exp: load(exp, args.checkpoint, args.test_data, args.batch_size) for exp in args.exp_dirs}
+    with neighbour(args.neighbour):
+        seconds = timed_passes(runs, args, clock)
+        for length in args.step_prefixes:
+            step_times(runs, length, args, clock)
+        if args.long_utterance_s > 0:
+            long_utterance(runs, args, clock)
+    for mode in args.modes:
+        for exp, (_, batches, audio, _) in runs.items():
+            rtf = seconds[exp, mode] / (args.repeats * audio)
+            print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode}, RTF {rtf:.4f} "
+                  f"({len(batches)} batches, {args.threads} thread(s), {args.clock} clock, neighbour "
+                  f"{args.neighbour})")
+        if len(runs) == 2:
+            first, second = runs
+            print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
+
+
+@torch.no_grad()
+def timed_passes(runs, args, clock):
+    """{(exp, mode): seconds} of ``--repeats`` passes over the list per mode, after one warm-up batch."""
     seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
-    with torch.no_grad():
-        for model, batches, _ in runs.values():
+    if args.modes:
+        for model, batches, _, _ in runs.values():
             model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size)
         for rep in range(args.repeats):
             for mode in args.modes:
                 # The order flips every pass, so neither model always runs right after the other's cache traffic.
                 for exp in (list(runs) if rep % 2 == 0 else list(reversed(runs))):
-                    model, batches, _ = runs[exp]
+                    model, batches = runs[exp][:2]
                     start = clock()
                     for b in batches:
                         model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size)
                     seconds[exp, mode] += clock() - start
-    for length in args.step_prefixes:
-        step_times(runs, length, args, clock)
-    for mode in args.modes:
-        for exp, (_, batches, audio) in runs.items():
-            rtf = seconds[exp, mode] / (args.repeats * audio)
-            print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode}, RTF {rtf:.4f} "
-                  f"({len(batches)} batches, {args.threads} thread(s), {args.clock} clock)")
-        if len(runs) == 2:
-            first, second = runs
-            print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
-
+    return seconds
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,12 @@
-"""bench/decode_speed.py runs its whole-list passes and its fixed-prefix decoder steps (whose hand-made cache must
-have the decoder's layout) on two tiny models, as docs/benchmarks.md runs it on trained ones."""
+"""bench/decode_speed.py runs its whole-list passes, its fixed-prefix decoder steps, its neighbour process and its
+long synthetic utterance on tiny models, as docs/benchmarks.md runs it on trained ones."""
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.train.train_helpers import make_model_dir, write_data_list
 
@@ -25,3 +29,28 @@ def test_decode_speed_times_modes_and_decoder_steps_of_two_models(tmp_path, fsdd
     assert proc.returncode == 0, proc.stderr[-2000:]
     for what in ("decoder step at prefix 1:", "decoder step at prefix 4:", "attention:"):
         assert f"ratio {dirs[1]} / {dirs[0]}, {what}" in proc.stdout, proc.stdout
+
+
+def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(tmp_path, fsdd_dir):
+    """By default all four modes; the neighbour runs during the timing and is gone after; the long utterance is
+    decoded in attention with eos suppressed (as many tokens as encoder frames) and in attention_rescoring."""
+    exp = tmp_path / "udps"
+    exp.mkdir()
+    make_model_dir(exp, att_udps=True)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), "--exp_dirs", str(exp),
+                           "--checkpoint", "avg.pt", "--test_data", str(data), "--neighbour", "busyloop",
+                           "--long_utterance_s", "1.5", "--step_prefixes", "3", "--repeats", "1", "--beam_size", "2",
+                           "--batch_size", "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"):
+        assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout
+    assert "neighbour busyloop)" in proc.stdout and "early" not in proc.stdout
+    pid = int(re.search(r"neighbour busyloop: pid (\d+)", proc.stdout).group(1))
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    long = re.search(r"long utterance 1.5 s \(150 frames, T' (\d+)\): encoder [\d.]+ s, attention \(eos suppressed, "
+                     r"(\d+) tokens\) [\d.]+ s, attention_rescoring [\d.]+ s, ratio attention / attention_rescoring "
+                     r"[\d.]+", proc.stdout)
+    assert long and long.group(1) == long.group(2), proc.stdout

@@ -65,28 +65,85 @@ def test_causal_and_padding_masks(self_type, src_type):
     assert not torch.allclose(out[0, 3:], out2[0, 3:], atol=1e-5)
 
 
+def blocks(dec):
+    """The blocks a decoding step runs through (a bitransformer steps its left-to-right decoder)."""
+    return dec.left_decoder.decoders if isinstance(dec, BiTransformerDecoder) else dec.decoders
+
+
+def steppers(dec):
+    """(decoder that steps, its full forward's logits of a prefix): the decoder itself (a bitransformer steps its
+    left-to-right decoder) and a bitransformer's right-to-left decoder, which steps the same way."""
+    def full(d):
+        return lambda memory, memory_mask, ys: d(memory, memory_mask, ys, torch.full((ys.size(0),), ys.size(1)))[0]
+    pairs = [(dec, full(dec))]
+    if isinstance(dec, BiTransformerDecoder):
+        pairs.append((dec.right_decoder, full(dec.right_decoder)))
+    return pairs
+
+
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))
 @pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
-def test_forward_one_step_matches_full_forward(name, self_type, src_type, grad):
-    """Also without gradients, as decoding runs: UDPS self-attention steps then take the one_query kernel."""
+def test_cached_steps_match_the_full_forward_through_beam_reordering(name, self_type, src_type, grad):
+    """Step-by-step decoding with the cache gives the logits of decoding the whole prefix, while the rows are
+    reordered as a beam search reorders them (survivors picked with repeats within each utterance, the cache
+    index_selected with them), with memories of different lengths. Without gradients, as decoding runs, UDPS
+    self-attention steps take the one_query kernel with the cached key norms."""
+    torch.manual_seed(0)
+    beam, utts = 2, 2
+    gen = torch.Generator().manual_seed(1)
     with torch.set_grad_enabled(grad):
         dec = make(name, self_type, src_type).eval()
-        memory, memory_mask, ys, _ = batch()
-        full_lens = torch.tensor([5, 5])
-        out, _, _ = dec(memory, memory_mask, ys, full_lens)
+        memory = torch.randn(utts, 7, D).repeat_interleave(beam, 0)
+        memory_mask = torch.ones(utts * beam, 1, 7, dtype=torch.bool)
+        memory_mask[beam:, :, 4:] = False  # the second utterance's 4 frames
+        for stepper, full in steppers(dec):
+            memory_caches = stepper.memory_caches(memory)
+            ys, cache = torch.randint(0, V, (utts * beam, 1), generator=gen), None
+            for i in range(1, 7):
+                step_mask = torch.ones(utts * beam, 1, i, dtype=torch.bool)
+                logp, cache = stepper.forward_one_step(memory, memory_mask, ys, step_mask, cache, memory_caches)
+                torch.testing.assert_close(logp, full(memory, memory_mask, ys)[:, -1].log_softmax(-1),
+                                           rtol=1e-5, atol=1e-5)
+                # Per block, the i positions' entries: key and value, for UDPS also the key's norm.
+                att = blocks(stepper)[0].self_attn
+                assert all(c.shape == (utts * beam, 2, i, 2 * att.d_k + att.is_udps) for c in cache)
+                if att.is_udps:
+                    torch.testing.assert_close(cache[0][..., -1], cache[0][..., :att.d_k].norm(dim=-1))
+                src = (torch.arange(utts).repeat_interleave(beam) * beam
+                       + torch.randint(0, beam, (utts * beam,), generator=gen))
+                ys = torch.cat([ys[src], torch.randint(0, V, (utts * beam, 1), generator=gen)], dim=1)
+                cache = [c.index_select(0, src) for c in cache]
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
+def test_a_step_projects_only_the_new_position(name, self_type, src_type):
+    """With the memory's caches and the prefix's cache, a step runs the key/value projections of its one new
+    position per row in the self-attention and none of the memory; without memory caches it projects the memory;
+    and the memory's caches give the numbers that projecting it at that step gives."""
+    dec = make(name, self_type, src_type).eval()
+    memory, memory_mask, ys, _ = batch()
+    rows = {"self": 0, "src": 0}
+    hooks = []
+    for layer in blocks(dec):
+        for site in rows:
+            hooks.append(getattr(layer, f"{site}_attn").linear_k.register_forward_hook(
+                lambda m, inp, out, site=site: rows.__setitem__(site, rows[site] + inp[0].shape[:-1].numel())))
+    with torch.no_grad():
         memory_caches = dec.memory_caches(memory)
-        cache = None
-        for i in range(1, 6):
-            tgt_mask = subsequent_mask(i).unsqueeze(0).repeat(2, 1, 1)
-            logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache, memory_caches)
-            # Per block, the self-attention's keys and values of the i positions so far (2 heads).
-            assert len(new_cache) == 2 and new_cache[0].shape == (2, 2, i, 2 * D // 2)
-            assert torch.allclose(logp, out[:, i - 1].log_softmax(-1), atol=1e-4)
-            # The memory's projections made once give the numbers that projecting it at this step gives.
-            logp_fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], tgt_mask, cache)
-            torch.testing.assert_close(logp, logp_fresh, rtol=1e-6, atol=1e-6)
+        logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :3], torch.ones(2, 3, 3, dtype=torch.bool))
+        for i in range(4, 6):
+            rows.update(self=0, src=0)
+            newest = torch.ones(2, 1, i, dtype=torch.bool)
+            logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, cache, memory_caches)
+            assert rows == {"self": 2 * len(blocks(dec)), "src": 0}
+            fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, cache)
+            assert rows["src"] == 2 * 7 * len(blocks(dec))
+            torch.testing.assert_close(logp, fresh, rtol=1e-6, atol=1e-6)
             cache = new_cache
+    for hook in hooks:
+        hook.remove()
 
 
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))

@@ -5,7 +5,7 @@ from collections import defaultdict
 import pytest
 import torch
 
-from wenet_udps.transformer.decoder import TransformerDecoder
+from wenet_udps.transformer.decoder import DECODER_CLASSES, TransformerDecoder
 from wenet_udps.transformer.search import attention_beam_search, ctc_greedy_search, ctc_prefix_beam_search
 from wenet_udps.utils.common import log_add, remove_duplicates_and_blank
 
@@ -263,3 +263,57 @@ def test_five_minute_utterance_without_eos_finishes_within_its_bound():
     res = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6, max_len_ratio=0.04)
     assert len(res[0].tokens) == 300
     assert time.perf_counter() - start < 60
+
+
+class FullPrefixDecoder(torch.nn.Module):
+    """The uncached reference: each step runs ``decoder.forward`` over the whole prefix (no cache of any kind)."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def memory_caches(self, memory):
+        return []
+
+    def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache, memory_caches):
+        logits = self.decoder(memory, memory_mask, tgt, torch.full((tgt.size(0),), tgt.size(1)))[0]
+        return logits[:, -1].log_softmax(-1), [torch.zeros(tgt.size(0), 1)]
+
+
+@pytest.mark.parametrize("name", list(DECODER_CLASSES))
+@pytest.mark.parametrize("self_type,src_type", [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn")])
+def test_cached_beam_search_equals_decoding_the_whole_prefix_each_step(name, self_type, src_type):
+    """The cached search (prefix entries appended once per position, memory projected once per search, both
+    reordered with the surviving beams and cut when utterances finish) returns the hypotheses and scores of running
+    the decoder over the whole prefix at every step, for padded memories of different lengths."""
+    torch.manual_seed(4)
+    conf = dict(vocab_size=7, encoder_output_size=8, attention_heads=2, linear_units=16, num_blocks=2,
+                selfattention_layer_type=self_type, src_attention_layer_type=src_type,
+                attention_conf={"alpha_init": 4.0} if "udps" in self_type else None)
+    dec = DECODER_CLASSES[name](**conf, **({"r_num_blocks": 1} if name == "bitransformer" else {})).eval()
+    memory = torch.randn(3, 12, 8) * 3
+    mask = torch.ones(3, 1, 12, dtype=torch.bool)
+    mask[1, :, 5:] = False
+    mask[2, :, 9:] = False
+    for kwargs in ({}, {"suppress_eos": True}):
+        cached = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6, **kwargs)
+        full = attention_beam_search(FullPrefixDecoder(dec), memory, mask, beam_size=3, sos=6, eos=6, **kwargs)
+        for c, f in zip(cached, full):
+            assert c.tokens == f.tokens
+            assert c.score == pytest.approx(f.score, abs=1e-4)
+
+
+def test_suppress_eos_runs_every_hypothesis_to_its_step_limit():
+    """The bench's worst case: eos never wins, so each utterance's hypothesis has ceil(max_len_ratio * T') tokens,
+    none of them eos, and its score is that of the tokens alone (eos at -inf would make it -inf)."""
+    dec = tiny_decoder()
+    with torch.no_grad():
+        dec.output_layer.bias[6] = 20.0  # a decoder that ends every sentence at once
+    memory = torch.randn(2, 10, 8)
+    mask = torch.ones(2, 1, 10, dtype=torch.bool)
+    mask[1, :, 4:] = False
+    normal = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6)
+    res = attention_beam_search(dec, memory, mask, beam_size=2, sos=6, eos=6, suppress_eos=True)
+    assert [len(r.tokens) for r in normal] == [0, 0]
+    assert [len(r.tokens) for r in res] == [10, 4]
+    assert all(6 not in r.tokens and math.isfinite(r.score) for r in res)

@@ -15,6 +15,8 @@ All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cach
 query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
 pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side (``udps_crossattn``:
 (B, H, 2 * d_k + 1, T2)). Cross attentions make their cache with ``memory_cache(key, value)``, once per decoding.
+The decoder's self-attentions decode with ``step(x, mask, cache)``: each position's ``step_entries`` (k and v; UDPS
+also |k|) are made once, when the position is new, and appended to the cache (B, H, T_prefix, 2 d_k [+ 1]).
 
 Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``, ``uses_pos_emb``,
 ``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
@@ -114,6 +116,30 @@ class MultiHeadedAttention(nn.Module):
         q, k, v, new_cache = self.forward_qkv(query, key, value, cache)
         return self._output(self.attend(q, k, v, mask, pos_emb)), new_cache
 
+    def step_entries(self, x: torch.Tensor) -> torch.Tensor:
+        """What a decoder's self-attention cache keeps of each position, made once per position: x (B, T, D) ->
+        (B, H, T, 2 d_k), its key and value side by side."""
+        return torch.cat((self._heads(self.linear_k, x), self._heads(self.linear_v, x)), dim=-1)
+
+    def step(self, x: torch.Tensor, mask: torch.Tensor, cache: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Decoder self-attention of the positions not yet in ``cache`` (one per decoding step) over the prefix.
+
+        x (B, T1, D) the new positions; mask (B, T1, T0 + T1) bool, their rows of the causal mask; cache
+        (B, H, T0, C) the earlier positions' :meth:`step_entries`, or ``EMPTY_CACHE``. Only the new positions are
+        projected and their entries appended, so a step costs no projection of the prefix ->
+        output (B, T1, D), new cache (B, H, T0 + T1, C).
+        """
+        if self.kind != "self" or self.uses_pos_emb:
+            raise TypeError(f"{type(self).__name__} is no decoder self-attention: it has no step cache")
+        entries = self.step_entries(x)
+        cache = entries if cache.size(0) == 0 else torch.cat((cache, entries), dim=2)
+        return self._output(self.attend_cache(self._heads(self.linear_q, x), cache, mask)), cache
+
+    def attend_cache(self, q: torch.Tensor, cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Attention of q (B, H, T1, d_k) over a step cache (B, H, T2, C) -> (B, H, T1, d_k)."""
+        k, v = cache.split(self.d_k, dim=-1)
+        return self.attend(q, k, v, mask, torch.empty(0))
+
     def _output(self, heads: torch.Tensor) -> torch.Tensor:
         """Merge heads and project: (B, H, T1, d_k) -> (B, T1, D)."""
         return self.linear_out(heads.transpose(1, 2).reshape(heads.size(0), -1, self.h * self.d_k))
@@ -212,6 +238,20 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         # The keys' terms are formed by the kernel: a decoding step folds them into one pass (kernels/one_query.py).
         return udps_attention_from_keys(q, k, 4.0 * self._effective(self.alpha).view(1, -1, 1, 1), v, mask=mask,
                                         eps=self.eps, dropout_p=self.dropout_rate, training=self.training)
+
+    def step_entries(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, D) -> (B, H, T, 2 d_k + 1): key, value and the key's norm |k|, the one per-key term of the
+        denominator (in float32 or wider, the cache's dtype; the numerator's 4 alpha k is formed in the step's
+        one pass over the keys, see kernels/one_query.py)."""
+        k, v = self._heads(self.linear_k, x), self._heads(self.linear_v, x)
+        norm = torch.linalg.vector_norm(upcast(k), dim=-1, keepdim=True)
+        return torch.cat((k.to(norm.dtype), v.to(norm.dtype), norm), dim=-1)
+
+    def attend_cache(self, q: torch.Tensor, cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        k, v, k_norm = cache.split([self.d_k, self.d_k, 1], dim=-1)
+        return udps_attention_from_keys(q, k.to(q.dtype), 4.0 * self._effective(self.alpha).view(1, -1, 1, 1),
+                                        v.to(q.dtype), mask=mask, eps=self.eps, dropout_p=self.dropout_rate,
+                                        training=self.training, k_norm=k_norm.squeeze(-1))
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         return {"alpha": self._effective(self.alpha).detach()}

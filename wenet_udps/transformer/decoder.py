@@ -147,12 +147,14 @@ class TransformerDecoder(nn.Module):
         Args:
             memory: (B, T, D); memory_mask: (B, 1, T).
             tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask (its last row is used).
-            cache: the returned cache of the previous step: per block, the self-attention's keys and values of
-                the first L-1 positions, (B, H, L-1, 2 d_k); a search that reorders its hypotheses reorders these
-                rows with them. None (the first step): the whole prefix runs.
+            cache: the returned cache of the previous step: per block, the self-attention's entries of the
+                first L-1 positions, (B, H, L-1, C): key and value (C = 2 d_k), for UDPS also the key's norm
+                (C = 2 d_k + 1), each made once, at the step that added its position. A search that reorders its
+                hypotheses reorders these rows with them (``index_select`` on dim 0). None (the first step): the
+                whole prefix runs.
             memory_caches: ``memory_caches(memory)`` (None: projected from ``memory`` at this step).
         Returns:
-            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, H, L, 2 d_k)).
+            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, H, L, C)).
         """
         if cache is None:
             x, _ = self.embed(tgt)

@@ -4,8 +4,6 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.transformer.attention import EMPTY_CACHE
-
 
 class DecoderLayer(nn.Module):
     """Decoder block with WeNet's parameter names (self_attn, src_attn, feed_forward, norm1/2/3).
@@ -48,24 +46,25 @@ class DecoderLayer(nn.Module):
         Returns:
             output (B, L, D), tgt_mask, memory, memory_mask.
         """
-        x, _ = self._block(tgt, tgt_mask, memory, memory_mask, EMPTY_CACHE, memory_cache)
+        x, _ = self._block(tgt, tgt_mask, memory, memory_mask, None, memory_cache)
         return x, tgt_mask, memory, memory_mask
 
     def step(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
              cache: torch.Tensor, memory_cache: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """A decoding step: the positions not yet in the cache (the newest one), the earlier ones' self-attention
-        keys and values taken from it.
+        entries (keys and values; UDPS also the key norms) taken from it.
 
         Args:
             tgt: (B, L_new, D) the input of the positions not in the cache: one per step, all of them when the
                 cache is empty.
             tgt_mask: (B, L_new, L) bool, their rows of the causal mask over all L positions.
             memory, memory_mask, memory_cache: as ``forward``.
-            cache: (B, H, L - L_new, 2 d_k) the self-attention's keys and values of the earlier positions (the
-                previous step's returned cache), or ``(0, 0, 0, 0)``. Projecting only the new positions' keys and
-                values keeps a step's cost from growing with the prefix as WeNet's layer-output cache does.
+            cache: (B, H, L - L_new, C) the self-attention's ``step_entries`` of the earlier positions (the
+                previous step's returned cache; C = 2 d_k, UDPS 2 d_k + 1), or ``EMPTY_CACHE``. Projecting only
+                the new positions keeps a step's projections from growing with the prefix as WeNet's layer-output
+                cache does.
         Returns:
-            output (B, L_new, D), new cache (B, H, L, 2 d_k).
+            output (B, L_new, D), new cache (B, H, L, C).
         """
         cached = cache.size(2) if cache.size(0) > 0 else 0
         if (cached and cache.size(0) != tgt.size(0)) or cached + tgt.size(1) != tgt_mask.size(-1):
@@ -74,11 +73,16 @@ class DecoderLayer(nn.Module):
         return self._block(tgt, tgt_mask, memory, memory_mask, cache, memory_cache)
 
     def _block(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-               cache: torch.Tensor, memory_cache: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+               cache: Optional[torch.Tensor], memory_cache: Optional[torch.Tensor]
+               ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """The block; ``cache`` None: whole sequences (teacher forcing), else a decoding step over that cache."""
         residual = tgt
         if self.normalize_before:
             tgt = self.norm1(tgt)
-        att, new_cache = self.self_attn(tgt, tgt, tgt, tgt_mask, cache=cache)
+        if cache is None:
+            att, new_cache = self.self_attn(tgt, tgt, tgt, tgt_mask)[0], None
+        else:
+            att, new_cache = self.self_attn.step(tgt, tgt_mask, cache)
         x = residual + self.dropout(att)
         if not self.normalize_before:
             x = self.norm1(x)

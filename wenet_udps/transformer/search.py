@@ -140,7 +140,7 @@ class _Beams:
     hyps: torch.Tensor                  # (N, L) prefixes starting with sos
     scores: torch.Tensor                # (N, 1) log-probabilities
     end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
-    cache: Optional[List[torch.Tensor]] = None  # the decoder's per-block outputs of the previous step
+    cache: Optional[List[torch.Tensor]] = None  # per block, the prefix's self-attention entries
 
     def drop(self, finished: torch.Tensor) -> None:
         """Keep the utterances whose entry in ``finished`` (live utterances,) is False."""
@@ -157,7 +157,7 @@ class _Beams:
 @torch.no_grad()
 def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
                           beam_size: int, sos: int, eos: int, length_penalty: float = 0.0,
-                          max_len_ratio: float = 1.0) -> List[DecodeResult]:
+                          max_len_ratio: float = 1.0, suppress_eos: bool = False) -> List[DecodeResult]:
     """Batched left-to-right beam search with the decoder's incremental cache.
 
     All hypotheses of the utterances still searching advance together; a hypothesis that emitted eos keeps its score
@@ -176,6 +176,9 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
         length_penalty: WeNet's: the final beam is ranked by ``score / length ** length_penalty`` (length = tokens
             without eos), so > 0 favours longer hypotheses; it does not change which hypotheses the beam keeps.
         max_len_ratio: > 0, tokens allowed per encoder frame (1.0: WeNet's bound, one per frame).
+        suppress_eos: for benchmarks and tests only (no decoding option reaches it): eos gets log-probability -inf,
+            so every hypothesis runs to its step limit, the worst case of a model that never ends a sentence
+            (bench/decode_speed.py ``--long_utterance_s``).
     Returns:
         B results; score = log-probability of the hypothesis including eos, divided by length ** length_penalty.
     """
@@ -210,19 +213,23 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
         if bool(finished.any()):
             live.drop(finished)
             done = live.end_flag | (live.steps < step)
-        _advance(decoder, live, done, step, eos)
+        _advance(decoder, live, done, step, eos, suppress_eos)
     return results
 
 
-def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: int, eos: int) -> None:
+def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: int, eos: int,
+             suppress_eos: bool) -> None:
     """One step of the search: every live hypothesis extended by one token, the best ``beam`` kept per utterance."""
     beam_size, running = live.beam_size, live.hyps.size(0)
-    # Only the newest position is queried (the earlier ones are in the cache), and it sees the whole prefix: its
-    # row of the causal mask, (running, 1, step). The full (running, step, step) mask made each step cost the
-    # prefix squared (the 5-minute case of issue 47 grew to 670 MB).
+    # Only the newest position is queried (the earlier ones' self-attention entries are in the cache, made when each
+    # position was new; the memory's projections in live.memory_caches, made once per search), and it sees the
+    # whole prefix: its row of the causal mask, (running, 1, step). The full (running, step, step) mask made each
+    # step cost the prefix squared (the 5-minute case of issue 47 grew to 670 MB).
     hyps_mask = torch.ones(running, 1, step, dtype=torch.bool, device=live.hyps.device)
     logp, cache = decoder.forward_one_step(live.memory, live.memory_mask, live.hyps, hyps_mask, live.cache,
                                            live.memory_caches)
+    if suppress_eos:
+        logp[:, eos] = -math.inf
     top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
     top_logp = mask_finished_scores(top_logp, done)
     top_idx = mask_finished_preds(top_idx, done, eos)
