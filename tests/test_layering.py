@@ -32,7 +32,7 @@ ALLOWED: Dict[str, Set[str]] = {
             "export", "lm", "decode"},
 }
 # Inside transformer/: attention modules <- encoder/decoder and their layers <- the model.
-ATTENTION = {"attention"}
+ATTENTION = {"attention", "udps_attention"}
 MODEL_FILES = {"asr_model"}
 LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "import_module", "load_source"}
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from wenet_udps.decode.attention_maps import recording, row_entropy
-from wenet_udps.transformer import attention as attention_module
+from wenet_udps.kernels import dispatch
+from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
 from wenet_udps.model_builder import build_model
 from wenet_udps.config import finalize_config
 from tests.train.train_helpers import tiny_config, write_units
@@ -34,7 +35,9 @@ def test_recorded_weights_reproduce_every_site_output(tmp_path, att_udps):
         rows = w.sum(-1)
         assert torch.all(((rows - 1).abs() < 1e-5) | (rows == 0))
     # The model runs normally again once the recording ends.
-    assert attention_module.udps_attention.__module__ == "wenet_udps.kernels.dispatch"
+    assert attention_module.scaled_dot_attention is dispatch.scaled_dot_attention
+    assert udps_module.udps_attention is dispatch.udps_attention
+    assert udps_module.udps_attention_from_keys is dispatch.udps_attention_from_keys
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

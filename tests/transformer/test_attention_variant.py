@@ -17,7 +17,8 @@ from wenet_udps.decode.data_list import decode_dataset, model_from_checkpoint
 from wenet_udps.config import load_config, validate_config
 from wenet_udps.model_builder import attention_sites
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, UDPSMultiHeadedAttention, register_attention
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, register_attention
+from wenet_udps.transformer.udps_attention import UDPSMultiHeadedAttention
 from wenet_udps.utils.schema import ConfigError
 
 

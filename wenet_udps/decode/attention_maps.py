@@ -16,7 +16,7 @@ from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.data_list import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer import attention as attention_module
+from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
 from wenet_udps.utils.cli import UserError
 
 
@@ -37,8 +37,8 @@ def recording(model: torch.nn.Module):
         if isinstance(module, attention_module.MultiHeadedAttention):
             hooks.append(module.register_forward_pre_hook(lambda _m, _a, n=name: current.append(n)))
             hooks.append(module.register_forward_hook(lambda *_: current.pop() and None))  # None: output kept
-    sdpa, udps = attention_module.scaled_dot_attention, attention_module.udps_attention
-    udps_keys = attention_module.udps_attention_from_keys
+    sdpa = attention_module.scaled_dot_attention
+    udps, udps_keys = udps_module.udps_attention, udps_module.udps_attention_from_keys
 
     def scaled_dot(q, k, v, mask, dropout_p, scale=None):
         s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
@@ -55,14 +55,18 @@ def recording(model: torch.nn.Module):
         records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
         return udps_keys(q, k, scale, v, mask=mask, eps=eps, **kwargs)
 
-    # Every kernel entry the attention modules call (plain UDPS layers form their keys' terms in the kernel).
-    attention_module.scaled_dot_attention, attention_module.udps_attention = scaled_dot, udps_fn
-    attention_module.udps_attention_from_keys = udps_keys_fn
+    # Every kernel entry the attention modules call, replaced in the module whose classes call it (plain UDPS layers
+    # form their keys' terms in the kernel).
+    patches = [(attention_module, "scaled_dot_attention", scaled_dot, sdpa),
+               (udps_module, "udps_attention", udps_fn, udps),
+               (udps_module, "udps_attention_from_keys", udps_keys_fn, udps_keys)]
+    for owner, entry, recorder, _ in patches:
+        setattr(owner, entry, recorder)
     try:
         yield records
     finally:
-        attention_module.scaled_dot_attention, attention_module.udps_attention = sdpa, udps
-        attention_module.udps_attention_from_keys = udps_keys
+        for owner, entry, _, original in patches:
+            setattr(owner, entry, original)
         for h in hooks:
             h.remove()
 

@@ -22,7 +22,8 @@ Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``
 ``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
 else that depends on the attention type (the encoder's self-attention choices, the decoder's positional check,
 ``att_udps``, the ``udps_conf`` keys, the run labels of ``wenet_udps.bin.describe``) is derived from these
-attributes, so a new variant is one class in this file (docs/design.md, "Adding an attention variant").
+attributes, so a new variant is one class (docs/design.md, "Adding an attention variant"): a scaled-dot one in this
+file, a UDPS one in :mod:`wenet_udps.transformer.udps_attention` (the UDPS classes and their score scales).
 """
 import math
 from typing import Dict, Optional, Tuple, Type
@@ -30,10 +31,9 @@ from typing import Dict, Optional, Tuple, Type
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import scaled_dot_attention, udps_attention, udps_attention_from_keys
-from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
+from wenet_udps.kernels.dispatch import scaled_dot_attention
 
-_EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
+EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
 EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
 ATTENTION_KINDS = ("self", "cross")
 
@@ -110,7 +110,7 @@ class MultiHeadedAttention(nn.Module):
         return scaled_dot_attention(q, k, v, mask, self.dropout_rate if self.training else 0.0)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
+                mask: torch.Tensor = EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
                 cache: torch.Tensor = EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
         """query (B, T1, D), key/value (B, T2, D) -> output (B, T1, D), new_cache (B, H, T_cache + T2, 2 d_k)."""
         q, k, v, new_cache = self.forward_qkv(query, key, value, cache)
@@ -182,123 +182,6 @@ class RelPositionMultiHeadedAttention(MultiHeadedAttention):
                                     scale=1.0 / math.sqrt(self.d_k))
 
 
-# How a learnable score scale is stored: form -> (stored value of an initial scale, effective scale of the stored
-# parameter). Adam moves a parameter by about the learning rate per step, whatever its size: a ``linear`` scale of
-# 5 changes by ~0.02 % a step and in practice stays near its init (docs/fsdd_generalisation.md); ``log`` stores
-# log(scale), so each step changes the scale by a fraction of itself, as weight matrices' norms change.
-ALPHA_FORMS = {
-    "linear": (float, lambda p: p),                  # the reference: as is, its sign may flip
-    "squared": (math.sqrt, torch.square),            # stays positive
-    "log": (math.log, torch.exp),                    # stays positive, relative updates
-}
-POS_NORMS = ("qk", "qp")
-
-
-def _scale_parameter(*, n_head: int, init: float, form: str, per_head: bool, name: str) -> nn.Parameter:
-    """A learnable score scale, per head (H,) or shared (1,), stored so its effective value starts at ``init``
-    (``form``: see :data:`ALPHA_FORMS`)."""
-    if form not in ALPHA_FORMS:
-        raise ValueError(f"unknown udps_conf.alpha_form {form!r}; valid choices: {', '.join(ALPHA_FORMS)}")
-    if form == "squared" and init < 0:
-        raise ValueError(f"udps_conf.{name}_init must be >= 0 with alpha_form 'squared', got {init}")
-    if form == "log" and init <= 0:
-        raise ValueError(f"udps_conf.{name}_init must be > 0 with alpha_form 'log', got {init}")
-    start = ALPHA_FORMS[form][0](init)
-    return nn.Parameter(torch.full((n_head if per_head else 1,), float(start)))
-
-
-@register_attention
-class UDPSMultiHeadedAttention(MultiHeadedAttention):
-    """UDPS attention: scores = 4 alpha q.k / (|q| + |k|)^2, no 1/sqrt(d_k).
-
-    Extra parameter ``alpha`` (H,) or (1,); the effective scale is ``alpha`` or ``alpha**2`` (``alpha_form``).
-    """
-
-    name = "udps_selfattn"
-    is_udps = True
-    counterpart = "selfattn"
-
-    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
-                 alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
-        super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
-        self.alpha_form = alpha_form
-        self.alpha = _scale_parameter(n_head=n_head, init=alpha_init, form=alpha_form, per_head=alpha_per_head,
-                                      name="alpha")
-        self.eps = eps
-
-    def _effective(self, param: torch.Tensor) -> torch.Tensor:
-        return ALPHA_FORMS[self.alpha_form][1](param)
-
-    def key_terms(self, k: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Keys (B, H, T2, d_k) -> numerator keys 4 alpha k (B, H, T2, d_k) and key norms (B, H, T2) in float32."""
-        a = self._effective(self.alpha).view(1, -1, 1, 1)
-        return (4.0 * a) * k, torch.linalg.vector_norm(upcast(k), dim=-1)
-
-    def attend(self, q, k, v, mask, pos_emb):
-        # The keys' terms are formed by the kernel: a decoding step folds them into one pass (kernels/one_query.py).
-        return udps_attention_from_keys(q, k, 4.0 * self._effective(self.alpha).view(1, -1, 1, 1), v, mask=mask,
-                                        eps=self.eps, dropout_p=self.dropout_rate, training=self.training)
-
-    def step_entries(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, D) -> (B, H, T, 2 d_k + 1): key, value and the key's norm |k|, the one per-key term of the
-        denominator (in float32 or wider, the cache's dtype; the numerator's 4 alpha k is formed in the step's
-        one pass over the keys, see kernels/one_query.py)."""
-        k, v = self._heads(self.linear_k, x), self._heads(self.linear_v, x)
-        norm = torch.linalg.vector_norm(upcast(k), dim=-1, keepdim=True)
-        return torch.cat((k.to(norm.dtype), v.to(norm.dtype), norm), dim=-1)
-
-    def attend_cache(self, q: torch.Tensor, cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        k, v, k_norm = cache.split([self.d_k, self.d_k, 1], dim=-1)
-        return udps_attention_from_keys(q, k.to(q.dtype), 4.0 * self._effective(self.alpha).view(1, -1, 1, 1),
-                                        v.to(q.dtype), mask=mask, eps=self.eps, dropout_p=self.dropout_rate,
-                                        training=self.training, k_norm=k_norm.squeeze(-1))
-
-    def effective_scales(self) -> Dict[str, torch.Tensor]:
-        return {"alpha": self._effective(self.alpha).detach()}
-
-
-@register_attention
-class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
-    """The paper author's Conformer variant: p = linear_pos(pos_emb), no pos_bias_u/v, no rel_shift.
-
-    ``pos_norm: qk`` (the reference): scores = (4 alpha q.k + 4 beta q.p) / (|q| + |k|)^2; the position term shares
-    the q/k denominator, so it is not bounded to [-beta, beta]. ``pos_norm: qp``: 4 alpha q.k / (|q| + |k|)^2 +
-    4 beta q.p / (|q| + |p|)^2 (the alternative the reference's author judged not effective).
-    """
-
-    name = "rel_udps_selfattn"
-    uses_pos_emb = True
-    counterpart = "rel_selfattn"
-
-    def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 5.0,
-                 beta_init: float = 5.0, alpha_form: str = "linear", alpha_per_head: bool = True,
-                 pos_norm: str = "qk", eps: float = DEFAULT_EPS):
-        super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate, alpha_init=alpha_init,
-                         alpha_form=alpha_form, alpha_per_head=alpha_per_head, eps=eps)
-        if pos_norm not in POS_NORMS:
-            raise ValueError(f"unknown udps_conf.pos_norm {pos_norm!r}; valid choices: {', '.join(POS_NORMS)}")
-        self.pos_norm = pos_norm
-        self.linear_pos = nn.Linear(n_feat, n_feat, bias=False)
-        self.beta = _scale_parameter(n_head=n_head, init=beta_init, form=alpha_form, per_head=alpha_per_head,
-                                     name="beta")
-
-    def attend(self, q, k, v, mask, pos_emb):
-        a = self._effective(self.alpha).view(1, -1, 1, 1)
-        b = self._effective(self.beta).view(1, -1, 1, 1)
-        p = self._heads(self.linear_pos, pos_emb)  # (1 or B, H, T2, d_k)
-        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
-        if self.pos_norm == "qk":
-            # 4 (a q.k + b q.p) = q . (4 a k + 4 b p): one numerator, one q/k denominator (two passes over k).
-            return udps_attention(q, torch.addcmul((4.0 * a) * k, 4.0 * b, p), k_norm, v, mask=mask, eps=self.eps,
-                                  dropout_p=self.dropout_rate, training=self.training)
-        pos_term = udps_scores(q, (4.0 * b) * p, torch.linalg.vector_norm(upcast(p), dim=-1), self.eps)
-        return udps_attention(q, (4.0 * a) * k, k_norm, v, mask=mask, bias=pos_term, eps=self.eps,
-                              dropout_p=self.dropout_rate, training=self.training)
-
-    def effective_scales(self) -> Dict[str, torch.Tensor]:
-        return {"alpha": self._effective(self.alpha).detach(), "beta": self._effective(self.beta).detach()}
-
-
 @register_attention
 class MultiHeadedCrossAttention(MultiHeadedAttention):
     """Scaled-dot source (cross) attention of the decoder; the cache holds the memory's k/v."""
@@ -310,48 +193,6 @@ class MultiHeadedCrossAttention(MultiHeadedAttention):
     def memory_cache(self, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """The cache ``forward`` reuses for this memory: key/value (B, T2, D) -> (B, H, T2, 2 d_k)."""
         return torch.cat((self._heads(self.linear_k, key), self._heads(self.linear_v, value)), dim=-1)
-
-
-@register_attention
-class UDPSMultiHeadedCrossAttention(UDPSMultiHeadedAttention):
-    """UDPS source (cross) attention of the decoder.
-
-    Its cache holds what a decoding step needs of the memory, (B, H, 2 d_k + 1, T2): the numerator keys 4 alpha k,
-    the values and the key norms, so a step recomputes none of them (the memory is the same at every step).
-    """
-
-    name = "udps_crossattn"
-    kind = "cross"
-    counterpart = "crossattn"
-
-    def _memory_terms(self, key: torch.Tensor, value: torch.Tensor
-                      ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """key/value (B, T2, D) -> k_num, k_norm, v (as ``udps_attention`` takes them) and the packed cache."""
-        k_num, k_norm = self.key_terms(self._heads(self.linear_k, key))
-        v = self._heads(self.linear_v, value)
-        dtype = torch.promote_types(k_num.dtype, v.dtype)
-        # Feature-major (B, H, 2 d_k + 1, T2): a step's q . k~ and p @ v then read rows of T2 contiguous numbers
-        # (a step's matrix products were twice as slow on the (B, H, T2, 2 d_k + 1) layout).
-        cache = torch.cat((k_num.to(dtype).transpose(-2, -1), v.to(dtype).transpose(-2, -1),
-                           k_norm.unsqueeze(-2).to(dtype)), dim=-2)
-        return k_num, k_norm, v, cache
-
-    def memory_cache(self, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-        """The cache ``forward`` reuses for this memory: key/value (B, T2, D) -> (B, H, 2 d_k + 1, T2)."""
-        return self._memory_terms(key, value)[3]
-
-    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor = _EMPTY_MASK, pos_emb: torch.Tensor = torch.empty(0),
-                cache: torch.Tensor = EMPTY_CACHE) -> Tuple[torch.Tensor, torch.Tensor]:
-        """query (B, T1, D), key/value (B, T2, D) (ignored when ``cache`` is given) -> (B, T1, D), cache."""
-        if cache.size(0) > 0:
-            k_num, v, k_norm = torch.split(cache, [self.d_k, self.d_k, 1], dim=-2)
-            k_num, v, k_norm = k_num.transpose(-2, -1), v.transpose(-2, -1), k_norm.squeeze(-2)
-        else:
-            k_num, k_norm, v, cache = self._memory_terms(key, value)
-        out = udps_attention(self._heads(self.linear_q, query), k_num, k_norm, v, mask=mask, eps=self.eps,
-                             dropout_p=self.dropout_rate, training=self.training)
-        return self._output(out), cache
 
 
 def attention_classes(kind: str) -> Dict[str, Type[MultiHeadedAttention]]:
@@ -382,3 +223,10 @@ def udps_counterpart(name: str, udps: bool = True) -> Optional[str]:
             or (target.kind, target.uses_pos_emb) != (cls.kind, cls.uses_pos_emb)):
         return None
     return target.name
+
+
+# The UDPS classes register themselves when their module runs; importing it here makes the registry complete
+# whichever module is imported first (this one, or udps_attention, which imports this one at its top). It is the
+# last statement, and nothing here uses a name from it: when udps_attention is the first import, this finds it
+# half-run in sys.modules and returns at once, and the UDPS classes register as soon as it resumes.
+import wenet_udps.transformer.udps_attention  # noqa: E402,F401
