@@ -1,5 +1,7 @@
 """Every attention registry entry against a hand-written formula."""
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -253,6 +255,17 @@ def test_udps_counterpart_covers_registry():
         # A UDPS class names its scaled-dot counterpart, and the other way round.
         assert ATTENTION_CLASSES[cls.counterpart].is_udps != cls.is_udps and cls.name == name
     assert udps_counterpart("selfattn") == "udps_selfattn" and udps_counterpart("udps_selfattn") == "udps_selfattn"
+
+
+@pytest.mark.parametrize("first", ["attention", "udps_attention"])
+def test_importing_either_attention_module_first_registers_every_class(first):
+    """attention.py imports udps_attention at its end, so the registry is complete whichever module a fresh process
+    imports first (udps_attention first imports attention while itself half-run)."""
+    code = (f"import wenet_udps.transformer.{first}; from wenet_udps.transformer.attention import ATTENTION_CLASSES; "
+            f"print(' '.join(sorted(ATTENTION_CLASSES)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["crossattn", "rel_selfattn", "rel_udps_selfattn", "selfattn", "udps_crossattn",
+                           "udps_selfattn"]
 
 
 def test_register_attention_refuses_a_taken_name_and_a_bad_kind():
