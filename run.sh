@@ -75,7 +75,7 @@ decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a 
 num_decoding_left_chunks=-1
 decode_batch_size=16
 lm=false                # true: stage 2 also builds a word n-gram LM (KenLM's lmplz; tools/install.sh --lm true) from
-                        # the training transcripts and --lm_text, refusing any dev/test sentence; stage 5 then tunes
+                        # the training transcripts and --lm_text, refusing --lm_text with a dev/test sentence; stage 5 tunes
                         # the LM weight and word score on dev and decodes every test set in the *_lm modes too
 lm_text=                # --lm true: a plain text file (one sentence a line) the LM learns besides the transcripts
 lm_order=3              # n-gram order of the LM (>= 2)
@@ -92,7 +92,7 @@ Stages (--stage N --stop_stage N reruns one):
    0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
    1  global CMVN statistics of the training set (global_cmvn)
    2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
-      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing text holding a dev/test sentence
+      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing --lm_text holding a dev/test sentence
       (a character LM where scoring is by character: Mandarin)
    3  data.list (raw) or tar shards per set
    4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml

@@ -14,7 +14,7 @@ find_kenlm_program("lmplz"); import_flashlight()' 2>&1 | tail -n 1) \
     || die "--lm true: ${err#*LmToolsMissing: }"
 }
 
-stage_lm() {  # stage 2 with --lm true: an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence
+stage_lm() {  # stage 2 with --lm true: an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence in --lm_text
   local out key x held=() opts=()
   out=$(lm_file)
   require "${data}/${train_set}/text" 0
