@@ -75,9 +75,9 @@ decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a 
 num_decoding_left_chunks=-1
 decode_batch_size=16
 lm=false                # true: stage 2 also builds a word n-gram LM (KenLM's lmplz; tools/install.sh --lm true) from
-                        # the training transcripts and --lm_text, refusing any dev/test sentence (librispeech: stage
-                        # -1 downloads OpenSLR 11's published LM instead, --lm_name); stage 5 then tunes the LM
-                        # weight and word score on dev and decodes every test set in the *_lm modes too
+                        # the training transcripts and --lm_text, refusing --lm_text with a dev/test sentence
+                        # (librispeech: stage -1 downloads OpenSLR 11's published LM instead, --lm_name); stage 5
+                        # then tunes the LM weight and word score on dev and decodes every test set in the *_lm modes
 lm_name=                # librispeech, --lm true: OpenSLR 11's LM to decode with: 3-gram.pruned.1e-7 (empty: this
                         # one, the usual first-pass LM), 3-gram.pruned.3e-7, 3-gram or 4-gram; other corpora have none
 lm_mirror=              # librispeech: where stage -1 fetches the LM, e.g. https://openslr.elda.org/resources/11 (EU);
@@ -98,7 +98,7 @@ Stages (--stage N --stop_stage N reruns one):
    0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
    1  global CMVN statistics of the training set (global_cmvn)
    2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
-      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing text holding a dev/test sentence
+      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing --lm_text holding a dev/test sentence
       (a character LM where scoring is by character: Mandarin), or the published LM decompressed; then its KenLM
       binary <data>/lm/lm.bin and words lm.bin.words, which stage 5 decodes with
    3  data.list (raw) or tar shards per set

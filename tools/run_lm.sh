@@ -76,7 +76,7 @@ lm_binarize() {  # the KenLM binary of lm.arpa, and its words file
   stamp_write "${bin}.stamp" "${key}"
 }
 
-lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence
+lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence in --lm_text
   local out key x held=() opts=()
   out=$(lm_arpa)
   require "${data}/${train_set}/text" 0

@@ -1,5 +1,6 @@
 """Build a word n-gram LM (ARPA) with KenLM's lmplz for the ``*_lm`` decoding modes (``tools/install.sh --lm
-true`` installs lmplz), refusing text that contains a held-out (dev or test) sentence.
+true`` installs lmplz), refusing ``--lm_text`` that contains a held-out (dev or test) sentence. The training
+transcripts (``--text``) may hold one (a corpus whose speakers read the same prompts); how many do is printed.
 
     python -m wenet_udps.bin.build_lm --text data/train/text [--lm_text books.txt] \
         --held_out data/dev/text --held_out data/test/text --order 3 --out data/lm/lm.arpa
@@ -12,7 +13,7 @@ import argparse
 import logging
 from typing import List, Optional
 
-from wenet_udps.lm.build import build_arpa, read_sentences, refuse_held_out
+from wenet_udps.lm.build import build_arpa, held_out_matches, read_sentences, refuse_held_out
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 
@@ -24,7 +25,7 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--lm_text", action="append", default=[], type=cli.existing_file,
                    help="plain text, one sentence a line; repeatable")
     p.add_argument("--held_out", action="append", default=[], type=cli.existing_file,
-                   help="Kaldi text (dev, test) none of whose sentences the LM text may contain; repeatable")
+                   help="Kaldi text (dev, test) none of whose sentences --lm_text may contain; repeatable")
     p.add_argument("--order", type=cli.int_range(2), default=3)
     p.add_argument("--prune", type=cli.non_negative_int, nargs="+", default=None,
                    help="lmplz --prune counts per order from the unigrams, e.g. 0 1 1")
@@ -39,9 +40,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.text and not args.lm_text:
         parser.error("give the LM's text: --text (Kaldi text) or --lm_text (plain text)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
-    sources = [(path, read_sentences(path, keyed=True)) for path in args.text]
-    sources += [(path, read_sentences(path, keyed=False)) for path in args.lm_text]
-    refuse_held_out(sources, args.held_out)
+    transcripts = [(path, read_sentences(path, keyed=True)) for path in args.text]
+    extra = [(path, read_sentences(path, keyed=False)) for path in args.lm_text]
+    refuse_held_out(extra, args.held_out)
+    shared = held_out_matches(transcripts, args.held_out)
+    if shared:
+        print(f"note: {len(shared)} transcript line(s) are also dev/test sentences, kept (the acoustic model trained "
+              f"on them too), e.g. {shared[0][0]} = {shared[0][1]}", flush=True)
+    sources = transcripts + extra
     info = build_arpa((s for _, sentences in sources for _, s in sentences), args.out, order=args.order,
                       prune=args.prune, char_lm=args.char_lm)
     print(f"wrote LM {info.describe()}, n-grams {' '.join(map(str, info.counts))}", flush=True)
