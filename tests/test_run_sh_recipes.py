@@ -160,7 +160,8 @@ def test_librispeech_100h_only_recipe(tmp_path):
 
 @pytest.mark.slow
 def test_an4_recipe(tmp_path):
-    """Stages -1 to 5 from a local AN4 copy (stage -1 writes nothing into it), ESPnet's split, BPE 30, WER and CER."""
+    """Stages -1 to 5 from a local AN4 copy (stage -1 writes nothing into it), ESPnet's split, BPE 30, WER and CER;
+    then stage 7's RESULTS.md with ESPnet's published rows."""
     train = [(f"{g}{s:03d}", [f"an{100 + 10 * s + u}" for u in range(4)]) for s in range(8) for g in "fm"]
     make_an4(tmp_path / "dl", train=train, test=(("fcaw", ("an409", "cen3", "cen4")),))
     log = ok(run_sh("--corpus", "an4", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
@@ -174,3 +175,13 @@ def test_an4_recipe(tmp_path):
     for s in ("dev", "test"):
         for mode in MODES:
             assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+    # Stage 7 (14 s; stage 6's export left out): RESULTS.md has our WER, then ESPnet's published rows with their
+    # source (settings.sh's peer_results), then our letter CER.
+    ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps", "false",
+              "--stage", 7, "--stop_stage", 7))
+    results = (tmp_path / "exp" / "RESULTS.md").read_text()
+    ours, peers, cer = (results.index(h) for h in ("| attention_rescoring WER |", "## Published results",
+                                                    "| attention_rescoring CER |"))
+    assert ours < peers < cer and re.search(r"^\| an4_scaled_dot \| test \| [0-9.]+ \|", results, re.M)
+    assert re.search(r"^\| ESPnet \| .* \| test \| none \| 7\.6 \| 3\.6 \| characters, word spaces included \| "
+                     r"ESPnet egs2/an4/asr1/README\.md \(espnet 0\.10\.5a1, 2021-12-25\) \|$", results, re.M)

@@ -2,6 +2,7 @@
 """Collect decoding results of all experiments into one Markdown table and plots.
 
 Usage: collect_results.py --exp_dir exp [--out exp/RESULTS.md] [--plots_dir exp/plots] [--metric CER|WER]
+                          [--peer_results recipes/<corpus>/peer_results.tsv]
 
 Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: only its last ``Overall -> X %`` line is used) for
 every decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder
@@ -11,7 +12,9 @@ wenet_udps.bin.describe). The checkpoint a result came from is read from a ``dec
 removed since (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set
 and checkpoint, one column per decoding mode, then an RTF column per mode whose folder has an ``rtf`` file (stage
 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table
-with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). Plots (PNG): losses (per
+with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). ``--peer_results``: other
+toolkits' published results on the same split, in a table of their own with their sources
+(wenet_udps.results.peers; a malformed line is a usage error naming it). Plots (PNG): losses (per
 step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import json
@@ -28,6 +31,7 @@ import yaml
 from wenet_udps.model_builder import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
+from wenet_udps.results.peers import read_peer_results, section as peer_section
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
@@ -334,11 +338,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="data dir with <set>/text: enables the significance tests of seeded experiments")
     parser.add_argument("--wer_char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
     parser.add_argument("--seeds", default=[], type=_seeds, help="the seeds trained, recorded under the table")
+    parser.add_argument("--peer_results", type=cli.existing_file, default=None,
+                        help="other toolkits' published results on this split (wenet_udps.results.peers)")
     args = parser.parse_args(argv)
     args.exp_dir = Path(args.exp_dir)
     args.data_dir = Path(args.data_dir) if args.data_dir else None
     out = Path(args.out) if args.out else args.exp_dir / "RESULTS.md"
     plots_dir = Path(args.plots_dir) if args.plots_dir else args.exp_dir / "plots"
+    # A malformed line is a usage error naming it (run_cli), before any work.
+    peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char)) \
+        if args.peer_results else ""
     try:  # a bad train.yaml, wer file or utt2spk: one line naming it
         experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
@@ -351,12 +360,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}{sections}\n## Made with\n\n"
+            f"{table}{peers}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(args.seeds))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(table + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for
+    print(table + peers + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for
     for p in make_plots(experiments, args.exp_dir, plots_dir, args.metric):
         print(f"collect_results.py: wrote {p}", file=sys.stderr)
     return 0

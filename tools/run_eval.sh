@@ -153,14 +153,16 @@ plot_first_seeds() {
 }
 
 stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model; paired tests with --seeds) and plots
-  local results_root
+  local results_root peers=()
   results_root=$(dirname "${exp_prefix}")
   log "stage 7: results table and plots for ${results_root}"
   sherpa_decode_all
+  # Other toolkits' published results on this split, where settings.sh names them, in a table of their own.
+  [[ -z ${peer_results} ]] || peers=(--peer_results "${peer_results}")
   # The thread count that RESULTS.md records (provenance) is the trainings' on the CPU.
   OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
     --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \
     --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" --data_dir "${data}" --wer_char "${wer_char}" \
-    --seeds "${seeds}"
+    --seeds "${seeds}" "${peers[@]}"
   plot_first_seeds "${results_root}"
 }

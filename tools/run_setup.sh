@@ -68,11 +68,14 @@ load_corpus_settings() {
   train_set_fallback=     # settings.sh may name a set to train on when train_set was not prepared
   lm_names=               # settings.sh may list published LMs (recipes/<corpus>/download_lm.sh fetches them) ...
   lm_name_default=        # ... and the one --lm true decodes with unless --lm_name picks another
+  peer_results=           # settings.sh may name other toolkits' published results on its split (stage 7's RESULTS.md)
   . "recipes/${corpus}/settings.sh"
   for v in ${settings}; do [[ -z ${given[${v}]} ]] || printf -v "${v}" '%s' "${given[${v}]}"; done
   one_of token_type "${token_type}" char bpe
   one_of bpe_mode "${bpe_mode}" unigram bpe
   one_of wer_char "${wer_char}" 0 1
+  [[ -z ${peer_results} || -f ${peer_results} ]] \
+    || die "recipes/${corpus}/settings.sh: peer_results names ${peer_results}, which does not exist"
   [[ ${nbpe} =~ ^[0-9]+$ ]] || die "--nbpe takes an integer, got '${nbpe}'"
   [[ ${token_type} == char || ${nbpe} -gt 0 ]] || die "--token_type bpe needs --nbpe > 0"
   [[ -n ${test_sets// /} ]] || die "--test_sets is empty: name the sets to decode"
