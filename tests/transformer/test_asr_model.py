@@ -1,4 +1,3 @@
-import time
 
 import pytest
 import torch
@@ -155,7 +154,6 @@ def test_overfit_two_sequences(att_udps):
     text = torch.tensor([targets[0], targets[1] + [IGNORE_ID, IGNORE_ID]])
     text_lengths = torch.tensor([5, 3])
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
-    start = time.time()
     for step in range(300):
         loss = model(speech, lengths, text, text_lengths)["loss"]
         opt.zero_grad()
@@ -163,7 +161,6 @@ def test_overfit_two_sequences(att_udps):
         opt.step()
         if step >= 50 and loss.item() < 0.05:
             break
-    assert time.time() - start < 20
     assert loss.item() < 0.2
     model.eval()
     methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
