@@ -11,6 +11,7 @@ from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.search import LmSearch, LmSearchConfig, is_char_lm
 from wenet_udps.lm.tools import LmToolsMissing
 from wenet_udps.text import BpeTokenizer, CharTokenizer
+from wenet_udps.transformer.search import ctc_prefix_beam_search
 
 
 def write_arpa(path, unigrams):
@@ -118,3 +119,63 @@ def test_an_utterance_no_word_fits_gets_an_empty_hypothesis(tmp_path, letters):
     lm = write_arpa(tmp_path / "lm.arpa", {"ab": -0.5})
     best = decode(LmSearch(lm, letters, 0, LmSearchConfig()), emissions([{2: 0.99}], 6))  # one frame: no "ab"
     assert best.tokens == [] and best.nbest == [[]]
+
+
+def spiky(runs):
+    """Frames for (unit, frames) runs, each frame giving its unit 0.9: CTC spikes lasting several frames."""
+    return [{unit: 0.9} for unit, n in runs for _ in range(n)]
+
+
+def small_bpe(tmp_path):
+    """A BPE model whose units mix a separate '▁' (B, C, TWO are '▁ B', '▁ C', '▁ T W O') with pieces carrying it
+    ('▁A', '▁ONE')."""
+    text = tmp_path / "train.txt"
+    text.write_text("".join(f"{s}\n" for s in ["A B C ONE", "ONE TWO A", "B A TWO", "C A B ONE TWO"] * 20))
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "bpe"), vocab_size=14,
+                                   model_type="unigram", character_coverage=1.0, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "bpe.model"))
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i) and not sp.is_unknown(i)]
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>"] + pieces + ["<sos/eos>"])
+    return BpeTokenizer(symbol_table_path=str(tmp_path / "units.txt"), bpe_path=str(tmp_path / "bpe.model"))
+
+
+def check_long_spikes(search, tok, runs, text):
+    """At lm_weight 0 the LM search's best is the plain prefix beam search's, and scores the best CTC path (every
+    frame its spike's unit): a unit's later frames cost nothing extra after its word has ended."""
+    logp = emissions(spiky(runs), len(tok.symbol_table))
+    best = decode(search, logp)
+    plain = ctc_prefix_beam_search(logp, torch.tensor([logp.size(1)]), beam_size=10)[0]
+    assert tok.detokenize(best.tokens)[0] == tok.detokenize(plain.tokens)[0] == text
+    assert best.score == pytest.approx(float(logp.max(-1).values.sum()), abs=1e-3)
+
+
+def test_bpe_spikes_of_several_frames_cost_nothing_more(tmp_path):
+    need_flashlight()
+    tok = small_bpe(tmp_path)
+    lm = write_arpa(tmp_path / "lm.arpa", {w: -0.7 for w in ["A", "B", "C", "ONE", "TWO"]})
+    u = tok.symbol_table
+    assert tok.tokenize("B TWO")[0] == ["▁", "B", "▁", "T", "W", "O"]
+    # Letters run straight into the next word's '▁' (no blank between), as the AN4 model's did.
+    runs = [(u["▁"], 2), (u["B"], 3), (u["▁"], 2), (u["C"], 2), (u["▁"], 3), (u["T"], 2), (u["W"], 3), (u["O"], 2),
+            (u["▁ONE"], 3), (0, 1), (u["▁ONE"], 1), (0, 2), (u["▁A"], 3), (0, 2)]
+    for weight in (0.0, 1.0):
+        search = LmSearch(lm, tok, 0, LmSearchConfig(lm_weight=weight))
+        if weight == 0.0:
+            check_long_spikes(search, tok, runs, "B C TWO ONE ONE A")
+        else:  # the LM's cost of a second word does not make "ONE blank ONE" one word
+            assert tok.detokenize(decode(search, emissions(spiky(runs), len(u))).tokens)[0] == "B C TWO ONE ONE A"
+
+
+def test_letter_spikes_of_several_frames_cost_nothing_more(tmp_path, letters):
+    lm = write_arpa(tmp_path / "lm.arpa", {"ab": -0.5, "ba": -0.5, "b": -0.5})
+    runs = [(2, 2), (3, 3), (4, 2), (3, 2), (4, 3), (3, 2), (0, 1), (2, 3), (0, 2)]  # ab b ba, spaces after b's
+    check_long_spikes(LmSearch(lm, letters, 0, LmSearchConfig(lm_weight=0.0)), letters, runs, "ab b ba")
+
+
+def test_mandarin_spikes_of_several_frames_cost_nothing_more(tmp_path):
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "你", "好", "世", "界", "▁", "<sos/eos>"])
+    tok = CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+    lm = write_arpa(tmp_path / "lm.arpa", {"你": -0.6, "好": -0.6, "世": -0.6, "界": -0.6})
+    runs = [(2, 2), (0, 1), (3, 3), (0, 1), (3, 2), (0, 1), (4, 3), (0, 2), (5, 2), (0, 1)]
+    check_long_spikes(LmSearch(lm, tok, 0, LmSearchConfig(lm_weight=0.0)), tok, runs, "你好好世界")
