@@ -62,7 +62,7 @@ def trie_spellings(lexicon: Dict[str, List[int]], boundaries: List[int]) -> Dict
 
     Why: flashlight's lexicon decoder emits a word on the first frame of its last unit and moves to the trie's root,
     where a frame can only be the boundary unit or blank; so the further frames of that unit (a CTC spike of 2-3
-    frames) scored as blank, and a hypothesis starting a spurious word there often won (AN4 dev: 23.5 % WER at
+    frames) were scored as blank, and a hypothesis starting a spurious word there often won (AN4 dev: 23.5 % WER at
     lm_weight 0 against prefix beam search's 16.9 %). With a boundary unit after it, a word ends on the blank (or
     space) frame after its last unit, however many frames that unit took. With the last unit doubled, it ends on the
     last of those frames when the next word follows without a blank (a BPE model's letters run straight into the
