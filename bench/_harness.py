@@ -1,19 +1,33 @@
 """What the benchmark scripts share: the timing harness of the attention benchmarks (bench/attention.py,
-attention_gpu.py, compile_cost.py).
+attention_gpu.py, compile_cost.py), and the neighbour process of ``--neighbour`` (decode_speed.py, train_step.py).
 
 Inputs are (B, H, T, d_k) with a key padding mask; every attention is called as ``fn(q, k, v, mask, *extra)``;
 ``interleaved_medians`` times implementations in rounds, each round in a shuffled order, so that load from other
 processes hits all of them alike. Imported by the scripts beside it (``python bench/<name>.py`` puts bench/ on
 sys.path); not a benchmark itself.
 """
+import contextlib
+import os
 import random
+import signal
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Optional, Sequence
 
 import torch
 
+ROOT = Path(__file__).resolve().parents[1]
+_MATMUL = "import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a @ a"
+_SUITE = (f"while :; do {sys.executable} -m pytest -q -x -p no:cacheprovider tests/kernels "
+          "tests/transformer/test_attention.py >/dev/null 2>&1; done")
+# The neighbour processes of --neighbour: argv, run from the repository root. ``busyloop``: one Python loop, one
+# core; ``matmul``: torch 512x512 products on one thread (compute and memory traffic); ``suite``: the project's
+# kernel and attention tests, ``pytest -x`` over and over (the mixed load of a test run); ``none``: alone.
+NEIGHBOURS = {"none": None, "busyloop": [sys.executable, "-c", "while True: pass"],
+              "matmul": [sys.executable, "-c", _MATMUL], "suite": ["bash", "-c", _SUITE]}
 ALPHA = 10.0  # UDPS's alpha in every benchmark: k_num = 4 alpha k, as the attention modules pass it
 
 
@@ -67,6 +81,25 @@ def interleaved_medians(impls: Dict[str, Callable], inputs: Sequence, backward: 
                 torch.cuda.synchronize()
             times[name].append(clock() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+@contextlib.contextmanager
+def neighbour(kind: str):
+    """Run the ``kind`` neighbour (:data:`NEIGHBOURS`) while the block runs, in its own process group, which is
+    stopped after."""
+    if NEIGHBOURS[kind] is None:
+        yield
+        return
+    proc = subprocess.Popen(NEIGHBOURS[kind], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    print(f"neighbour {kind}: pid {proc.pid}", flush=True)
+    try:
+        yield
+    finally:
+        if proc.poll() is not None:
+            print(f"warning: neighbour {kind} exited early (status {proc.returncode}): part of the timing ran alone")
+        os.killpg(proc.pid, signal.SIGTERM)  # the group: the suite's shell loop and its pytest
+        proc.wait()
 
 
 def write_table(lines: Sequence[str], out: Optional[Path]) -> None:

@@ -10,11 +10,16 @@ fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.m
     python bench/attention.py --quick                                # T in 64 128, 3 repeats
     python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
     python bench/attention.py --threads 1 --T 128 512 --profile      # where the time goes: top ops per impl
+    python bench/attention.py --threads 2 --neighbour suite --no-memory --batch 4 --T 300 \
+        --impls "sdpa (scaled-dot)" "udps cpp (ext)"                # beside another job (issue 49)
+
+``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times next to a process competing for the cores.
 """
 import argparse
 import functools
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -28,7 +33,8 @@ from wenet_udps.utils.omp import short_spin  # noqa: E402
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
-from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
+from _harness import (NEIGHBOURS, interleaved_medians, make_inputs, neighbour, step, udps_call,  # noqa: E402
+                      write_table)
 from wenet_udps.kernels import cpu_tiled  # noqa: E402
 from wenet_udps.kernels.cpu_ext import ext_available, udps_attention_ext  # noqa: E402
 from wenet_udps.kernels.cpu_fused import udps_attention_fused  # noqa: E402
@@ -130,7 +136,10 @@ def machine_line(args) -> str:
     except OSError:
         pass
     dev = torch.cuda.get_device_name() if args.device == "cuda" else f"{cpu}, {torch.get_num_threads()} threads"
-    return f"{dev}; torch {torch.__version__}; {args.dtype}; B={args.batch} H={args.heads} d_k={args.d_k}"
+    # libgomp's waiting decides what a parallel region costs on busy cores: part of the conditions.
+    omp = ", ".join(f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in os.environ)
+    return (f"{dev} ({omp or 'libgomp default'}), neighbour {args.neighbour}; torch {torch.__version__}; "
+            f"{args.dtype}; B={args.batch} H={args.heads} d_k={args.d_k}")
 
 
 def main() -> None:
@@ -149,6 +158,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
+    parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
+                        help="a process competing for the cores while timing (see the description)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--quick", action="store_true", help="T in 64 128, 3 repeats")
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
@@ -184,8 +195,9 @@ def main() -> None:
              "|---|---|---|---|---|---|---|"]
     for t in args.T:
         names = [n for n in args.impls if not (t > args.skip_reference_above and n in slow)]
-        fwd = time_config(names, t, args, backward=False)
-        both = time_config(names, t, args, backward=True)
+        with neighbour(args.neighbour):
+            fwd = time_config(names, t, args, backward=False)
+            both = time_config(names, t, args, backward=True)
         for name in names:
             mem = "" if args.no_memory else f"{measure_memory(name, t, args):.0f}"
             lines.append(f"| {t} | {name} | {fwd[name] * 1e3:.1f} | {fwd[name] / fwd[BASELINE]:.2f} | "

@@ -26,13 +26,7 @@ ceil(max_len_ratio * T') steps, the worst case of a model that never ends a sent
 it prints both times (after the encoder, timed apart) and attention / attention_rescoring.
 """
 import argparse
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
@@ -41,31 +35,7 @@ from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_exper
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM, attention_beam_search
 
-ROOT = Path(__file__).resolve().parents[1]
-_MATMUL = "import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a @ a"
-_SUITE = (f"while :; do {sys.executable} -m pytest -q -x -p no:cacheprovider tests/kernels "
-          "tests/transformer/test_attention.py >/dev/null 2>&1; done")
-# The neighbour processes of --neighbour: argv, run from the repository root.
-NEIGHBOURS = {"none": None, "busyloop": [sys.executable, "-c", "while True: pass"],
-              "matmul": [sys.executable, "-c", _MATMUL], "suite": ["bash", "-c", _SUITE]}
-
-
-@contextlib.contextmanager
-def neighbour(kind: str):
-    """Run the ``kind`` neighbour while the block runs, in its own process group, which is stopped after."""
-    if NEIGHBOURS[kind] is None:
-        yield
-        return
-    proc = subprocess.Popen(NEIGHBOURS[kind], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    print(f"neighbour {kind}: pid {proc.pid}", flush=True)
-    try:
-        yield
-    finally:
-        if proc.poll() is not None:
-            print(f"warning: neighbour {kind} exited early (status {proc.returncode}): part of the timing ran alone")
-        os.killpg(proc.pid, signal.SIGTERM)  # the group: the suite's shell loop and its pytest
-        proc.wait()
+from _harness import NEIGHBOURS, neighbour
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):

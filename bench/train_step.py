@@ -16,6 +16,12 @@ decoder step, since the two untrained models stop the beam search after differen
     python bench/train_step.py --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
         --threads 1 --clock cpu        # real batches: the shortest, median and longest 8 utterances of the list
 
+``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times everything next to a process competing for the
+cores, as ``bench/decode_speed.py --neighbour`` does; with ``--threads 2`` on 2 cores that oversubscribes them, the
+"loaded machine" of issue 49 (docs/benchmarks.md, "Why is UDPS slower beside another job?"):
+
+    python bench/train_step.py --confs conformer --batches 4x400 --threads 2 --neighbour busyloop --no-decode
+
 With ``--data_list`` the batches are real utterances of that list (the conf's fbank and units, no augmentation,
 targets the real transcripts), 8 a batch as training sorts them: the shortest, the median and the longest 8 by
 duration; the models then output the conf's vocabulary (its units file must exist: run.sh stages 0-3).
@@ -33,10 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 from wenet_udps.utils.omp import short_spin  # noqa: E402
 
 short_spin()  # as training processes run, set before torch loads OpenMP
+import os  # noqa: E402
+
 import torch  # noqa: E402
 
 from wenet_udps.config import read_conf  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
+
+from _harness import NEIGHBOURS, neighbour  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
          "transformer": ROOT / "conf/aishell/train_transformer.yaml",
@@ -216,6 +226,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
+    parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
+                        help="a process competing for the cores while timing (see the description)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.batches = [tuple(int(n) for n in b.split("x")) for b in args.batches] if args.batches else BATCHES
@@ -226,11 +238,15 @@ def main() -> None:
     if args.quick:
         args.confs, args.batches, args.repeats, args.decode = ["transformer"], [(2, 200)], 2, False
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"{torch.get_num_threads()} threads"
-    header = [f"torch {torch.__version__}, {where}, {args.clock} clock, train step {args.dtype}; median of "
+    # libgomp's waiting decides what a parallel region costs on busy cores: part of the conditions.
+    omp = ", ".join(f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in os.environ)
+    header = [f"torch {torch.__version__}, {where} ({omp or 'libgomp default'}), neighbour {args.neighbour}, "
+              f"{args.clock} clock, train step {args.dtype}; median of "
               f"{args.repeats} interleaved repeats after one warm-up (train step: median and fastest repeat); "
               "ratio = udps / scaled-dot; ms per decoder step = time inside the decoder's incremental step only.", "",
               "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
-    rows = [row for name in args.confs for row in bench_conf(name, args)]
+    with neighbour(args.neighbour):
+        rows = [row for name in args.confs for row in bench_conf(name, args)]
     table = "\n".join(header + rows)
     if args.out:
         args.out.write_text(table + "\n")

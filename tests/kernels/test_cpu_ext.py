@@ -1,9 +1,10 @@
 """The C++ UDPS CPU kernel (blockwise, lse saved, backward recomputes P): float64 routing, bits across thread counts,
-the warning when it does not build. Parity and the rest it shares with cpu_fused: test_cpu_kernels.py."""
+its threads (torch's over batch x heads, one MKL thread per GEMM), the warning when it does not build. Parity and
+the rest it shares with cpu_fused: test_cpu_kernels.py."""
 import pytest
 import torch
 
-from wenet_udps.kernels.cpu_ext import ext_available, udps_attention_ext
+from wenet_udps.kernels.cpu_ext import ext_available, thread_use, udps_attention_ext
 from wenet_udps.kernels.cpu_fused import udps_attention_fused
 
 from tests.kernels.udps_inputs import make_inputs, padding_mask, run_kernel
@@ -33,6 +34,22 @@ def test_thread_count_does_not_change_the_bits():
     finally:
         torch.set_num_threads(threads)
     assert all(torch.equal(a, b) for a, b in zip(one, two))
+
+
+def test_batch_and_heads_share_torch_threads_and_each_gemm_runs_on_one():
+    """Issue 49: the loop over (batch, head) runs on torch's threads (it ran on one: the build lacked -fopenmp), and
+    a GEMM inside it opens no parallel region of MKL's own (one each made thousands per training step, which
+    collapse on busy cores)."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        two = thread_use(8)
+        torch.set_num_threads(1)
+        one = thread_use(8)
+    finally:
+        torch.set_num_threads(threads)
+    assert two[0] == 2 and one[0] == 1
+    assert two[1] in (0, 1) and one[1] in (0, 1)  # 0: a torch without MKL (at::mm, no MKL threads)
 
 
 def test_unavailable_extension_warns_with_the_reason(monkeypatch):

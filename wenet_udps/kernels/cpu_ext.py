@@ -4,7 +4,9 @@ The eager kernels (:mod:`cpu_fused`, :mod:`cpu_tiled`) materialise (B, H, T1, T2
 several times; the extension computes each block of query rows against the keys while it is in cache (one GEMM for
 the scores, one loop per row for the denominator, the mask and the exponential, GEMMs for the products) and keeps
 only the per-row log-sum-exp for the backward, which recomputes P block by block. It is deterministic (one thread
-per (batch, head), key gradients summed in order) and runs float32; float64 goes to :mod:`cpu_fused`.
+per (batch, head), key gradients summed in order) and runs float32; float64 goes to :mod:`cpu_fused`. A call makes one
+OpenMP parallel region (torch's threads over batch x heads) and its GEMMs run on one MKL thread each:
+:func:`thread_use` says what a call runs with.
 
 The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed;
 about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
@@ -38,6 +40,10 @@ LOCK_NAME = "wenet_udps.flock"
 BUILD_WAIT_S = 300.0
 T = TypeVar("T")
 
+# -fopenmp (compile and link): at::parallel_for is an inline header that runs serially unless _OPENMP is defined, so
+# without it the (batch, head) loop ran on one thread and only MKL's own threads inside each small GEMM were
+# parallel: thousands of parallel regions per step, which collapse on busy cores (issue 49). The libgomp linked is
+# the one torch has loaded already (same soname), so there is one OpenMP thread pool in the process.
 # Vector instructions per torch CPU capability. No -ffast-math: results stay IEEE and reproducible; contracting
 # a * b + c into an FMA is the only liberty taken.
 _CAPABILITY_FLAGS = {
@@ -98,8 +104,8 @@ def _load():
         # torch's own choice of folder (TORCH_EXTENSIONS_DIR, else its cache), made if absent: where install.sh built.
         build_dir = cpp_extension._get_build_directory(name, verbose=False)
         return build_under_lock(build_dir, lambda: cpp_extension.load(
-            name=name, sources=[str(_SOURCE)], extra_cflags=["-O3", "-ffp-contract=fast", *flags],
-            build_directory=build_dir, verbose=False))
+            name=name, sources=[str(_SOURCE)], extra_cflags=["-O3", "-ffp-contract=fast", "-fopenmp", *flags],
+            extra_ldflags=["-fopenmp"], build_directory=build_dir, verbose=False))
     except Exception as exc:  # no compiler, no ninja, a compile or link error, a build elsewhere too long: fall back
         return exc
 
@@ -128,6 +134,13 @@ def _module():
     if isinstance(ext, Exception):
         raise RuntimeError("the C++ UDPS CPU kernel did not build; check ext_available() first") from ext
     return ext
+
+
+def thread_use(items: int) -> tuple:
+    """(threads of the extension's (batch, head) loop, MKL threads per GEMM inside it) for a call over ``items`` =
+    batch x heads at torch's current thread count; MKL's is 0 where torch has no MKL. Call :func:`ext_available`
+    first."""
+    return tuple(_module().thread_use(items))
 
 
 class UDPSExtFunction(torch.autograd.Function):

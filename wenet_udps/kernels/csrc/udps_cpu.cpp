@@ -12,10 +12,18 @@
 // v (forward) or dO, k~, q (backward) are GEMMs again. Keys outside the block's first..last kept key are skipped
 // (padding, causal masks). Gradients of the keys are summed over query blocks in order, so results are bitwise
 // reproducible; a batch-1 k~ / v gets one gradient per batch entry, summed by the caller.
+//
+// Threads: the build passes -fopenmp (cpu_ext.py), so at::parallel_for is torch's OpenMP loop (without it the header
+// compiles to a serial loop) and a call makes one parallel region. Inside it every GEMM runs on one MKL thread
+// (GemmThreads, udps_gemm.h): an MKL sgemm_ with more threads opens a parallel region of its own, and with thousands
+// of small GEMMs per training step each region's barrier waits for every thread to be scheduled, which on
+// oversubscribed cores made the extension 2-3x slower than SDPA (docs/benchmarks.md, "Why is UDPS slower beside
+// another job?").
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>
 
+#include "udps_gemm.h"
 #include "udps_rows.h"
 
 #include <algorithm>
@@ -25,42 +33,7 @@
 #include <limits>
 #include <vector>
 
-// The Fortran BLAS sgemm that torch's x86 (MKL) wheels export; weak, so a torch without it still loads the
-// extension and the GEMMs go through at::mm (a dispatcher call each, slower for small blocks).
-extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
-                       const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-                       const float* beta, float* c, const int* ldc) __attribute__((weak));
-
 namespace udps_cpu {
-
-// Row-major C (m x n) = op(A) op(B) + beta C, beta 0 or 1; op(X) = X^T when the flag is set.
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) {
-    return;
-  }
-  if (sgemm_ != nullptr && k > 0 && std::max({m, n, k, lda, ldb, ldc}) <= std::numeric_limits<int>::max()) {
-    // Column-major BLAS sees each row-major matrix transposed: C^T = op(B)^T op(A)^T.
-    const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
-    const int mi = n, ni = m, ki = k, la = ldb, lb = lda, lc = ldc;
-    const float one = 1.0f;
-    sgemm_(&tb, &ta, &mi, &ni, &ki, &one, b, &la, a, &lb, &beta, c, &lc);
-    return;
-  }
-  auto opts = at::TensorOptions().dtype(at::kFloat);
-  auto view = [&](const float* p, int64_t rows, int64_t cols, int64_t ld, bool t) {
-    auto x = at::from_blob(const_cast<float*>(p), {rows, cols}, {ld, 1}, opts);
-    return t ? x.t() : x;
-  };
-  auto out = at::from_blob(c, {m, n}, {ldc, 1}, opts);
-  auto lhs = view(a, trans_a ? k : m, trans_a ? m : k, lda, trans_a);
-  auto rhs = view(b, trans_b ? n : k, trans_b ? k : n, ldb, trans_b);
-  if (beta == 0.0f) {
-    at::mm_out(out, lhs, rhs);
-  } else {
-    out.addmm_(lhs, rhs);
-  }
-}
 
 // Shapes and pointers of one (b, h) slice; batch-1 keys, values and masks are shared by every b.
 struct Slice {
@@ -169,6 +142,7 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
   auto lse = at::empty({pr.batch, pr.heads, pr.t1}, q.options());
   const float sqrt_eps = std::sqrt(static_cast<float>(eps));
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const GemmThreads one_gemm_thread;
     const int64_t bq = kBlockRows;
     const at::Tensor buf = score_blocks(2, bq, pr.t2);
     float* scores = buf.data_ptr<float>();
@@ -225,6 +199,7 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
   auto dv = at::zeros({pr.batch, pr.heads, pr.t2, pr.dv}, q.options());
   const float sqrt_eps = std::sqrt(static_cast<float>(eps)), feps = static_cast<float>(eps);
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
+    const GemmThreads one_gemm_thread;
     const int64_t bq = kBlockRows;
     const at::Tensor buf = score_blocks(3, bq, pr.t2);
     float* pbuf = buf.data_ptr<float>();
@@ -283,7 +258,25 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
   return {dq, dk, dn, dv};
 }
 
+// [threads of the (batch, head) loop, MKL threads of a GEMM inside it] for a call over ``items`` (batch * heads):
+// what a forward or backward of that size runs with (0 for MKL's when the build has no MKL).
+std::vector<int64_t> thread_use(int64_t items) {
+  std::vector<int64_t> loop(static_cast<size_t>(std::max<int64_t>(items, 1)), -1);
+  std::vector<int64_t> gemm(loop.size(), 0);
+  at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
+    const GemmThreads one_gemm_thread;
+    for (int64_t i = begin; i < end; ++i) {
+      loop[i] = at::get_thread_num();
+      gemm[i] = MKL_Get_Max_Threads != nullptr ? MKL_Get_Max_Threads() : 0;
+    }
+  });
+  std::sort(loop.begin(), loop.end());
+  const int64_t threads = std::unique(loop.begin(), loop.end()) - loop.begin();
+  return {threads, *std::max_element(gemm.begin(), gemm.end())};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &udps_forward, "UDPS attention forward (float32, CPU): out, lse");
   m.def("backward", &udps_backward, "UDPS attention backward (float32, CPU): dq, dk_num, dk_norm, dv");
+  m.def("thread_use", &thread_use, "[threads of the (batch, head) loop, MKL threads per GEMM] for batch * heads");
 }
