@@ -7,5 +7,5 @@ token_type=bpe
 nbpe=30              # ESPnet's
 bpe_mode=unigram
 wer_char=0           # score words (WER); stage 5 also writes CER
-default_config=conf/an4/train_conformer.yaml
+default_config=conf/an4/train_conformer_short.yaml
 peer_results=recipes/an4/peer_results.tsv  # ESPnet's published WER/CER on this split: stage 7 puts them in RESULTS.md
