@@ -20,13 +20,18 @@ from typing import Callable, Dict, Iterable, Optional, Sequence
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-_MATMUL = "import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a @ a"
-_SUITE = (f"while :; do {sys.executable} -m pytest -q -x -p no:cacheprovider tests/kernels "
+# Each neighbour stops by itself once this process is gone (its parent changes, or ``kill -0`` fails), so that a
+# benchmark killed by a timeout or SIGKILL, where the ``finally`` below never runs, leaves no load behind.
+_PARENT = os.getpid()
+_MATMUL = (f"import os, torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\n"
+           f"while os.getppid() == {_PARENT}:\n    a @ a")
+_SUITE = (f"while kill -0 {_PARENT} 2>/dev/null; do {sys.executable} -m pytest -q -x -p no:cacheprovider tests/kernels "
           "tests/transformer/test_attention.py >/dev/null 2>&1; done")
 # The neighbour processes of --neighbour: argv, run from the repository root. ``busyloop``: one Python loop, one
 # core; ``matmul``: torch 512x512 products on one thread (compute and memory traffic); ``suite``: the project's
-# kernel and attention tests, ``pytest -x`` over and over (the mixed load of a test run); ``none``: alone.
-NEIGHBOURS = {"none": None, "busyloop": [sys.executable, "-c", "while True: pass"],
+# kernel and attention tests, ``pytest -x`` over and over (the mixed load of a test run; a pass under way when the
+# benchmark dies finishes first); ``none``: alone.
+NEIGHBOURS = {"none": None, "busyloop": [sys.executable, "-c", f"import os\nwhile os.getppid() == {_PARENT}: pass"],
               "matmul": [sys.executable, "-c", _MATMUL], "suite": ["bash", "-c", _SUITE]}
 ALPHA = 10.0  # UDPS's alpha in every benchmark: k_num = 4 alpha k, as the attention modules pass it
 
