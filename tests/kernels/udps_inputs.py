@@ -7,7 +7,7 @@ def make_inputs(batch, heads, t1, t2, d, k_batch=None, dtype=torch.float32, seed
     q = torch.randn(batch, heads, t1, d, generator=gen, dtype=torch.float64).to(dtype)
     k = torch.randn(k_batch or batch, heads, t2, d, generator=gen, dtype=torch.float64).to(dtype)
     v = torch.randn(batch, heads, t2, d, generator=gen, dtype=torch.float64).to(dtype)
-    alpha = torch.tensor([3.0, 7.0, -2.0][:heads], dtype=dtype).view(1, -1, 1, 1)
+    alpha = torch.tensor([3.0, 7.0, -2.0, 5.0][:heads], dtype=dtype).view(1, -1, 1, 1)
     return q, k, v, alpha
 
 
@@ -20,7 +20,7 @@ def run_kernel(kernel, q, k, v, alpha, mask, grad_seed=1, **kwargs):
     # Drawn in float32 (float64 stays) then cast: torch 2.11 draws a different stream for half-precision randn,
     # which would give the low-precision run other upstream gradients than its float32 reference.
     wide = torch.promote_types(out.dtype, torch.float32)
-    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=wide).to(out.dtype)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=wide).to(out.device, out.dtype)
     out.backward(grad)
     return [out.detach()] + [x.grad for x in leaves]
 

@@ -34,7 +34,9 @@ class Blocks(NamedTuple):
 
     The defaults are the FA2 Triton tutorial's shapes that compile without register spills for sm_90 (d_k=64,
     bf16/fp16, with and without a per-row mask) under triton 3.6, read off ``cuobjdump -res-usage`` (triton 3.9
-    spills in the dq kernel at these sizes). They are not tuned by timing: no GPU was available (docs/benchmarks.md).
+    spills in the dq kernel at these sizes). The key pass runs 4 warps, as the tutorial's backward: with 8 warps and
+    2 stages, triton 3.6 compiled it wrongly for fp16/bf16 without a per-row mask on an H200 (dk~ off by 3.7e-2
+    relative at T=203, fp16; 4 warps, 1 stage or 64x64 blocks gave 2.9e-4; docs/benchmarks.md, 2026-11-26).
     """
     fwd_m: int = 128
     fwd_n: int = 64
@@ -44,7 +46,7 @@ class Blocks(NamedTuple):
     dq_warps: int = 8
     dkv_m: int = 32
     dkv_n: int = 128
-    dkv_warps: int = 8
+    dkv_warps: int = 4
     stages: int = 2
 
 
