@@ -20,7 +20,8 @@ def run_kernel(kernel, q, k, v, alpha, mask, grad_seed=1, **kwargs):
     # Drawn in float32 (float64 stays) then cast: torch 2.11 draws a different stream for half-precision randn,
     # which would give the low-precision run other upstream gradients than its float32 reference.
     wide = torch.promote_types(out.dtype, torch.float32)
-    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=wide).to(out.device, out.dtype)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(grad_seed), dtype=wide)
+    grad = grad.to(out.device, out.dtype)
     out.backward(grad)
     return [out.detach()] + [x.grad for x in leaves]
 
