@@ -95,7 +95,7 @@ int64_t round_up(int64_t n) {
 
 // The forward's blocks, query rows x keys: SDPA's (torch's CPU flash kernel, float32, T >= 768). The GEMMs pack a
 // block of k~ and of v once per 256 query rows, and the 256 x 512 scores (512 KiB) stay in L2; 64 rows by the whole
-// key range timed 4-6 % slower at T = 1024-2048 with no padding (issue 49).
+// key range timed 2-6 % slower at T = 1024-2048 with no padding (issue 49).
 constexpr int64_t kForwardRows = 256, kForwardKeys = 512;
 
 // Query rows per block of the backward, and of the forward under a mask with a row per query: with T2 = 2048 the
