@@ -1,10 +1,10 @@
 """What the benchmark scripts share: the timing harness of the attention benchmarks (bench/attention.py,
 attention_gpu.py, compile_cost.py), and the neighbour process of ``--neighbour`` (decode_speed.py, train_step.py).
 
-Inputs are (B, H, T, d_k) with a key padding mask; every attention is called as ``fn(q, k, v, mask, *extra)``;
-``interleaved_medians`` times implementations in rounds, each round in a shuffled order, so that load from other
-processes hits all of them alike. Imported by the scripts beside it (``python bench/<name>.py`` puts bench/ on
-sys.path); not a benchmark itself.
+Inputs are (B, H, T, d_k) with a key padding mask (lengths in [T/2, T], or all T: ``padding=False``); every
+attention is called as ``fn(q, k, v, mask, *extra)``; ``interleaved_medians`` times implementations in rounds, each
+round in a shuffled order, so that load from other processes hits all of them alike. Imported by the scripts beside
+it (``python bench/<name>.py`` puts bench/ on sys.path); not a benchmark itself.
 """
 import contextlib
 import os
@@ -45,11 +45,16 @@ def udps_call(kernel: Callable, **kernel_kwargs) -> Callable:
 
 
 def make_inputs(batch: int, heads: int, t: int, d_k: int, dtype: torch.dtype = torch.float32,
-                device: str = "cpu", seed: int = 0):
-    """q, k, v, grad (B, H, T, d_k), key padding mask (B, 1, T) and lengths (B,) drawn in [T/2, T], one of them T."""
+                device: str = "cpu", seed: int = 0, padding: bool = True):
+    """q, k, v, grad (B, H, T, d_k), key padding mask (B, 1, T) and lengths (B,) drawn in [T/2, T], one of them T.
+
+    ``padding=False``: every length is T and the mask all True, which is what the encoder passes for a batch of equal
+    lengths (``~make_pad_mask``): every implementation computes every score."""
     gen = torch.Generator().manual_seed(seed)
     q, k, v, grad = (torch.randn(batch, heads, t, d_k, generator=gen).to(device, dtype) for _ in range(4))
     lengths = torch.randint(t // 2, t + 1, (batch,), generator=gen)
+    if not padding:
+        lengths.fill_(t)
     lengths[0] = t
     mask = (torch.arange(t).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
     return q, k, v, grad, mask.to(device), lengths.to(device)

@@ -1,7 +1,9 @@
 """Attention kernel benchmark: scaled-dot (torch SDPA, naive) vs UDPS (reference, fused, tiled compiled/eager,
 dispatch, and the C++ CPU kernel where it builds).
 
-Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask; repeats are interleaved (one
+Every implementation runs on the same inputs (B, H, T, d_k) with a key padding mask (lengths in [T/2, T]; with
+``--no-padding`` every length is T and the mask all True, as the encoder passes it for a batch of equal lengths, so
+no implementation can skip padded keys: equal work); repeats are interleaved (one
 round runs every implementation once, in a shuffled order) so load from other processes hits all of them alike, and
 the table reports the median time and its ratio to SDPA's median. Peak memory of forward+backward is measured in a
 fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.max_memory_allocated`` on GPU.
@@ -10,13 +12,18 @@ fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.m
     python bench/attention.py --quick                                # T in 64 128, 3 repeats
     python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
     python bench/attention.py --threads 1 --T 128 512 --profile      # where the time goes: top ops per impl
+    python bench/attention.py --threads 1 --clock cpu --no-memory --no-padding --T 256 512 1024 2048 \
+        --impls "sdpa (scaled-dot)" "udps cpp (ext)" --ext-from /path/to/other/checkout   # before/after, one run
     python bench/attention.py --threads 2 --neighbour suite --no-memory --batch 4 --T 300 \
         --impls "sdpa (scaled-dot)" "udps cpp (ext)"                # beside another job (issue 49)
 
 ``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times next to a process competing for the cores.
+``--ext-from DIR`` adds "udps cpp (ext, DIR)": the C++ kernel as the checkout DIR builds it (its own build, named by
+its path), timed in the same rounds as this checkout's, so a kernel change is compared before/after in one run.
 """
 import argparse
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -67,7 +74,24 @@ BASELINE = "sdpa (scaled-dot)"
 
 def inputs_for(t: int, args):
     """q, k, v, grad, mask of the benchmark's shapes (see _harness.make_inputs)."""
-    return make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device)[:5]
+    return make_inputs(args.batch, args.heads, t, args.d_k, args.torch_dtype, args.device,
+                       padding=not args.no_padding)[:5]
+
+
+def add_ext_from(checkout: Path) -> str:
+    """Registers the C++ kernel of another checkout (its kernels/cpu_ext.py builds its own csrc/) as an
+    implementation; returns its name. The rest of the package is this checkout's. ValueError when it has none."""
+    path = checkout.resolve() / "wenet_udps" / "kernels" / "cpu_ext.py"
+    if not path.is_file():
+        raise ValueError(f"--ext-from {checkout}: no {path}")
+    spec = importlib.util.spec_from_file_location(f"cpu_ext_of_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not module.ext_available():
+        raise ValueError(f"--ext-from {checkout}: its C++ kernel does not build (see the warning)")
+    name = f"udps cpp (ext, {checkout})"
+    IMPLS[name] = udps_call(module.udps_attention_ext)
+    return name
 
 
 def time_config(names: List[str], t: int, args, backward: bool) -> Dict[str, float]:
@@ -107,7 +131,9 @@ def measure_memory_child(name: str, t: int, args) -> float:
 
 def measure_memory(name: str, t: int, args) -> float:
     cmd = [sys.executable, __file__, "--_memory", name, "--T", str(t), "--batch", str(args.batch),
-           "--heads", str(args.heads), "--d-k", str(args.d_k), "--dtype", args.dtype, "--device", args.device]
+           "--heads", str(args.heads), "--d-k", str(args.d_k), "--dtype", args.dtype, "--device", args.device,
+           *(["--no-padding"] if args.no_padding else []),
+           *(["--ext-from", str(args.ext_from)] if args.ext_from else [])]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["peak_mib"]
 
@@ -161,6 +187,9 @@ def main() -> None:
     parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
                         help="a process competing for the cores while timing (see the description)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--no-padding", action="store_true",
+                        help="every length T, the mask all True (equal work; default: lengths in [T/2, T])")
+    parser.add_argument("--ext-from", type=Path, help="also time the C++ kernel of this checkout (before/after)")
     parser.add_argument("--quick", action="store_true", help="T in 64 128, 3 repeats")
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     parser.add_argument("--profile", action="store_true",
@@ -172,6 +201,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     args.clock_name, args.clock = args.clock, (time.process_time if args.clock == "cpu" else time.perf_counter)
+    if args.ext_from:
+        try:
+            args.impls.append(add_ext_from(args.ext_from))
+        except ValueError as exc:
+            parser.error(str(exc))
     if args._memory:
         print(json.dumps({"peak_mib": measure_memory_child(args._memory, args.T[0], args)}))
         return
@@ -188,7 +222,8 @@ def main() -> None:
         return
 
     slow = {"udps reference", "naive scaled-dot"}
-    lines = [f"Machine: {machine_line(args)}; key padding mask, lengths in [T/2, T]; {args.clock_name} clock, median "
+    masks = "no padding (every length T, mask all True)" if args.no_padding else "key padding mask, lengths in [T/2, T]"
+    lines = [f"Machine: {machine_line(args)}; {masks}; {args.clock_name} clock, median "
              f"of {args.repeats} interleaved repeats; ratio = time / SDPA time; peak MiB = peak memory growth of one "
              "fwd+bwd (CPU: peak RSS in a fresh process).", "",
              "| T | implementation | fwd ms | fwd ratio | fwd+bwd ms | fwd+bwd ratio | fwd+bwd peak MiB |",

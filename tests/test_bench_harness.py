@@ -1,5 +1,6 @@
-"""bench/_harness.py's --neighbour processes stop by themselves when the benchmark that started them is killed
-(a timeout's SIGKILL runs no ``finally``): a killed benchmark once left its neighbour loading the machine for hours."""
+"""bench/_harness.py: its --neighbour processes stop by themselves when the benchmark that started them is killed
+(a timeout's SIGKILL runs no ``finally``: a killed benchmark once left its neighbour loading the machine for hours);
+its inputs with and without padding; bench/attention.py's --ext-from refuses a folder without the package."""
 import os
 import signal
 import subprocess
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,3 +41,23 @@ def test_a_neighbour_stops_when_its_benchmark_is_killed(kind):
     finally:
         if running(pid):
             os.killpg(pid, signal.SIGKILL)
+
+
+def test_inputs_without_padding_have_every_length_t_and_an_all_true_mask():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import _harness
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    *_, mask, lengths = _harness.make_inputs(4, 2, 64, 8, padding=False)
+    assert mask.shape == (4, 1, 64) and mask.all() and (lengths == 64).all()
+    *_, mask, lengths = _harness.make_inputs(4, 2, 64, 8)
+    assert (lengths < 64).any() and not mask.all()
+    assert torch.equal(mask.sum(-1).squeeze(1), lengths)
+
+
+def test_ext_from_a_folder_without_the_package_is_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "attention.py"), "--ext-from", str(tmp_path),
+                           "--T", "16", "--impls", "sdpa (scaled-dot)"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert f"error: --ext-from {tmp_path}: no " in proc.stderr

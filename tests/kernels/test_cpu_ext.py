@@ -36,6 +36,15 @@ def test_thread_count_does_not_change_the_bits():
     assert all(torch.equal(a, b) for a, b in zip(one, two))
 
 
+def test_an_all_true_mask_gives_the_bits_of_no_mask():
+    """A batch of equal lengths passes an all-True mask (issue 49): the kernel skips the mask there, and the result
+    must be the unmasked one, forward and gradients, over several query and key blocks."""
+    q, k, v, alpha = make_inputs(2, 2, 300, 600, 8)
+    none = run_kernel(udps_attention_ext, q, k, v, alpha, None)
+    every = run_kernel(udps_attention_ext, q, k, v, alpha, torch.ones(2, 1, 600, dtype=torch.bool))
+    assert all(torch.equal(a, b) for a, b in zip(none, every))
+
+
 def test_batch_and_heads_share_torch_threads_and_each_gemm_runs_on_one():
     """Issue 49: the loop over (batch, head) runs on torch's threads (it ran on one: the build lacked -fopenmp), and
     a GEMM inside it opens no parallel region of MKL's own (one each made thousands per training step, which

@@ -15,8 +15,22 @@ KERNELS = [
     pytest.param(udps_attention_ext, id="cpu_ext", marks=pytest.mark.skipif(
         not ext_available(), reason="the C++ UDPS CPU kernel does not build here (see the warning)")),
 ]
-# Beyond the shared cases: streaming chunks, a decoding step, more than one 64-row query block (the C++ kernel's
-# block), key counts that are not a multiple of its 16-key chunk, key ranges that differ per block.
+
+
+def late_keys_mask(t1: int, t2: int) -> torch.Tensor:
+    """(1, T1, T2): odd rows keep keys only from 600 on (past the C++ forward's first 512-key block), even rows keep
+    random keys, the last row none."""
+    gen = torch.Generator().manual_seed(6)
+    mask = torch.rand(1, t1, t2, generator=gen) > 0.5
+    mask[:, 1::2, :600] = False
+    mask[:, -1] = False
+    return mask
+
+
+# Beyond the shared cases: streaming chunks, a decoding step, more than one query block (the C++ kernel's: 64 rows,
+# 256 in its forward without a per-row mask), key counts that are not a multiple of its 16-key chunk, key ranges
+# that differ per block, more than one 512-key block (its forward's online softmax), rows whose first such block has
+# no kept key.
 CPU_CASES = dict(CASES, **{
     "chunk (B, T1, T2)": (2, 3, 21, 21, lambda: chunk_mask(2, 21, 4)),
     "decoding step, T1 = 1": (3, 2, 1, 17, lambda: padding_mask([17, 9, 4], 17)),
@@ -25,6 +39,8 @@ CPU_CASES = dict(CASES, **{
         2, 150, 150)),
     "3 query blocks, chunk": (2, 2, 140, 140, lambda: chunk_mask(2, 140, 16)),
     "3 query blocks, no mask": (2, 2, 131, 77, None),
+    "key blocks, 2 query blocks of 256, padding": (2, 2, 300, 1100, lambda: padding_mask([1100, 530], 1100)),
+    "key blocks, rows kept only in a later block": (2, 2, 70, 1100, lambda: late_keys_mask(70, 1100)),
 })
 
 
@@ -92,10 +108,11 @@ def test_low_precision_inputs_close_to_float32(kernel, dtype):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_same_inputs_give_bitwise_same_gradients(kernel):
+@pytest.mark.parametrize("t1, t2", [(140, 140), (300, 1100)])
+def test_same_inputs_give_bitwise_same_gradients(kernel, t1, t2):
     """Training with these kernels must be reproducible: two runs, the same bits."""
-    q, k, v, alpha = make_inputs(3, 2, 140, 140, 8)
-    mask = padding_mask([140, 91, 12], 140)
+    q, k, v, alpha = make_inputs(3, 2, t1, t2, 8)
+    mask = padding_mask([t2, t2 * 2 // 3, 12], t2)
     first = run_kernel(kernel, q, k, v, alpha, mask)
     second = run_kernel(kernel, q, k, v, alpha, mask)
     assert all(torch.equal(a, b) for a, b in zip(first, second))

@@ -9,9 +9,11 @@
 //
 // Each (b, h) is owned by one thread and walks its query rows in blocks: the block's scores come from one GEMM, one
 // loop per row applies the denominator, the mask and the exponential while the row is in L1, and the products with
-// v (forward) or dO, k~, q (backward) are GEMMs again. Keys outside the block's first..last kept key are skipped
-// (padding, causal masks). Gradients of the keys are summed over query blocks in order, so results are bitwise
-// reproducible; a batch-1 k~ / v gets one gradient per batch entry, summed by the caller.
+// v (forward) or dO, k~, q (backward) are GEMMs again. The forward also splits the keys into blocks, with the online
+// softmax (a row's running max and sum, its row of P v rescaled when the max grows), as SDPA's CPU flash kernel does.
+// Keys outside the block's first..last kept key are skipped (padding, causal masks). Gradients of the keys are summed
+// over query blocks in order, so results are bitwise reproducible; a batch-1 k~ / v gets one gradient per batch
+// entry, summed by the caller.
 //
 // Threads: the build passes -fopenmp (cpu_ext.py), so at::parallel_for is torch's OpenMP loop (without it the header
 // compiles to a serial loop) and a call makes one parallel region. Inside it every GEMM runs on one MKL thread
@@ -91,8 +93,14 @@ int64_t round_up(int64_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
 
-// Query rows per block: with T2 = 2048 the backward's three blocks of scores (1.5 MiB) still fit a 2 MiB L2, and
-// each GEMM packs k~ and v for 64 rows at once (32 or 128 rows timed no better from T = 256 to 2048).
+// The forward's blocks, query rows x keys: SDPA's (torch's CPU flash kernel, float32, T >= 768). The GEMMs pack a
+// block of k~ and of v once per 256 query rows, and the 256 x 512 scores (512 KiB) stay in L2; 64 rows by the whole
+// key range timed 2-6 % slower at T = 1024-2048 with no padding (issue 49).
+constexpr int64_t kForwardRows = 256, kForwardKeys = 512;
+
+// Query rows per block of the backward, and of the forward under a mask with a row per query: with T2 = 2048 the
+// backward's three blocks of scores (1.5 MiB) still fit a 2 MiB L2, and each GEMM packs k~ and v for 64 rows at once
+// (32 or 128 rows timed no better from T = 256 to 2048).
 constexpr int64_t kBlockRows = 64;
 
 // [first, last] kept key over rows i0..i1-1, as a half-open range; empty (0, 0) when no key is kept.
@@ -141,13 +149,17 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
   auto out = at::empty({pr.batch, pr.heads, pr.t1, pr.dv}, q.options());
   auto lse = at::empty({pr.batch, pr.heads, pr.t1}, q.options());
   const float sqrt_eps = std::sqrt(static_cast<float>(eps));
+  // A mask with a row per query (causal, chunks) gives each block the key range of its last row: there, 64-row
+  // blocks skip the masked keys 256-row ones would compute.
+  const bool rows_differ = pr.keep.defined() && pr.keep.size(1) > 1;
+  const int64_t bq = std::min(pr.t1, rows_differ ? kBlockRows : kForwardRows), bk = kForwardKeys;
   at::parallel_for(0, pr.batch * pr.heads, 1, [&](int64_t begin, int64_t end) {
     const GemmThreads one_gemm_thread;
-    const int64_t bq = kBlockRows;
-    const at::Tensor buf = score_blocks(2, bq, pr.t2);
+    const int64_t width = std::min(bk, pr.t2);
+    const at::Tensor buf = score_blocks(2, bq, width);
     float* scores = buf.data_ptr<float>();
-    float* bias = scores + bq * round_up(pr.t2);
-    std::vector<float> a(pr.t1), inv(bq);
+    float* bias = scores + bq * round_up(width);
+    std::vector<float> a(pr.t1), mx(bq), sum(bq);
     for (int64_t bh = begin; bh < end; ++bh) {
       const Slice s = pr.slice(bh);
       float* o = out.data_ptr<float>() + bh * pr.t1 * pr.dv;
@@ -156,28 +168,41 @@ std::vector<at::Tensor> udps_forward(const at::Tensor& q, const at::Tensor& k, c
       for (int64_t i0 = 0; i0 < s.t1; i0 += bq) {
         const int64_t rows = std::min(bq, s.t1 - i0);
         const auto [j0, j1] = key_range(s, i0, i0 + rows);
-        const int64_t n = j1 - j0;
-        if (n == 0) {
-          std::fill(o + i0 * s.dv, o + (i0 + rows) * s.dv, 0.0f);
-          std::fill(l + i0, l + i0 + rows, kInf);
-          continue;
-        }
-        const int64_t ld = round_up(n);
-        gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + j0 * s.d, s.d, 0.0f, scores, ld);
-        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* row = scores + r * ld;
-          if (s.keep == nullptr) {
-            l[i0 + r] = row_forward<false>(row, n, a[i0 + r], s.norms + j0, nullptr, sqrt_eps, &inv[r]);
-          } else {
+        float* ob = o + i0 * s.dv;
+        std::fill(mx.begin(), mx.end(), -kInf);
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        if (j0 == j1) std::fill(ob, ob + rows * s.dv, 0.0f);
+        // Key blocks with the online softmax: a row's sum and its row of P v so far are rescaled when a block raises
+        // its max (one block, the whole key range, when T2 <= kForwardKeys).
+        for (int64_t c0 = j0; c0 < j1; c0 += bk) {
+          const int64_t n = std::min(bk, j1 - c0), ld = round_up(n);
+          gemm(false, true, rows, n, s.d, s.q + i0 * s.d, s.d, s.k + c0 * s.d, s.d, 0.0f, scores, ld);
+          const bool masked = s.keep != nullptr &&
+                              mask_bias(s.keep + i0 * s.keep_row_stride + c0, s.keep_row_stride, rows, n, bias, ld);
+          for (int64_t r = 0; r < rows; ++r) {
+            float* row = scores + r * ld;
             const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
-            l[i0 + r] = row_forward<true>(row, n, a[i0 + r], s.norms + j0, bias_row, sqrt_eps, &inv[r]);
+            const float block_max = masked ? row_scores<true>(row, n, a[i0 + r], s.norms + c0, bias_row, sqrt_eps)
+                                           : row_scores<false>(row, n, a[i0 + r], s.norms + c0, nullptr, sqrt_eps);
+            const float row_max = std::max(mx[r], block_max);
+            if (row_max == -kInf) {
+              std::fill(row, row + n, 0.0f);  // no key of the row kept yet
+              continue;
+            }
+            if (row_max > mx[r] && mx[r] > -kInf) {
+              const float c = std::exp(mx[r] - row_max);
+              sum[r] *= c;
+              for (int64_t e = 0; e < s.dv; ++e) ob[r * s.dv + e] *= c;
+            }
+            mx[r] = row_max;
+            sum[r] += row_exp(row, n, row_max);
           }
+          gemm(false, false, rows, s.dv, n, scores, ld, s.v + c0 * s.dv, s.dv, c0 == j0 ? 0.0f : 1.0f, ob, s.dv);
         }
-        gemm(false, false, rows, s.dv, n, scores, ld, s.v + j0 * s.dv, s.dv, 0.0f, o + i0 * s.dv, s.dv);
         for (int64_t r = 0; r < rows; ++r) {
-          float* orow = o + (i0 + r) * s.dv;
-          for (int64_t c = 0; c < s.dv; ++c) orow[c] *= inv[r];
+          const float inv = mx[r] == -kInf ? 0.0f : 1.0f / sum[r];
+          for (int64_t e = 0; e < s.dv; ++e) ob[r * s.dv + e] *= inv;
+          l[i0 + r] = mx[r] == -kInf ? kInf : mx[r] + std::log(sum[r]);
         }
       }
     }
@@ -231,11 +256,12 @@ std::vector<at::Tensor> udps_backward(const at::Tensor& q, const at::Tensor& k, 
         const int64_t ld = round_up(n);
         gemm(false, true, rows, n, s.d, qb, s.d, s.k + j0 * s.d, s.d, 0.0f, pbuf, ld);
         gemm(false, true, rows, n, s.dv, gob, s.dv, s.v + j0 * s.dv, s.dv, 0.0f, gbuf, ld);
-        if (s.keep != nullptr) mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
+        const bool masked = s.keep != nullptr &&
+                            mask_bias(s.keep + i0 * s.keep_row_stride + j0, s.keep_row_stride, rows, n, bias, ld);
         for (int64_t r = 0; r < rows; ++r) {
           float *prow = pbuf + r * ld, *grow = gbuf + r * ld;
           const float ai = a[i0 + r], li = l[i0 + r], di = delta[i0 + r];
-          if (s.keep == nullptr) {
+          if (!masked) {
             ga[r] = row_backward<false>(prow, grow, dnp + j0, n, ai, s.norms + j0, nullptr, sqrt_eps, feps, li, di);
           } else {
             const float* bias_row = bias + (s.keep_row_stride == 0 ? 0 : r * ld);
