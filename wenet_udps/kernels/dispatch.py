@@ -7,7 +7,7 @@ UDPS (:func:`udps_attention`):
 | tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
-| CPU, T1 >= 2, and the C++ extension builds here (:func:`~wenet_udps.kernels.cpu_ext.ext_available`) | ``cpu_ext`` |
+| CPU, T1 >= 2 (>= ``FEATURE_MAJOR_MIN_ROWS`` over feature-major keys), the C++ extension builds | ``cpu_ext`` |
 | CPU without the extension, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
 | CPU, any other size (one query row: decoding steps; no extension: short utterances) | ``cpu_fused`` (eager) |
 | via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel (decoding steps) | ``one_query`` |
@@ -52,6 +52,9 @@ TILED_MIN_LEN = 64
 # its compile cost (seconds per process, even from inductor's disk cache) within a run: cpu_fused runs, and a
 # process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
 TILED_MIN_SCORES = 1 << 20
+# Over keys stored feature-major (the decoder's memory cache) the extension copies them contiguous per call; with
+# fewer query rows than this (a decoding step: an utterance's hypotheses) cpu_fused, reading them in place, is cheaper.
+FEATURE_MAJOR_MIN_ROWS = 64
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Devices whose tensors go to the Triton kernel; tests add "cpu" to run the whole path under TRITON_INTERPRET=1.
 TRITON_DEVICES = ("cuda",)
@@ -102,9 +105,11 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     if q.device.type != "cpu":
         return "reference"
     t1, t2 = q.size(-2), k_num.size(-2)
-    # One query row (a source-attention decoding step over the feature-major cache) stays eager: the extension
-    # would copy the cached keys contiguous at every step.
-    if t1 >= 2 and cpu_ext.ext_available():
+    # One query row, or a few over keys stored feature-major (a source-attention decoding step over the memory's
+    # cache, one query row per hypothesis of the utterance), stays eager: the extension would copy the cached keys
+    # contiguous at every step (most of a UDPS decoding step's time on a long utterance).
+    few_rows_in_place = t1 < FEATURE_MAJOR_MIN_ROWS and k_num.stride(-1) != 1 and k_num.size(-1) > 1
+    if t1 >= 2 and not few_rows_in_place and cpu_ext.ext_available():
         return "cpu_ext"
     if t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES:
         return "cpu_tiled"
