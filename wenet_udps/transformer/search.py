@@ -136,7 +136,7 @@ class _Beams:
     beam_size: int
     utts: List[int]
     memory: torch.Tensor                # (U, T', D), U = live utterances
-    memory_mask: torch.Tensor           # (U, 1, T')
+    memory_mask: torch.Tensor           # (U, 1, T'), or (U, 1, 0) when every frame is kept
     memory_caches: List[torch.Tensor]   # per block, the source attention's cache of the memory
     steps: torch.Tensor                 # (N, 1) the utterance's step limit, ceil(max_len_ratio * its encoder length)
     hyps: torch.Tensor                  # (N, L) prefixes starting with sos, N = U * beam_size
@@ -157,7 +157,7 @@ class _Beams:
         self.utts = [self.utts[i] for i in keep.tolist()]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
                           beam_size: int, sos: int, eos: int, length_penalty: float = 0.0,
                           max_len_ratio: float = 1.0, suppress_eos: bool = False) -> List[DecodeResult]:
@@ -198,7 +198,10 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     # The memory is the same at every step and for every beam of an utterance: held once per utterance (the decoder
     # attends with all its hypotheses at once), never reordered, its source-attention projections made once, not at
     # every step for every beam as WeNet does.
-    live = _Beams(beam_size, list(range(batch)), memory=encoder_out, memory_mask=encoder_mask,
+    # Every frame kept (one utterance, or all of one length): an empty mask, which the attentions read as none, so a
+    # step's cross-attention does not mask its scores for nothing.
+    memory_mask = encoder_mask[..., :0] if bool(encoder_mask.all()) else encoder_mask
+    live = _Beams(beam_size, list(range(batch)), memory=encoder_out, memory_mask=memory_mask,
                   memory_caches=decoder.memory_caches(encoder_out),
                   steps=steps.to(device).repeat_interleave(beam_size).unsqueeze(1),
                   hyps=torch.full((batch * beam_size, 1), sos, dtype=torch.long, device=device),
