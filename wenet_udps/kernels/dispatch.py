@@ -9,12 +9,12 @@ UDPS (:func:`udps_attention`):
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
 | CPU, T1 >= 2 (>= ``FEATURE_MAJOR_MIN_ROWS`` over feature-major keys), the C++ extension builds | ``cpu_ext`` |
 | CPU without the extension, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
-| CPU, any other size (one query row: decoding steps; no extension: short utterances) | ``cpu_fused`` (eager) |
-| via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel (decoding steps) | ``one_query`` |
+| CPU, any other size (one query row; a decoding step over the memory cache; no extension: short T) | ``cpu_fused`` |
+| via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel | ``one_query`` |
 | anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
 
 ``one_query`` (any device) folds the denominators into the keys and runs torch's SDPA; it needs the raw keys and the
-numerator scale, which is why the modules that compute their keys per call (decoder self-attention) call
+numerator scale, which is why the modules that compute their keys per call (plain UDPS self-attention) call
 :func:`udps_attention_from_keys`, and those with a ready ``k~`` (the cross-attention cache) :func:`udps_attention`.
 
 The first Triton call per (dtype, head dim, value dim, mask kind) is checked against the reference

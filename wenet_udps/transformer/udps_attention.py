@@ -70,7 +70,7 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         return (4.0 * a) * k, torch.linalg.vector_norm(upcast(k), dim=-1)
 
     def attend(self, q, k, v, mask, pos_emb):
-        # The keys' terms are formed by the kernel: a decoding step folds them into one pass (kernels/one_query.py).
+        # The keys' terms are formed by the kernel: one query row folds them into one pass (kernels/one_query.py).
         return udps_attention_from_keys(q, k, 4.0 * self._effective(self.alpha).view(1, -1, 1, 1), v, mask=mask,
                                         eps=self.eps, dropout_p=self.dropout_rate, training=self.training)
 
