@@ -238,8 +238,9 @@ def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: i
     if suppress_eos:
         logp[:, eos] = -math.inf
     top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
-    top_logp = mask_finished_scores(top_logp, done)
-    top_idx = mask_finished_preds(top_idx, done, eos)
+    if bool(done.any()):  # (none, most steps of a long search: the masks' dozen small ops are skipped)
+        top_logp = mask_finished_scores(top_logp, done)
+        top_idx = mask_finished_preds(top_idx, done, eos)
     utts = running // beam_size
     scores, flat = (live.scores + top_logp).view(utts, beam_size * beam_size).topk(beam_size, dim=-1)
     base = torch.arange(utts, device=flat.device).unsqueeze(1) * beam_size  # first row of each utterance
