@@ -140,23 +140,19 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
 
 def udps_attention_from_keys(q: torch.Tensor, k: torch.Tensor, scale: torch.Tensor, v: torch.Tensor,
                              mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS, dropout_p: float = 0.0,
-                             training: bool = False, k_norm: Optional[torch.Tensor] = None) -> torch.Tensor:
+                             training: bool = False) -> torch.Tensor:
     """Plain UDPS attention from the raw keys: k~ = ``scale`` k (``scale`` = 4 alpha, (1, H, 1, 1)) and n = |k|.
 
-    A decoding step (one query row, nothing recording gradients or a graph, no forced kernel) runs ``one_query``;
-    every other call forms k~ and n and goes through :func:`udps_attention`. q (B, H, T1, d), k (B, H, T2, d),
-    v (B, H, T2, dv), mask (B, 1|T1, T2) bool or empty/None -> (B, H, T1, dv). ``k_norm`` (B, H, T2): n as the
-    caller keeps it (the decoder's self-attention cache, so a step does not take the norms of the whole prefix
-    again); None computes it here.
+    One query row (nothing recording gradients or a graph, no forced kernel) runs ``one_query``; every other call
+    forms k~ and n and goes through :func:`udps_attention`. q (B, H, T1, d), k (B, H, T2, d), v (B, H, T2, dv),
+    mask (B, 1|T1, T2) bool or empty/None -> (B, H, T1, dv).
     """
     # exporting() first: under tracing the size comparison would be recorded as a constant.
     grads = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, scale, v))
     if (not exporting() and q.size(-2) == 1 and not grads and not (dropout_p > 0.0 and training)
             and selfcheck.forced_kernel() is None):
-        return udps_attention_one_query(q, k, scale, v, mask=_as_mask(mask), eps=eps, k_norm=k_norm)
-    if k_norm is None:
-        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
-    return udps_attention(q, scale * k, k_norm, v, mask=mask, eps=eps,
+        return udps_attention_one_query(q, k, scale, v, mask=_as_mask(mask), eps=eps)
+    return udps_attention(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), v, mask=mask, eps=eps,
                           dropout_p=dropout_p, training=training)
 
 
