@@ -67,3 +67,16 @@ def test_reordering_across_groups_is_refused():
         cache.reorder(torch.tensor([0, 2, 2, 3]))
     with pytest.raises(ValueError, match="3 prefixes do not split into groups of 2"):
         StepCache(1, 2).extend(0, torch.zeros(3, H, 1, C))
+
+
+def test_truncate_lets_a_step_run_again_and_keeps_the_shared_part():
+    cache = StepCache(2, 2)
+    _, tokens, reference = beam_steps(cache, 2, 2, 12, seed=3)
+    shared, length = cache.shared_len, cache.length
+    cache.truncate(length - 1)
+    cache.extend(0, reference[0][:, :, -1:])
+    cache.extend(1, reference[1][:, :, -1:])
+    cache.commit(1)
+    assert cache.length == length and all(torch.equal(cache.entries(b), reference[b]) for b in range(2))
+    with pytest.raises(ValueError, match=f"cannot keep {shared - 1}"):
+        cache.truncate(shared - 1)

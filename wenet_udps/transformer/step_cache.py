@@ -88,6 +88,13 @@ class StepCache:
             self.shared[block][..., :self.shared_len] = old_shared[..., :self.shared_len]
             self.own[block][:, :, self.shared_len:self.length] = old_own[:, :, self.shared_len:self.length]
 
+    def truncate(self, length: int) -> None:
+        """Forget the positions from ``length`` on, so that a step can be run again (``bench/decode_speed.py``
+        times one step over the same cache). The shared part cannot be cut: ``length`` >= ``shared_len``."""
+        if not self.shared_len <= length <= self.length:
+            raise ValueError(f"a step cache of {self.length} positions ({self.shared_len} shared) cannot keep {length}")
+        self.length = length
+
     def reorder(self, src: torch.Tensor) -> None:
         """Row i takes the prefix of row ``src[i]`` (N,), a row of the same group: what a beam search's survivors
         do. Copies the own part only."""
