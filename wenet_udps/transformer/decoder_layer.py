@@ -106,10 +106,12 @@ class DecoderLayer(nn.Module):
         """x (N, T1, D) over memory (B, T, D), N = B * g: the g prefixes of an utterance attend to its memory as
         g * T1 query rows of one call, so a decoding step reads each utterance's memory entries once, not once per
         hypothesis from a copy per hypothesis (the queries do not interact, so the result is the same)."""
-        rows, t1, d = x.shape
-        x = x.reshape(memory.size(0), -1, d)
+        shape = x.shape
+        folded = shape[0] != memory.size(0)  # (one prefix per utterance, e.g. teacher forcing or export: as is)
+        if folded:
+            x = x.reshape(memory.size(0), -1, shape[-1])
         if memory_cache is None:
             out = self.src_attn(x, memory, memory, memory_mask)[0]
         else:
             out = self.src_attn(x, memory, memory, memory_mask, cache=memory_cache)[0]
-        return out.reshape(rows, t1, d)
+        return out.reshape(shape) if folded else out
