@@ -11,9 +11,10 @@ the models, so a machine that slows down slows both.
 
 Two trained models stop their beam searches after different numbers of steps (their hypotheses differ), so the
 ``attention`` ratio mixes speed with what they decode. ``--step_prefixes 10 40 80`` also times one decoder step at
-fixed prefix lengths, equal work for both: the first batch's encoder output repeated ``--beam_size`` times (as the
-beam search holds it), a prefix of L tokens and its cache, ``decoder.forward_one_step`` (median of ``--repeats`` x 5
-calls, the models alternating).
+fixed prefix lengths, equal work for both: the first batch's encoder output (once per utterance, as the beam search
+holds it) with ``--beam_size`` random prefixes of L tokens per utterance (no common prefix: the cache's per-hypothesis
+part holds them all, the search's worst case) and their cache, ``decoder.forward_one_step`` (median of ``--repeats``
+x 5 calls, the models alternating).
 
 ``--neighbour`` times everything next to a process that competes for the cores, started before the timing and
 stopped after it (with its children): ``busyloop`` (one Python loop, one core), ``matmul`` (torch 512x512 products on
@@ -99,8 +100,6 @@ def step_times(runs, length: int, args, clock) -> None:
         b = batches[0]
         memory, memory_mask = model.encoder(b["feats"], b["feats_lengths"])
         rows = memory.size(0) * args.beam_size
-        memory = memory.repeat_interleave(args.beam_size, 0)
-        memory_mask = memory_mask.repeat_interleave(args.beam_size, 0)
         gen = torch.Generator().manual_seed(length)
         tokens = torch.randint(1, model.vocab_size, (rows, length), generator=gen)
         causal = torch.tril(torch.ones(length, length, dtype=torch.bool)).expand(rows, length, length)
@@ -109,8 +108,11 @@ def step_times(runs, length: int, args, clock) -> None:
         # The cache of the first L - 1 positions, made by the decoder itself (so its layout is the decoder's).
         cache = None if length == 1 else dec.forward_one_step(memory, memory_mask, tokens[:, :-1],
                                                                causal[:, :-1, :-1], None, caches)[1]
-        calls[exp] = (lambda d=dec, m=memory, mm=memory_mask, t=tokens, c=causal, k=cache, mc=caches:
-                      d.forward_one_step(m, mm, t, c, k, mc))
+        def call(d=dec, m=memory, mm=memory_mask, t=tokens, c=causal, k=cache, mc=caches):
+            if k is not None:
+                k.truncate(length - 1)  # the step writes its position into the cache: forget it for the next call
+            return d.forward_one_step(m, mm, t, c, k, mc)
+        calls[exp] = call
         calls[exp]()
     times = {exp: [] for exp in calls}
     parts = {exp: _time_sublayers(runs[exp][0].decoder, clock) for exp in calls}

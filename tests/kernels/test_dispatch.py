@@ -25,6 +25,12 @@ def test_cpu_calls_run_the_extension_except_one_query_row(monkeypatch):
     mask = padding_mask([30, 21], 30)
     assert choose_udps_kernel(q, k, None, 0.0, True) == "cpu_ext"
     assert choose_udps_kernel(q[:, :, :1], k, None, 0.0, False) == "cpu_fused"
+    # Keys stored feature-major (the decoder's memory cache, queried by all hypotheses of an utterance at once) are
+    # read in place by cpu_fused; the extension would copy them at every decoding step.
+    feature_major = k.transpose(-2, -1).contiguous().transpose(-2, -1)
+    assert choose_udps_kernel(q[:, :, :10], feature_major, None, 0.0, False) == "cpu_fused"
+    monkeypatch.setattr(dispatch, "FEATURE_MAJOR_MIN_ROWS", 10)  # many rows (rescoring): the copy pays
+    assert choose_udps_kernel(q[:, :, :10], feature_major, None, 0.0, False) == "cpu_ext"
     calls = []
     real = cpu_ext.UDPSExtFunction.apply
     monkeypatch.setattr(cpu_ext.UDPSExtFunction, "apply", lambda *a: calls.append(1) or real(*a))

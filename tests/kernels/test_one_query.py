@@ -78,21 +78,6 @@ def test_from_keys_sends_decoding_steps_to_one_query(monkeypatch):
     torch.testing.assert_close(got, reference(q, k, v, alpha, mask), atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [1, 3], ids=["one_query", "udps_attention"])
-def test_from_keys_uses_the_key_norms_it_is_given(rows):
-    """A decoder's cache keeps each key's norm: given, it is the n of the denominator on both routes (a step's
-    one_query and a several-row call), and the result equals computing it here."""
-    q, k, v, alpha = make_inputs(2, 3, rows, 10, 8)
-    norms = torch.linalg.vector_norm(k, dim=-1)
-    with torch.no_grad():
-        got = udps_attention_from_keys(q, k, 4.0 * alpha, v, k_norm=norms)
-        other = udps_attention_from_keys(q, k, 4.0 * alpha, v, k_norm=2.0 * norms)
-    torch.testing.assert_close(got, reference(q, k, v, alpha, None), atol=1e-6, rtol=1e-5)
-    want = udps_attention_reference(q, 4.0 * alpha * k, 2.0 * norms, v)
-    torch.testing.assert_close(other, want, atol=1e-6, rtol=1e-5)
-    assert not torch.allclose(other, got, atol=1e-4)
-
-
 @pytest.mark.parametrize("why", ["two query rows", "gradients", "forced reference", "dropout while training"])
 def test_from_keys_keeps_every_other_call_on_udps_attention(monkeypatch, why):
     calls = _route(monkeypatch)

@@ -86,34 +86,37 @@ def steppers(dec):
 @pytest.mark.parametrize("self_type,src_type", SITE_KINDS)
 def test_cached_steps_match_the_full_forward_through_beam_reordering(name, self_type, src_type, grad):
     """Step-by-step decoding with the cache gives the logits of decoding the whole prefix, while the rows are
-    reordered as a beam search reorders them (survivors picked with repeats within each utterance, the cache
-    index_selected with them), with memories of different lengths. Without gradients, as decoding runs, UDPS
-    self-attention steps take the one_query kernel with the cached key norms."""
+    reordered as a beam search reorders them (survivors picked with repeats within each utterance, so prefixes
+    merge and their common part moves to the cache's shared part), with memories of different lengths given once
+    per utterance; the cache holds every row's entries of its whole prefix (for UDPS also the key's norm)."""
     torch.manual_seed(0)
-    beam, utts = 2, 2
+    beam, utts = 3, 2
     gen = torch.Generator().manual_seed(1)
     with torch.set_grad_enabled(grad):
         dec = make(name, self_type, src_type).eval()
-        memory = torch.randn(utts, 7, D).repeat_interleave(beam, 0)
-        memory_mask = torch.ones(utts * beam, 1, 7, dtype=torch.bool)
-        memory_mask[beam:, :, 4:] = False  # the second utterance's 4 frames
+        memory = torch.randn(utts, 7, D)
+        memory_mask = torch.ones(utts, 1, 7, dtype=torch.bool)
+        memory_mask[1:, :, 4:] = False  # the second utterance's 4 frames
+        per_row = memory.repeat_interleave(beam, 0), memory_mask.repeat_interleave(beam, 0)
         for stepper, full in steppers(dec):
             memory_caches = stepper.memory_caches(memory)
-            ys, cache = torch.randint(0, V, (utts * beam, 1), generator=gen), None
-            for i in range(1, 7):
+            ys, cache, shared = torch.full((utts * beam, 1), 3), None, 0
+            for i in range(1, 9):
                 step_mask = torch.ones(utts * beam, 1, i, dtype=torch.bool)
                 logp, cache = stepper.forward_one_step(memory, memory_mask, ys, step_mask, cache, memory_caches)
-                torch.testing.assert_close(logp, full(memory, memory_mask, ys)[:, -1].log_softmax(-1),
-                                           rtol=1e-5, atol=1e-5)
-                # Per block, the i positions' entries: key and value, for UDPS also the key's norm.
+                torch.testing.assert_close(logp, full(*per_row, ys)[:, -1].log_softmax(-1), rtol=1e-5, atol=1e-5)
                 att = blocks(stepper)[0].self_attn
-                assert all(c.shape == (utts * beam, 2, i, 2 * att.d_k + att.is_udps) for c in cache)
+                entries = cache.entries(0)
+                assert entries.shape == (utts * beam, 2, i, 2 * att.d_k + att.is_udps)
                 if att.is_udps:
-                    torch.testing.assert_close(cache[0][..., -1], cache[0][..., :att.d_k].norm(dim=-1))
-                src = (torch.arange(utts).repeat_interleave(beam) * beam
-                       + torch.randint(0, beam, (utts * beam,), generator=gen))
+                    torch.testing.assert_close(entries[..., -1], entries[..., :att.d_k].norm(dim=-1))
+                shared = max(shared, cache.shared_len)
+                # Most steps every row of an utterance extends one survivor: their prefixes merge.
+                pick = torch.randint(0, beam, (utts, 1 if i % 3 else beam), generator=gen).expand(utts, beam)
+                src = (torch.arange(utts).unsqueeze(1) * beam + pick).reshape(-1)
                 ys = torch.cat([ys[src], torch.randint(0, V, (utts * beam, 1), generator=gen)], dim=1)
-                cache = [c.index_select(0, src) for c in cache]
+                cache.reorder(src)
+            assert shared > 1  # the shared part was used
 
 
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))
@@ -132,16 +135,17 @@ def test_a_step_projects_only_the_new_position(name, self_type, src_type):
                 lambda m, inp, out, site=site: rows.__setitem__(site, rows[site] + inp[0].shape[:-1].numel())))
     with torch.no_grad():
         memory_caches = dec.memory_caches(memory)
-        logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :3], torch.ones(2, 3, 3, dtype=torch.bool))
+        first = torch.ones(2, 3, 3, dtype=torch.bool)
+        cache = dec.forward_one_step(memory, memory_mask, ys[:, :3], first)[1]
+        other = dec.forward_one_step(memory, memory_mask, ys[:, :3], first)[1]
         for i in range(4, 6):
             rows.update(self=0, src=0)
             newest = torch.ones(2, 1, i, dtype=torch.bool)
-            logp, new_cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, cache, memory_caches)
+            logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, cache, memory_caches)
             assert rows == {"self": 2 * len(blocks(dec)), "src": 0}
-            fresh, _ = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, cache)
+            fresh, other = dec.forward_one_step(memory, memory_mask, ys[:, :i], newest, other)
             assert rows["src"] == 2 * 7 * len(blocks(dec))
             torch.testing.assert_close(logp, fresh, rtol=1e-6, atol=1e-6)
-            cache = new_cache
     for hook in hooks:
         hook.remove()
 
@@ -250,7 +254,9 @@ def test_a_step_without_a_cache_runs_the_whole_prefix_and_a_wrong_cache_is_refus
     memory, memory_mask, ys, _ = batch()
     out, _, _ = dec(memory, memory_mask, ys, torch.tensor([5, 5]))
     logp, cache = dec.forward_one_step(memory, memory_mask, ys[:, :2], subsequent_mask(2).unsqueeze(0).repeat(2, 1, 1))
-    assert torch.allclose(logp, out[:, 1].log_softmax(-1), atol=1e-4) and cache[0].shape[2] == 2
-    with pytest.raises(ValueError, match="does not hold 2 earlier positions of 2 prefixes"):
-        dec.forward_one_step(memory, memory_mask, ys[:, :3], subsequent_mask(3).unsqueeze(0).repeat(2, 1, 1),
-                             [c[:, :, :1] for c in cache])
+    assert torch.allclose(logp, out[:, 1].log_softmax(-1), atol=1e-4) and cache.entries(0).shape[2] == 2
+    with pytest.raises(ValueError, match="cache of 2 positions of 2 prefixes does not hold 3 earlier positions of 2"):
+        dec.forward_one_step(memory, memory_mask, ys[:, :4], subsequent_mask(4).unsqueeze(0).repeat(2, 1, 1), cache)
+    with pytest.raises(ValueError, match="4 prefixes do not split evenly over the 3 utterances"):
+        dec.forward_one_step(memory[[0, 1, 1]], memory_mask[[0, 1, 1]], ys[[0, 1, 0, 1], :2], torch.ones(4, 2, 2,
+                             dtype=torch.bool))

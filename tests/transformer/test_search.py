@@ -162,7 +162,7 @@ class ScriptedDecoder(torch.nn.Module):
                 probs[i, 3] = 0.9 if last == 1 else 0.95
             else:
                 probs[i, 2] = 0.95
-        return probs.log(), [torch.zeros(tgt.size(0), 1)]
+        return probs.log(), None
 
 
 @pytest.mark.parametrize("penalty, winner", [(0.0, [1]), (0.1, [1]), (0.5, [2, 2, 2]), (1.0, [2, 2, 2])])
@@ -186,7 +186,7 @@ def test_attention_beam_stops_each_utterance_at_its_own_length():
             return []
 
         def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache, memory_caches):
-            return torch.tensor([[-9.0, -0.01, -9.0, -9.0]]).repeat(tgt.size(0), 1), [torch.zeros(tgt.size(0), 1)]
+            return torch.tensor([[-9.0, -0.01, -9.0, -9.0]]).repeat(tgt.size(0), 1), None
 
     memory = torch.zeros(3, 29, 8)
     mask = torch.ones(3, 1, 29, dtype=torch.bool)
@@ -212,7 +212,7 @@ def test_attention_beam_drops_finished_utterances_from_the_batch(monkeypatch):
 
     def counting(memory, memory_mask, tgt, *args):
         rows["n"] += tgt.size(0)
-        assert memory.size(0) == memory_mask.size(0) == tgt.size(0)
+        assert memory.size(0) == memory_mask.size(0) and tgt.size(0) == 3 * memory.size(0)
         return step_fn(memory, memory_mask, tgt, *args)
 
     monkeypatch.setattr(dec, "forward_one_step", counting)
@@ -276,8 +276,10 @@ class FullPrefixDecoder(torch.nn.Module):
         return []
 
     def forward_one_step(self, memory, memory_mask, tgt, tgt_mask, cache, memory_caches):
-        logits = self.decoder(memory, memory_mask, tgt, torch.full((tgt.size(0),), tgt.size(1)))[0]
-        return logits[:, -1].log_softmax(-1), [torch.zeros(tgt.size(0), 1)]
+        beam = tgt.size(0) // memory.size(0)  # the search passes each utterance's memory once
+        logits = self.decoder(memory.repeat_interleave(beam, 0), memory_mask.repeat_interleave(beam, 0), tgt,
+                              torch.full((tgt.size(0),), tgt.size(1)))[0]
+        return logits[:, -1].log_softmax(-1), None
 
 
 @pytest.mark.parametrize("name", list(DECODER_CLASSES))

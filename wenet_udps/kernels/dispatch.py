@@ -7,14 +7,14 @@ UDPS (:func:`udps_attention`):
 | tracing, scripting, ONNX export, inside an enclosing ``torch.compile`` | ``reference`` (recordable, fusable) |
 | an additive ``bias`` (``pos_norm: qp``), or dropout on the probabilities while training | ``reference`` |
 | CUDA, fp32/fp16/bf16, triton importable, and its self-check passed for this key | ``triton_udps`` |
-| CPU, T1 >= 2, and the C++ extension builds here (:func:`~wenet_udps.kernels.cpu_ext.ext_available`) | ``cpu_ext`` |
+| CPU, T1 >= 2 (>= ``FEATURE_MAJOR_MIN_ROWS`` over feature-major keys), the C++ extension builds | ``cpu_ext`` |
 | CPU without the extension, T1 and T2 >= ``TILED_MIN_LEN`` and B*H*T1*T2 >= ``TILED_MIN_SCORES`` | ``cpu_tiled`` |
-| CPU, any other size (one query row: decoding steps; no extension: short utterances) | ``cpu_fused`` (eager) |
-| via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel (decoding steps) | ``one_query`` |
+| CPU, any other size (one query row; a decoding step over the memory cache; no extension: short T) | ``cpu_fused`` |
+| via :func:`udps_attention_from_keys`: one query row, no gradient, no forced kernel | ``one_query`` |
 | anything else (float64 on CUDA, no triton, a failed self-check) | ``reference`` |
 
 ``one_query`` (any device) folds the denominators into the keys and runs torch's SDPA; it needs the raw keys and the
-numerator scale, which is why the modules that compute their keys per call (decoder self-attention) call
+numerator scale, which is why the modules that compute their keys per call (plain UDPS self-attention) call
 :func:`udps_attention_from_keys`, and those with a ready ``k~`` (the cross-attention cache) :func:`udps_attention`.
 
 The first Triton call per (dtype, head dim, value dim, mask kind) is checked against the reference
@@ -23,7 +23,8 @@ The first Triton call per (dtype, head dim, value dim, mask kind) is checked aga
 every call it can serve (no bias, no dropout, not recording a graph), unchecked.
 
 Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), re-exported here so the attention
-modules import every kernel from one place.
+modules import every kernel from one place; so is :func:`shared_prefix_attention`, both families' decoder
+self-attention step over a beam's shared prefix (:mod:`~wenet_udps.kernels.shared_prefix`).
 """
 import functools
 from typing import Optional
@@ -37,9 +38,11 @@ from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.one_query import udps_attention_one_query
 from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference, upcast
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
+from wenet_udps.kernels.shared_prefix import shared_prefix_attention
 from wenet_udps.utils.cli import UserError
 
-__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "choose_udps_kernel",
+__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "shared_prefix_attention",
+           "choose_udps_kernel",
            "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 
 # Below this many query rows or keys (e.g. one decoding step, T1 = 1) the untiled fused kernel is cheaper than the
@@ -49,6 +52,9 @@ TILED_MIN_LEN = 64
 # its compile cost (seconds per process, even from inductor's disk cache) within a run: cpu_fused runs, and a
 # process that makes only such calls (short utterances, decoding) compiles nothing (bench/compile_cost.py).
 TILED_MIN_SCORES = 1 << 20
+# Over keys stored feature-major (the decoder's memory cache) the extension copies them contiguous per call; with
+# fewer query rows than this (a decoding step: an utterance's hypotheses) cpu_fused, reading them in place, is cheaper.
+FEATURE_MAJOR_MIN_ROWS = 64
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Devices whose tensors go to the Triton kernel; tests add "cpu" to run the whole path under TRITON_INTERPRET=1.
 TRITON_DEVICES = ("cuda",)
@@ -99,9 +105,11 @@ def choose_udps_kernel(q: torch.Tensor, k_num: torch.Tensor, bias: Optional[torc
     if q.device.type != "cpu":
         return "reference"
     t1, t2 = q.size(-2), k_num.size(-2)
-    # One query row (a source-attention decoding step over the feature-major cache) stays eager: the extension
-    # would copy the cached keys contiguous at every step.
-    if t1 >= 2 and cpu_ext.ext_available():
+    # One query row, or a few over keys stored feature-major (a source-attention decoding step over the memory's
+    # cache, one query row per hypothesis of the utterance), stays eager: the extension would copy the cached keys
+    # contiguous at every step (most of a UDPS decoding step's time on a long utterance).
+    few_rows_in_place = t1 < FEATURE_MAJOR_MIN_ROWS and k_num.stride(-1) != 1 and k_num.size(-1) > 1
+    if t1 >= 2 and not few_rows_in_place and cpu_ext.ext_available():
         return "cpu_ext"
     if t1 >= TILED_MIN_LEN and t2 >= TILED_MIN_LEN and q.size(0) * q.size(1) * t1 * t2 >= TILED_MIN_SCORES:
         return "cpu_tiled"
@@ -132,23 +140,19 @@ def udps_attention(q: torch.Tensor, k_num: torch.Tensor, k_norm: torch.Tensor, v
 
 def udps_attention_from_keys(q: torch.Tensor, k: torch.Tensor, scale: torch.Tensor, v: torch.Tensor,
                              mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS, dropout_p: float = 0.0,
-                             training: bool = False, k_norm: Optional[torch.Tensor] = None) -> torch.Tensor:
+                             training: bool = False) -> torch.Tensor:
     """Plain UDPS attention from the raw keys: k~ = ``scale`` k (``scale`` = 4 alpha, (1, H, 1, 1)) and n = |k|.
 
-    A decoding step (one query row, nothing recording gradients or a graph, no forced kernel) runs ``one_query``;
-    every other call forms k~ and n and goes through :func:`udps_attention`. q (B, H, T1, d), k (B, H, T2, d),
-    v (B, H, T2, dv), mask (B, 1|T1, T2) bool or empty/None -> (B, H, T1, dv). ``k_norm`` (B, H, T2): n as the
-    caller keeps it (the decoder's self-attention cache, so a step does not take the norms of the whole prefix
-    again); None computes it here.
+    One query row (nothing recording gradients or a graph, no forced kernel) runs ``one_query``; every other call
+    forms k~ and n and goes through :func:`udps_attention`. q (B, H, T1, d), k (B, H, T2, d), v (B, H, T2, dv),
+    mask (B, 1|T1, T2) bool or empty/None -> (B, H, T1, dv).
     """
     # exporting() first: under tracing the size comparison would be recorded as a constant.
     grads = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, scale, v))
     if (not exporting() and q.size(-2) == 1 and not grads and not (dropout_p > 0.0 and training)
             and selfcheck.forced_kernel() is None):
-        return udps_attention_one_query(q, k, scale, v, mask=_as_mask(mask), eps=eps, k_norm=k_norm)
-    if k_norm is None:
-        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
-    return udps_attention(q, scale * k, k_norm, v, mask=mask, eps=eps,
+        return udps_attention_one_query(q, k, scale, v, mask=_as_mask(mask), eps=eps)
+    return udps_attention(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), v, mask=mask, eps=eps,
                           dropout_p=dropout_p, training=training)
 
 

@@ -21,18 +21,15 @@ from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
 
 def udps_attention_one_query(q: torch.Tensor, k: torch.Tensor, scale: torch.Tensor, v: torch.Tensor,
-                             mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS,
-                             k_norm: Optional[torch.Tensor] = None) -> torch.Tensor:
+                             mask: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS) -> torch.Tensor:
     """UDPS attention of one query row: q (B, H, 1, d), raw keys k (B, H, T2, d), the numerator scale ``scale``
     (4 alpha, broadcastable to (B, H, 1, 1)), v (B, H, T2, dv), mask (B, 1, T2) bool (True = attend) or None/empty
-    -> (B, H, 1, dv) in v's dtype. ``k_norm`` (B, H, T2): the keys' norms |k| in float32 when the caller keeps them
-    (a decoder's self-attention cache holds each key's norm from the step that made the key); None computes them.
-    Norms and scores in float32 (float64 stays float64); a row with no kept key gives zeros, as the reference."""
+    -> (B, H, 1, dv) in v's dtype. Norms and scores in float32 (float64 stays float64); a row with no kept key gives
+    zeros, as the reference."""
     if q.size(-2) != 1:
         raise ValueError(f"udps_attention_one_query takes one query row per head, got q of shape {tuple(q.shape)}")
     q32, k32 = upcast(q), upcast(k)
-    k_norm = torch.linalg.vector_norm(k32, dim=-1) if k_norm is None else upcast(k_norm)
-    den = torch.linalg.vector_norm(q32, dim=-1, keepdim=True) + k_norm.unsqueeze(-1)
+    den = torch.linalg.vector_norm(q32, dim=-1, keepdim=True) + torch.linalg.vector_norm(k32, dim=-1).unsqueeze(-1)
     # max(den^2, eps) as the reference: den >= 0, so clamping den at sqrt(eps) first is the same.
     factor = upcast(scale) / den.clamp_min_(math.sqrt(eps)).square_()
     empty = torch.empty(0, dtype=torch.bool, device=q.device)

@@ -15,8 +15,9 @@ All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cach
 query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
 pos_emb (1 or B, T_key, D), cache (B, H, T_cache, 2 * d_k) holding k and v side by side (``udps_crossattn``:
 (B, H, 2 * d_k + 1, T2)). Cross attentions make their cache with ``memory_cache(key, value)``, once per decoding.
-The decoder's self-attentions decode with ``step(x, mask, cache)``: each position's ``step_entries`` (k and v; UDPS
-also |k|) are made once, when the position is new, and appended to the cache (B, H, T_prefix, 2 d_k [+ 1]).
+The decoder's self-attentions decode with ``step(x, mask, cache, block)``: each position's ``step_entries`` (k and v;
+UDPS also |k|) are made once, when the position is new, and written into the decoder's
+:class:`~wenet_udps.transformer.step_cache.StepCache` (kept once per utterance where its hypotheses agree).
 
 Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``, ``uses_pos_emb``,
 ``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
@@ -26,12 +27,15 @@ attributes, so a new variant is one class (docs/design.md, "Adding an attention 
 file, a UDPS one in :mod:`wenet_udps.transformer.udps_attention` (the UDPS classes and their score scales).
 """
 import math
-from typing import Dict, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Type
 
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import scaled_dot_attention
+from wenet_udps.kernels.dispatch import scaled_dot_attention, shared_prefix_attention
+
+if TYPE_CHECKING:
+    from wenet_udps.transformer.step_cache import StepCache
 
 EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
 EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
@@ -121,24 +125,26 @@ class MultiHeadedAttention(nn.Module):
         (B, H, T, 2 d_k), its key and value side by side."""
         return torch.cat((self._heads(self.linear_k, x), self._heads(self.linear_v, x)), dim=-1)
 
-    def step(self, x: torch.Tensor, mask: torch.Tensor, cache: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def step(self, x: torch.Tensor, mask: torch.Tensor, cache: "StepCache", block: int) -> torch.Tensor:
         """Decoder self-attention of the positions not yet in ``cache`` (one per decoding step) over the prefix.
 
-        x (B, T1, D) the new positions; mask (B, T1, T0 + T1) bool, their rows of the causal mask; cache
-        (B, H, T0, C) the earlier positions' :meth:`step_entries`, or ``EMPTY_CACHE``. Only the new positions are
-        projected and their entries appended, so a step costs no projection of the prefix ->
-        output (B, T1, D), new cache (B, H, T0 + T1, C).
+        x (N, T1, D) the new positions; mask (N, T1, T0 + T1) bool, their rows of the causal mask; cache the
+        decoder's :class:`~wenet_udps.transformer.step_cache.StepCache` of T0 positions, ``block`` this block's
+        index in it. Only the new positions are projected, and their :meth:`step_entries` written into the cache ->
+        output (N, T1, D).
         """
         if self.kind != "self" or self.uses_pos_emb:
             raise TypeError(f"{type(self).__name__} is no decoder self-attention: it has no step cache")
-        entries = self.step_entries(x)
-        cache = entries if cache.size(0) == 0 else torch.cat((cache, entries), dim=2)
-        return self._output(self.attend_cache(self._heads(self.linear_q, x), cache, mask)), cache
+        shared, own = cache.extend(block, self.step_entries(x))
+        return self._output(self.attend_cache(self._heads(self.linear_q, x), shared, own, mask))
 
-    def attend_cache(self, q: torch.Tensor, cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Attention of q (B, H, T1, d_k) over a step cache (B, H, T2, C) -> (B, H, T1, d_k)."""
-        k, v = cache.split(self.d_k, dim=-1)
-        return self.attend(q, k, v, mask, torch.empty(0))
+    def attend_cache(self, q: torch.Tensor, shared: torch.Tensor, own: torch.Tensor,
+                     mask: torch.Tensor) -> torch.Tensor:
+        """Attention of q (N, H, T1, d_k) over a step cache's shared (B, H, S, C) and own (N, H, R, C) entries
+        -> (N, H, T1, d_k)."""
+        shared_k, shared_v = shared.split(self.d_k, dim=-1)
+        own_k, own_v = own.split(self.d_k, dim=-1)
+        return shared_prefix_attention(q, shared_k, shared_v, own_k, own_v, mask, 1.0 / math.sqrt(self.d_k))
 
     def _output(self, heads: torch.Tensor) -> torch.Tensor:
         """Merge heads and project: (B, H, T1, d_k) -> (B, T1, D)."""

@@ -9,10 +9,11 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, EMPTY_CACHE
+from wenet_udps.transformer.attention import ATTENTION_CLASSES
 from wenet_udps.transformer.decoder_layer import DecoderLayer
 from wenet_udps.transformer.embedding import PositionalEncoding
 from wenet_udps.transformer.positionwise_feed_forward import ACTIVATION_CLASSES, PositionwiseFeedForward
+from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.mask import make_pad_mask, subsequent_mask
 from wenet_udps.utils.registry import lookup
 from wenet_udps.utils.schema import route
@@ -139,38 +140,46 @@ class TransformerDecoder(nn.Module):
         return [layer.src_attn.memory_cache(memory, memory) for layer in self.decoders]
 
     def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
-                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
-                         memory_caches: Optional[List[torch.Tensor]] = None
-                         ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+                         tgt_mask: torch.Tensor, cache: Optional[StepCache] = None,
+                         memory_caches: Optional[List[torch.Tensor]] = None) -> Tuple[torch.Tensor, StepCache]:
         """Score the next token of each prefix; only the newest position runs through the blocks.
 
         Args:
-            memory: (B, T, D); memory_mask: (B, 1, T).
-            tgt: (B, L) prefixes (starting with sos); tgt_mask: (B, L, L) causal mask (its last row is used).
-            cache: the returned cache of the previous step: per block, the self-attention's entries of the
-                first L-1 positions, (B, H, L-1, C): key and value (C = 2 d_k), for UDPS also the key's norm
-                (C = 2 d_k + 1), each made once, at the step that added its position. A search that reorders its
-                hypotheses reorders these rows with them (``index_select`` on dim 0). None (the first step): the
-                whole prefix runs.
+            memory: (B, T, D); memory_mask: (B, 1, T). Each utterance once, however many prefixes it has.
+            tgt: (N, L) prefixes (starting with sos), N = B * g: rows b*g .. b*g + g - 1 are utterance b's (a beam
+                search's hypotheses; g = 1 for one prefix per utterance).
+            tgt_mask: (N, L, L) causal mask (its last row is used).
+            cache: the returned cache of the previous step (L - 1 positions), updated in place and returned: per
+                block, the self-attention's entries of the positions, key and value (UDPS also the key's norm),
+                each made once, at the step that added its position. A search that reorders its prefixes reorders
+                the cache with them (``StepCache.reorder``, within an utterance). None (the first step): the whole
+                prefix runs.
             memory_caches: ``memory_caches(memory)`` (None: projected from ``memory`` at this step).
         Returns:
-            log-probabilities (B, V) of the next token, new cache (``num_blocks`` tensors (B, H, L, C)).
+            log-probabilities (N, V) of the next token, the cache (L positions).
         """
+        rows, length = tgt.shape
+        if rows % memory.size(0):
+            raise ValueError(f"{rows} prefixes do not split evenly over the {memory.size(0)} utterances of the memory")
         if cache is None:
+            cache = StepCache(len(self.decoders), rows // memory.size(0))
             x, _ = self.embed(tgt)
         else:   # only the newest token runs, at its absolute position: no step embeds the whole prefix again
-            x, _ = self.embed[1](self.embed[0](tgt[:, -1:]), offset=tgt.size(1) - 1)
+            if cache.rows != rows or cache.length != length - 1:
+                raise ValueError(f"decoder cache of {cache.length} positions of {cache.rows} prefixes does not hold "
+                                 f"{length - 1} earlier positions of {rows} prefixes")
+            cache.share(tgt)
+            x, _ = self.embed[1](self.embed[0](tgt[:, -1:]), offset=length - 1)
             tgt_mask = tgt_mask[:, -1:, :]
-        new_cache = []
         for i, layer in enumerate(self.decoders):
-            x, layer_cache = layer.step(x, tgt_mask, memory, memory_mask, EMPTY_CACHE if cache is None else cache[i],
-                                        memory_cache=None if memory_caches is None else memory_caches[i])
-            new_cache.append(layer_cache)
+            x = layer.step(x, tgt_mask, memory, memory_mask, cache, i,
+                           memory_cache=None if memory_caches is None else memory_caches[i])
+        cache.commit(x.size(1))
         y = x[:, -1]
         if self.normalize_before:
             y = self.after_norm(y)
         y = self.output_layer(y)
-        return torch.log_softmax(y, dim=-1), new_cache
+        return torch.log_softmax(y, dim=-1), cache
 
 
 class BiTransformerDecoder(nn.Module):
@@ -232,9 +241,8 @@ class BiTransformerDecoder(nn.Module):
         return memory_caches[:n], memory_caches[n:]
 
     def forward_one_step(self, memory: torch.Tensor, memory_mask: torch.Tensor, tgt: torch.Tensor,
-                         tgt_mask: torch.Tensor, cache: Optional[List[torch.Tensor]] = None,
-                         memory_caches: Optional[List[torch.Tensor]] = None
-                         ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+                         tgt_mask: torch.Tensor, cache: Optional[StepCache] = None,
+                         memory_caches: Optional[List[torch.Tensor]] = None) -> Tuple[torch.Tensor, StepCache]:
         """Incremental left-to-right step; see ``TransformerDecoder.forward_one_step``."""
         return self.left_decoder.forward_one_step(memory, memory_mask, tgt, tgt_mask, cache,
                                                   self._split(memory_caches)[0])

@@ -4,6 +4,8 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
+from wenet_udps.transformer.step_cache import StepCache
+
 
 class DecoderLayer(nn.Module):
     """Decoder block with WeNet's parameter names (self_attn, src_attn, feed_forward, norm1/2/3).
@@ -46,43 +48,40 @@ class DecoderLayer(nn.Module):
         Returns:
             output (B, L, D), tgt_mask, memory, memory_mask.
         """
-        x, _ = self._block(tgt, tgt_mask, memory, memory_mask, None, memory_cache)
+        x = self._block(tgt, tgt_mask, memory, memory_mask, None, memory_cache)
         return x, tgt_mask, memory, memory_mask
 
     def step(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-             cache: torch.Tensor, memory_cache: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+             cache: StepCache, block: int, memory_cache: Optional[torch.Tensor] = None) -> torch.Tensor:
         """A decoding step: the positions not yet in the cache (the newest one), the earlier ones' self-attention
         entries (keys and values; UDPS also the key norms) taken from it.
 
         Args:
-            tgt: (B, L_new, D) the input of the positions not in the cache: one per step, all of them when the
+            tgt: (N, L_new, D) the input of the positions not in the cache: one per step, all of them when the
                 cache is empty.
-            tgt_mask: (B, L_new, L) bool, their rows of the causal mask over all L positions.
-            memory, memory_mask, memory_cache: as ``forward``.
-            cache: (B, H, L - L_new, C) the self-attention's ``step_entries`` of the earlier positions (the
-                previous step's returned cache; C = 2 d_k, UDPS 2 d_k + 1), or ``EMPTY_CACHE``. Projecting only
-                the new positions keeps a step's projections from growing with the prefix as WeNet's layer-output
-                cache does.
+            tgt_mask: (N, L_new, L) bool, their rows of the causal mask over all L positions.
+            memory: (B, T, D) the encoder output of the B utterances, N = B * g: rows b*g .. b*g + g - 1 are the
+                prefixes (hypotheses) of utterance b; memory_mask (B, 1, T); memory_cache as ``forward``'s.
+            cache: the decoder's step cache (L - L_new earlier positions), ``block`` this block's index in it; the
+                new positions' entries are written into it. Projecting only the new positions keeps a step's
+                projections from growing with the prefix as WeNet's layer-output cache does.
         Returns:
-            output (B, L_new, D), new cache (B, H, L, C).
+            output (N, L_new, D).
         """
-        cached = cache.size(2) if cache.size(0) > 0 else 0
-        if (cached and cache.size(0) != tgt.size(0)) or cached + tgt.size(1) != tgt_mask.size(-1):
-            raise ValueError(f"decoder cache of shape {tuple(cache.shape)} does not hold "
-                             f"{tgt_mask.size(-1) - tgt.size(1)} earlier positions of {tgt.size(0)} prefixes")
-        return self._block(tgt, tgt_mask, memory, memory_mask, cache, memory_cache)
+        return self._block(tgt, tgt_mask, memory, memory_mask, (cache, block), memory_cache)
 
     def _block(self, tgt: torch.Tensor, tgt_mask: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-               cache: Optional[torch.Tensor], memory_cache: Optional[torch.Tensor]
-               ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """The block; ``cache`` None: whole sequences (teacher forcing), else a decoding step over that cache."""
+               cache: Optional[Tuple[StepCache, int]], memory_cache: Optional[torch.Tensor]
+               ) -> torch.Tensor:
+        """The block; ``cache`` None: whole sequences (teacher forcing), else a decoding step over that (step cache,
+        block index)."""
         residual = tgt
         if self.normalize_before:
             tgt = self.norm1(tgt)
         if cache is None:
-            att, new_cache = self.self_attn(tgt, tgt, tgt, tgt_mask)[0], None
+            att = self.self_attn(tgt, tgt, tgt, tgt_mask)[0]
         else:
-            att, new_cache = self.self_attn.step(tgt, tgt_mask, cache)
+            att = self.self_attn.step(tgt, tgt_mask, *cache)
         x = residual + self.dropout(att)
         if not self.normalize_before:
             x = self.norm1(x)
@@ -100,10 +99,19 @@ class DecoderLayer(nn.Module):
         x = residual + self.dropout(self.feed_forward(x))
         if not self.normalize_before:
             x = self.norm3(x)
-        return x, new_cache
+        return x
 
     def _src_attend(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                     memory_cache: Optional[torch.Tensor]) -> torch.Tensor:
+        """x (N, T1, D) over memory (B, T, D), N = B * g: the g prefixes of an utterance attend to its memory as
+        g * T1 query rows of one call, so a decoding step reads each utterance's memory entries once, not once per
+        hypothesis from a copy per hypothesis (the queries do not interact, so the result is the same)."""
+        shape = x.shape
+        folded = shape[0] != memory.size(0)  # (one prefix per utterance, e.g. teacher forcing or export: as is)
+        if folded:
+            x = x.reshape(memory.size(0), -1, shape[-1])
         if memory_cache is None:
-            return self.src_attn(x, memory, memory, memory_mask)[0]
-        return self.src_attn(x, memory, memory, memory_mask, cache=memory_cache)[0]
+            out = self.src_attn(x, memory, memory, memory_mask)[0]
+        else:
+            out = self.src_attn(x, memory, memory, memory_mask, cache=memory_cache)[0]
+        return out.reshape(shape) if folded else out

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
 
@@ -126,35 +127,37 @@ def _best_of_beam(hyps: torch.Tensor, scores: torch.Tensor, eos: int, length_pen
 
 @dataclass
 class _Beams:
-    """The running part of a batched beam search: ``beam_size`` rows per live utterance in every tensor.
+    """The running part of a batched beam search: ``beam_size`` rows per live utterance in every per-hypothesis
+    tensor, one per live utterance in the memory's.
 
     ``utts`` maps live position -> index in the input batch. :meth:`drop` removes finished utterances from every
     tensor, so a step costs what the utterances still searching need, not what the batch's slowest one does.
     """
     beam_size: int
     utts: List[int]
-    memory: torch.Tensor                # (N, T', D), N = live utterances * beam_size
-    memory_mask: torch.Tensor           # (N, 1, T')
+    memory: torch.Tensor                # (U, T', D), U = live utterances
+    memory_mask: torch.Tensor           # (U, 1, T'), or (U, 1, 0) when every frame is kept
     memory_caches: List[torch.Tensor]   # per block, the source attention's cache of the memory
     steps: torch.Tensor                 # (N, 1) the utterance's step limit, ceil(max_len_ratio * its encoder length)
-    hyps: torch.Tensor                  # (N, L) prefixes starting with sos
+    hyps: torch.Tensor                  # (N, L) prefixes starting with sos, N = U * beam_size
     scores: torch.Tensor                # (N, 1) log-probabilities
     end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
-    cache: Optional[List[torch.Tensor]] = None  # per block, the prefix's self-attention entries
+    cache: Optional[StepCache] = None   # the prefixes' self-attention entries
 
     def drop(self, finished: torch.Tensor) -> None:
         """Keep the utterances whose entry in ``finished`` (live utterances,) is False."""
         keep = (~finished).nonzero().squeeze(1)
         index = (keep.unsqueeze(1) * self.beam_size + torch.arange(self.beam_size, device=keep.device)).view(-1)
-        for name in ("memory", "memory_mask", "steps", "hyps", "scores", "end_flag"):
+        for name in ("steps", "hyps", "scores", "end_flag"):
             setattr(self, name, getattr(self, name).index_select(0, index))
-        self.memory_caches = [c.index_select(0, index) for c in self.memory_caches]
+        self.memory, self.memory_mask = self.memory.index_select(0, keep), self.memory_mask.index_select(0, keep)
+        self.memory_caches = [c.index_select(0, keep) for c in self.memory_caches]
         if self.cache is not None:
-            self.cache = [c.index_select(0, index) for c in self.cache]
+            self.cache.select(index)
         self.utts = [self.utts[i] for i in keep.tolist()]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
                           beam_size: int, sos: int, eos: int, length_penalty: float = 0.0,
                           max_len_ratio: float = 1.0, suppress_eos: bool = False) -> List[DecodeResult]:
@@ -171,7 +174,9 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
 
     Args:
         decoder: has ``memory_caches(memory)`` and
-            ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache, memory_caches)``.
+            ``forward_one_step(memory, memory_mask, tgt, tgt_mask, cache, memory_caches)``, called with the memory
+            once per utterance and ``beam_size`` prefixes per utterance; the cache it returns has ``reorder(src)``
+            and ``select(rows)`` (``StepCache``), or is None.
         encoder_out: (B, T', D); encoder_mask: (B, 1, T').
         length_penalty: WeNet's: the final beam is ranked by ``score / length ** length_penalty`` (length = tokens
             without eos), so > 0 favours longer hypotheses; it does not change which hypotheses the beam keeps.
@@ -185,17 +190,19 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     if not max_len_ratio > 0:
         raise ValueError(f"max_len_ratio must be > 0, got {max_len_ratio}")
     device = encoder_out.device
-    batch, frames, dim = encoder_out.shape
+    batch = encoder_out.size(0)
     steps = (encoder_mask.squeeze(1).sum(-1).to(torch.float64) * max_len_ratio).ceil().clamp_min(1).long()
     maxlen = int(steps.max())
-    memory = encoder_out.unsqueeze(1).repeat(1, beam_size, 1, 1).view(batch * beam_size, frames, dim)
     # Only the first beam of each utterance is live at the start, so the first step does not pick duplicates.
     first = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), device=device)
-    # The memory is the same at every step and for every beam of an utterance (so survivors need no reordering of
-    # it): its source-attention projections are made once, not at every step as WeNet does.
-    live = _Beams(beam_size, list(range(batch)), memory=memory,
-                  memory_mask=encoder_mask.unsqueeze(1).repeat(1, beam_size, 1, 1).view(-1, 1, frames),
-                  memory_caches=decoder.memory_caches(memory),
+    # The memory is the same at every step and for every beam of an utterance: held once per utterance (the decoder
+    # attends with all its hypotheses at once), never reordered, its source-attention projections made once, not at
+    # every step for every beam as WeNet does.
+    # Every frame kept (one utterance, or all of one length): an empty mask, which the attentions read as none, so a
+    # step's cross-attention does not mask its scores for nothing.
+    memory_mask = encoder_mask[..., :0] if bool(encoder_mask.all()) else encoder_mask
+    live = _Beams(beam_size, list(range(batch)), memory=encoder_out, memory_mask=memory_mask,
+                  memory_caches=decoder.memory_caches(encoder_out),
                   steps=steps.to(device).repeat_interleave(beam_size).unsqueeze(1),
                   hyps=torch.full((batch * beam_size, 1), sos, dtype=torch.long, device=device),
                   scores=first.repeat(batch).unsqueeze(1),
@@ -231,15 +238,18 @@ def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: i
     if suppress_eos:
         logp[:, eos] = -math.inf
     top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
-    top_logp = mask_finished_scores(top_logp, done)
-    top_idx = mask_finished_preds(top_idx, done, eos)
+    if bool(done.any()):  # (none, most steps of a long search: the masks' dozen small ops are skipped)
+        top_logp = mask_finished_scores(top_logp, done)
+        top_idx = mask_finished_preds(top_idx, done, eos)
     utts = running // beam_size
     scores, flat = (live.scores + top_logp).view(utts, beam_size * beam_size).topk(beam_size, dim=-1)
     base = torch.arange(utts, device=flat.device).unsqueeze(1) * beam_size  # first row of each utterance
     src = (base + flat // beam_size).view(-1)  # which running hypothesis each survivor extends
     token = top_idx.view(utts, beam_size * beam_size).gather(1, flat).view(-1, 1)
     hyps = torch.cat([live.hyps[src], token], dim=1)
-    live.cache, live.hyps, live.scores = [c[src] for c in cache], hyps, scores.view(-1, 1)
+    if cache is not None:  # (a decoder that keeps no cache returns None)
+        cache.reorder(src)
+    live.cache, live.hyps, live.scores = cache, hyps, scores.view(-1, 1)
     live.end_flag = hyps[:, -1:] == eos
 
 

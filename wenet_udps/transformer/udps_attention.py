@@ -12,7 +12,7 @@ from typing import Dict, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import udps_attention, udps_attention_from_keys
+from wenet_udps.kernels.dispatch import shared_prefix_attention, udps_attention, udps_attention_from_keys
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 from wenet_udps.transformer.attention import EMPTY_CACHE, EMPTY_MASK, MultiHeadedAttention, register_attention
 
@@ -70,23 +70,26 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
         return (4.0 * a) * k, torch.linalg.vector_norm(upcast(k), dim=-1)
 
     def attend(self, q, k, v, mask, pos_emb):
-        # The keys' terms are formed by the kernel: a decoding step folds them into one pass (kernels/one_query.py).
+        # The keys' terms are formed by the kernel: one query row folds them into one pass (kernels/one_query.py).
         return udps_attention_from_keys(q, k, 4.0 * self._effective(self.alpha).view(1, -1, 1, 1), v, mask=mask,
                                         eps=self.eps, dropout_p=self.dropout_rate, training=self.training)
 
     def step_entries(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> (B, H, T, 2 d_k + 1): key, value and the key's norm |k|, the one per-key term of the
-        denominator (in float32 or wider, the cache's dtype; the numerator's 4 alpha k is formed in the step's
-        one pass over the keys, see kernels/one_query.py)."""
+        denominator (in float32 or wider, the cache's dtype; the numerator's scale 4 alpha is applied to the step's
+        scores, see kernels/shared_prefix.py)."""
         k, v = self._heads(self.linear_k, x), self._heads(self.linear_v, x)
         norm = torch.linalg.vector_norm(upcast(k), dim=-1, keepdim=True)
         return torch.cat((k.to(norm.dtype), v.to(norm.dtype), norm), dim=-1)
 
-    def attend_cache(self, q: torch.Tensor, cache: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        k, v, k_norm = cache.split([self.d_k, self.d_k, 1], dim=-1)
-        return udps_attention_from_keys(q, k.to(q.dtype), 4.0 * self._effective(self.alpha).view(1, -1, 1, 1),
-                                        v.to(q.dtype), mask=mask, eps=self.eps, dropout_p=self.dropout_rate,
-                                        training=self.training, k_norm=k_norm.squeeze(-1))
+    def attend_cache(self, q: torch.Tensor, shared: torch.Tensor, own: torch.Tensor,
+                     mask: torch.Tensor) -> torch.Tensor:
+        shared_k, shared_v, shared_norm = shared.split([self.d_k, self.d_k, 1], dim=-1)
+        own_k, own_v, own_norm = own.split([self.d_k, self.d_k, 1], dim=-1)
+        return shared_prefix_attention(q, shared_k, shared_v, own_k, own_v, mask,
+                                       4.0 * self._effective(self.alpha).view(1, -1, 1, 1),
+                                       shared_norm=shared_norm.squeeze(-1), own_norm=own_norm.squeeze(-1),
+                                       eps=self.eps).to(q.dtype)
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         return {"alpha": self._effective(self.alpha).detach()}
