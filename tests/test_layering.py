@@ -31,8 +31,9 @@ ALLOWED: Dict[str, Set[str]] = {
     "bin": MODEL | {"model_builder", "model_info", "dataset", "text", "scoring", "results", "config", "train",
             "export", "lm", "decode"},
 }
-# Inside transformer/: attention modules <- encoder/decoder and their layers <- the model.
-ATTENTION = {"attention", "udps_attention"}
+# Inside transformer/: attention modules <- encoder/decoder and their layers <- the model. step_cache (the decoder's
+# self-attention cache, which an attention's step writes) imports nothing of the package: it sits with them.
+ATTENTION = {"attention", "udps_attention", "step_cache"}
 MODEL_FILES = {"asr_model"}
 LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "import_module", "load_source"}
 
