@@ -355,10 +355,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"collect_results.py: {e}", file=sys.stderr)
         return 1
-    if experiments:
-        table = markdown_table(experiments, args.metric)
-    else:
-        table = f"No results: no {args.exp_dir}/<name>/<set>/<mode>/wer files.\n"
+    if not experiments:  # a table of nothing would pass stage 7 silently (and replace an older RESULTS.md)
+        print(f"collect_results.py: no results: no {args.exp_dir}/<name>/<set>/<mode>/wer files (run stage 5); "
+              f"{out} not written", file=sys.stderr)
+        return 1
+    table = markdown_table(experiments, args.metric)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{peers}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(args.seeds))

@@ -167,13 +167,17 @@ def test_read_scalars_merges_event_files(tmp_path):
     assert mod.read_scalars(exp / "missing") == {}
 
 
-def test_no_results_still_writes_file(tmp_path):
+def test_no_results_fails_in_one_line_and_keeps_the_old_table(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
+    (tmp_path / "r.md").write_text("an older table\n")
     proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--out", str(tmp_path / "r.md")],
                           capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "No results" in (tmp_path / "r.md").read_text()
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"collect_results.py: no results: no {exp}/<name>/<set>/<mode>/wer files (run stage 5); {tmp_path / 'r.md'} "
+        "not written"]
+    assert (tmp_path / "r.md").read_text() == "an older table\n"
 
 
 def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
