@@ -85,6 +85,9 @@ lm_mirror=              # librispeech: where stage -1 fetches the LM, e.g. https
 lm_text=                # --lm true: a plain text file (one sentence a line) the LM learns besides the transcripts
 lm_order=               # n-gram order of the LM built from text (>= 2); empty: 3
 lm_prune=               # lmplz --prune counts per order from the unigrams, e.g. "0 1 1"; empty: none
+lm_tag=                 # --lm true: a name for this LM, so that LMs of other text sit beside it: <data>/lm_<tag>,
+                        # <exp>/lm_tune_<tag> and the results <exp>/<set>/<mode>_<tag> (RESULTS.md columns);
+                        # empty: <data>/lm, <exp>/lm_tune, <exp>/<set>/<mode>
 lm_weights="0.3 0.6 1.0"   # LM weights tried on dev (stage 5)
 word_scores="0 1 2"     # word scores (bonus per word) tried on dev with each LM weight
 loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 variants x 2 seeds: about 4 h on 2 cores
@@ -98,13 +101,14 @@ Stages (--stage N --stop_stage N reruns one):
    0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
    1  global CMVN statistics of the training set (global_cmvn)
    2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
-      (<data>/lm/lm.arpa) from <data>/<train_set>/text and --lm_text, refusing --lm_text holding a dev/test sentence
-      (a character LM where scoring is by character: Mandarin), or the published LM decompressed; then its KenLM
-      binary <data>/lm/lm.bin and words lm.bin.words, which stage 5 decodes with
+      (<data>/lm/lm.arpa; <data>/lm_<tag> with --lm_tag) from <data>/<train_set>/text and --lm_text, refusing
+      --lm_text holding a dev/test sentence (a character LM where scoring is by character: Mandarin), or the
+      published LM decompressed; then its KenLM binary lm.bin and words lm.bin.words, which stage 5 decodes with
    3  data.list (raw) or tar shards per set
    4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml
    5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
       --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
+      (<exp>/<set>/<mode>_<tag> with --lm_tag)
    6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
    7  sherpa-onnx CER and RTF, RESULTS.md (one row per model; with --seeds also mean ± std and paired tests of
       UDPS - scaled-dot over utterances and seeds) and plots"

@@ -119,6 +119,20 @@ def test_lm_options_that_would_do_nothing_are_refused(tmp_path, args, message):
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--lm_text", "README.md"], "--lm_text sets up the word LM of --lm true, and --lm is false"),
+    (["--lm_tag", "books"], "--lm_tag sets up the word LM of --lm true, and --lm is false"),
+    (["--lm", "true", "--lm_tag", "my_books"], "--lm_tag names folders: letters, digits, '.' and '-'"),
+    (["--lm", "true", "--lm_tag", "../x"], "--lm_tag names folders"),
+])
+def test_lm_options_without_the_lm_or_badly_named_are_refused(tmp_path, args, message):
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "2",
+                           "--data", str(tmp_path / "data"), *args], cwd=ROOT, capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and message in lines[-1], proc.stderr[-2000:]
+    assert not (tmp_path / "data").exists()
+
+
 def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):
     need_lmplz()
     data = tmp_path / "data"
@@ -171,12 +185,14 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
             sf.write(str(data / split / f"{key}.wav"), (0.05 * rng.standard_normal(48000)).astype(np.float32), 16000)
             lines.append(f"{key} {data / split / key}.wav")
         (data / split / "wav.scp").write_text("\n".join(lines) + "\n")
-    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "1", "--stop_stage", "5",
-                           "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
-                           "--lm_order", "2", "--lm_weights", "0.5 1", "--word_scores", "0 2",
-                           "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
-                           "--num_workers", "1", "--decode_batch_size", "4"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    def run(stage, *lm_args):
+        return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", stage, "--stop_stage", "5",
+                               "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
+                               *lm_args, "--lm_weights", "0.5 1", "--word_scores", "0 2",
+                               "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
+                               "--num_workers", "1", "--decode_batch_size", "4"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = run("1", "--lm_order", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
     d = Path(f"{exp}_scaled_dot")
     tried = sorted(p.name for p in (d / "lm_tune" / "dev").iterdir() if p.is_dir())
@@ -191,3 +207,18 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
             assert f"lm: {data / 'lm' / 'lm.bin'}" in info and "lm_sha256: " in info
             assert f"lm_weight: {weight}" in info and f"word_score: {score}" in info
         assert (d / x / "attention_rescoring" / "text").is_file()  # the modes without the LM are still there
+    first = {x: (d / x / "attention_rescoring_lm" / "text").read_text() for x in ("dev", "test")}
+
+    # A second LM (--lm_tag) sits beside the first: its own folder, tuning and result columns; the first stays.
+    proc = run("2", "--lm_order", "3", "--lm_tag", "tri")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "ngram 3=" in (data / "lm_tri" / "lm.arpa").read_text()
+    assert "ngram 3=" not in (data / "lm" / "lm.arpa").read_text()
+    assert (d / "lm_tune_tri" / "dev" / "best").is_file()
+    for x in ("dev", "test"):
+        assert (d / x / "attention_rescoring_lm" / "text").read_text() == first[x]
+        assert f"lm: {data / 'lm' / 'lm.bin'}" in (d / x / "attention_rescoring_lm" / "decode.info").read_text()
+        for mode in ("ctc_prefix_beam_search_lm_tri", "attention_rescoring_lm_tri"):
+            assert "Overall -> " in (d / x / mode / "wer").read_text()
+            assert f"lm: {data / 'lm_tri' / 'lm.bin'}" in (d / x / mode / "decode.info").read_text()
+        assert not (d / x / ".lm_tri.partial").exists()

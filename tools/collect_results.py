@@ -43,7 +43,8 @@ from wenet_udps.utils.source_info import read_source, stale_reason
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
-# WeNet's order of decoding modes; others follow alphabetically.
+# WeNet's order of decoding modes, an LM mode of run.sh --lm_tag T (<mode>_T) after the untagged ones; others follow
+# alphabetically.
 MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
               "ctc_prefix_beam_search_lm", "attention_rescoring_lm")
 
@@ -177,8 +178,12 @@ def lm_lines(experiments: Sequence[Experiment]) -> List[str]:
     return [f"- word LM {lm}: {', '.join(where)}" for lm, where in sorted(users.items())]
 
 
-def mode_sort_key(mode: str) -> Tuple[int, str]:
-    return (MODE_ORDER.index(mode), mode) if mode in MODE_ORDER else (len(MODE_ORDER), mode)
+def mode_sort_key(mode: str) -> Tuple[int, str, int, str]:
+    """(group, LM tag, position in MODE_ORDER, name): WeNet's modes, then each tagged LM's, then any other."""
+    for lm_mode in MODE_ORDER[-2:]:
+        if mode.startswith(lm_mode + "_"):
+            return (1, mode[len(lm_mode) + 1:], MODE_ORDER.index(lm_mode), mode)
+    return (0, "", MODE_ORDER.index(mode), mode) if mode in MODE_ORDER else (2, "", 0, mode)
 
 
 def set_sort_key(name: str) -> Tuple[bool, str]:

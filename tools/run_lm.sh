@@ -5,8 +5,10 @@
 # tools/run_setup.sh; the functions read run.sh's option variables.
 
 lm_modes="ctc_prefix_beam_search_lm attention_rescoring_lm"
-lm_arpa() { echo "${data}/lm/lm.arpa"; }
-lm_file() { echo "${data}/lm/lm.bin"; }   # what stage 5 decodes with (words in lm.bin.words)
+# --lm_tag T: this LM's folders and results end in _T, so that LMs built from other text sit side by side.
+lm_suffix() { echo "${lm_tag:+_${lm_tag}}"; }
+lm_arpa() { echo "${data}/lm$(lm_suffix)/lm.arpa"; }
+lm_file() { echo "${data}/lm$(lm_suffix)/lm.bin"; }   # what stage 5 decodes with (words in lm.bin.words)
 
 # check_lm_install: with --lm true, KenLM's lmplz and build_binary and flashlight-text must be installed (one line
 # saying how).
@@ -105,7 +107,7 @@ lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev
 # lm_tune EXP: the LM weight and word score of ${avg} whose attention_rescoring_lm WER on ${dev_set} is lowest (a
 # grid of --lm_weights x --word_scores); sets lm_weight and word_score. Dev only: test never chooses anything.
 lm_tune() {
-  local exp=$1 tune=$1/lm_tune/${dev_set} key w b out rate best=""
+  local exp=$1 tune=$1/lm_tune$(lm_suffix)/${dev_set} key w b out rate best=""
   key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weights="${lm_weights}" \
         word_scores="${word_scores}" beam_size="${beam_size}" ctc_weight="${ctc_weight}" \
         list="$(file_sum "${data}/${dev_set}/$(list_name)")")
@@ -142,25 +144,35 @@ lm_recognize() {
     --device "${device}"
 }
 
-lm_decode() {  # stage 5 with --lm true: EXP's weights tuned on dev, then every test set decoded in the *_lm modes
-  local exp=$1 x key mode lm_weight word_score
+# lm_decode EXP: stage 5 with --lm true: EXP's weights tuned on dev, then every test set decoded in the *_lm modes,
+# into <set>/<mode><lm_suffix> (decoded beside them, then moved in: an interrupted decode leaves the old results).
+lm_decode() {
+  local exp=$1 x key mode out lm_weight word_score suffix
+  suffix=$(lm_suffix)
   require "$(lm_file)" 2
   lm_tune "${exp}"
   for x in ${test_sets}; do
     key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weight="${lm_weight}" \
           word_score="${word_score}" beam_size="${beam_size}" ctc_weight="${ctc_weight}" \
           list="$(file_sum "${data}/${x}/$(list_name)")")
-    if stamp_ok "${exp}/${x}/.decode_lm.stamp" "${key}"; then
+    if stamp_ok "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}"; then
       log "stage 5: ${exp}/${x} decoded with the same LM and weights, skipping"
     else
       log "stage 5: decode ${x} with ${avg} and $(lm_file) (${lm_modes})"
-      lm_recognize "${exp}" "${x}" "${exp}/${x}" "${lm_modes}" "${lm_weight}" "${word_score}"
-      stamp_write "${exp}/${x}/.decode_lm.stamp" "${key}"
+      out=${exp}/${x}/.lm${suffix}.partial
+      rm -rf "${out}"
+      lm_recognize "${exp}" "${x}" "${out}" "${lm_modes}" "${lm_weight}" "${word_score}"
+      for mode in ${lm_modes}; do
+        rm -rf "${exp}/${x}/${mode}${suffix}"
+        mv "${out}/${mode}" "${exp}/${x}/${mode}${suffix}"
+      done
+      rm -rf "${out}"
+      stamp_write "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}"
     fi
     for mode in ${lm_modes}; do
-      python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${exp}/${x}/${mode}/text" \
-        > "${exp}/${x}/${mode}/wer"
-      log "stage 5: ${exp} ${x} ${mode}: $(grep '^Overall' "${exp}/${x}/${mode}/wer")"
+      out=${exp}/${x}/${mode}${suffix}
+      python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${out}/text" > "${out}/wer"
+      log "stage 5: ${exp} ${x} ${mode}${suffix}: $(grep '^Overall' "${out}/wer")"
     done
   done
 }

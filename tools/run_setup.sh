@@ -30,9 +30,16 @@ check_options() {
   one_of data_type "${data_type}" raw shard
   one_of force "${force}" true false
   one_of lm "${lm}" true false
+  if [[ ${lm} == false ]]; then  # an LM option without --lm true would be ignored
+    for v in lm_name lm_mirror lm_text lm_order lm_prune lm_tag; do
+      [[ -z ${!v} ]] || die "--${v} sets up the word LM of --lm true, and --lm is false"
+    done
+  fi
   [[ -z ${lm_order} || ( ${lm_order} =~ ^[0-9]+$ && ${lm_order} -ge 2 ) ]] \
     || die "--lm_order takes an integer >= 2, got '${lm_order}'"
   [[ -z ${lm_text} || -f ${lm_text} ]] || die "--lm_text ${lm_text}: no such file"
+  [[ -z ${lm_tag} || ${lm_tag} =~ ^[A-Za-z0-9][A-Za-z0-9.-]*$ ]] \
+    || die "--lm_tag names folders: letters, digits, '.' and '-' (no '_', no '/'), got '${lm_tag}'"
   for v in ${lm_weights} ${word_scores}; do
     [[ ${v} =~ ^-?[0-9]*\.?[0-9]+$ ]] || die "--lm_weights / --word_scores take numbers, got '${v}'"
   done
