@@ -25,6 +25,9 @@ and over: the mixed load of a test run); ``none`` (the default) runs alone.
 another, repeated) per model: ``attention`` with end-of-sentence suppressed, so the search runs its full
 ceil(max_len_ratio * T') steps, the worst case of a model that never ends a sentence, and ``attention_rescoring``;
 it prints both times (after the encoder, timed apart) and attention / attention_rescoring.
+
+``--compile_step`` runs each decoder's ``forward_one_step`` under ``torch.compile(dynamic=True)`` (inductor), to see
+what a compiled step would give (the warm-up pass of each mode pays the compiles).
 """
 import argparse
 import time
@@ -155,10 +158,15 @@ def main() -> None:
     parser.add_argument("--long_utterance_s", type=float, default=0.0, metavar="SECONDS",
                         help="also decode one synthetic utterance this long: attention with eos suppressed and "
                              "attention_rescoring (0: not)")
+    parser.add_argument("--compile_step", action="store_true",
+                        help="run decoder.forward_one_step under torch.compile (see the description)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     runs = {exp: load(exp, args.checkpoint, args.test_data, args.batch_size) for exp in args.exp_dirs}
+    if args.compile_step:
+        for model, *_ in runs.values():
+            model.decoder.forward_one_step = torch.compile(model.decoder.forward_one_step, dynamic=True)
     with neighbour(args.neighbour):
         seconds = timed_passes(runs, args, clock)
         for length in args.step_prefixes:
