@@ -155,6 +155,8 @@ def verdict(raw: str, path: str, blob: str, seen_blob: Dict[str, str], seen_id: 
     pg_id = m_id.group(1) if m_id else ""
     title = m_title.group(1).strip() if m_title else ""
     lang = m_lang.group(1).strip() if m_lang else ""
+    normed = norm_title(title)
+    title_book = excluded_titles.get(normed) or next((b for w, b in TITLE_WORDS.items() if w in normed), None)
     if blob in seen_blob:
         status = f"duplicate file of {seen_blob[blob]}"
     elif pg_id and pg_id in seen_id:
@@ -163,10 +165,9 @@ def verdict(raw: str, path: str, blob: str, seen_blob: Dict[str, str], seen_id: 
         status = f"excluded: PG {pg_id} = {excluded[pg_id][1]}"
     elif pg_id in OTHER_EDITIONS and OTHER_EDITIONS[pg_id] in excluded:
         status = f"excluded: edition/part of PG {OTHER_EDITIONS[pg_id]} ({excluded[OTHER_EDITIONS[pg_id]][1]})"
-    elif norm_title(title) in excluded_titles or any(w in norm_title(title) for w in TITLE_WORDS):
-        book = excluded_titles.get(norm_title(title)) or next(b for w, b in TITLE_WORDS.items()
-                                                               if w in norm_title(title))
-        status = f"excluded: title of PG {book} ({excluded[book][1] if book in excluded else 'listed'})"
+    elif title_book:
+        why = excluded[title_book][1] if title_book in excluded else "listed"
+        status = f"excluded: title of PG {title_book} ({why})"
     elif lang and not lang.lower().startswith("english"):
         status = f"not English ({lang})"
     elif not START_RE.search(raw):
@@ -253,8 +254,9 @@ def ngram_leaks(books: Path, librispeech: Path, n: int) -> Dict[str, Tuple[int, 
         pat.flush()  # grep -F finds the lines that hold any n-gram; their n-grams are then looked up
         lines = subprocess.run(["grep", "-w", "-F", "-f", pat.name, str(books)], capture_output=True,
                                text=True).stdout.splitlines()
-    hit = {g for line in lines for g in (" ".join(line.split()[i:i + n]) for i in range(len(line.split()) - n + 1))
-           if g in grams}
+    hit = set()
+    for words in (line.split() for line in lines):
+        hit.update(g for g in (" ".join(words[i:i + n]) for i in range(len(words) - n + 1)) if g in grams)
     per_speaker: Dict[str, List[int]] = defaultdict(lambda: [0, 0])
     for gram, uids in grams.items():
         for uid in uids:
