@@ -24,12 +24,13 @@ import argparse
 import hashlib
 import re
 import subprocess
-import sys
 import tempfile
 import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from wenet_udps.utils import cli
 
 # Abbreviations that LibriSpeech transcripts spell out (MISTER, MISSUS, DOCTOR, SAINT, MADAME ... in train-clean-5).
 ABBREV = {
@@ -266,30 +267,31 @@ def ngram_leaks(books: Path, librispeech: Path, n: int) -> Dict[str, Tuple[int, 
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--git_dir", type=Path, required=True, help="git repository of Project Gutenberg .txt files")
-    parser.add_argument("--librispeech", type=Path, required=True,
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--git_dir", type=cli.existing_dir, required=True,
+                        help="git repository of Project Gutenberg .txt files")
+    parser.add_argument("--librispeech", type=cli.existing_dir, required=True,
                         help="the LibriSpeech folder (CHAPTERS.TXT, train-clean-5/...)")
-    parser.add_argument("--out_dir", type=Path, required=True)
+    parser.add_argument("--out_dir", type=cli.output_dir, required=True)
     # The mini LibriSpeech recipe's held-out speakers (recipes/mini_librispeech/prepare.sh's defaults).
     parser.add_argument("--dev_speakers", default="19 2136")
     parser.add_argument("--test_speakers", default="4680 1867")
-    parser.add_argument("--ngram_check", type=int, default=0, metavar="N",
+    parser.add_argument("--ngram_check", type=cli.non_negative_int, default=0, metavar="N",
                         help="then report each speaker's word N-grams found in books.txt (0: no check)")
     args = parser.parse_args(argv)
-    if not (args.librispeech / "CHAPTERS.TXT").is_file():
-        print(f"make_lm_book_text.py: {args.librispeech}/CHAPTERS.TXT not found", file=sys.stderr)
-        return 1
+    git_dir, librispeech, out_dir = Path(args.git_dir), Path(args.librispeech), Path(args.out_dir)
+    if not (librispeech / "CHAPTERS.TXT").is_file():
+        raise cli.UserError(f"{librispeech}/CHAPTERS.TXT not found (--librispeech: the LibriSpeech folder)")
     held = {**{s: "dev" for s in args.dev_speakers.split()}, **{s: "test" for s in args.test_speakers.split()}}
-    for key, value in sorted(make_books(args.git_dir, args.librispeech, args.out_dir, held).items()):
+    for key, value in sorted(make_books(git_dir, librispeech, out_dir, held).items()):
         print(f"{key}: {value}")
     if args.ngram_check > 0:
         print(f"{args.ngram_check}-grams of each speaker's transcripts found inside a books.txt line:")
-        leaks = ngram_leaks(args.out_dir / "books.txt", args.librispeech, args.ngram_check)
+        leaks = ngram_leaks(out_dir / "books.txt", librispeech, args.ngram_check)
         for spk, (h, t) in sorted(leaks.items(), key=lambda kv: (kv[0] not in held, kv[0])):
             print(f"  speaker {spk:>5} {held.get(spk, 'train'):>5}: {h} / {t} = {100 * h / max(t, 1):.1f} %")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "make_lm_book_text.py")

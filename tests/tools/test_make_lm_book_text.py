@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools.load import load_tool
+from wenet_udps.utils import cli
 
 tool = load_tool("make_lm_book_text")
 
@@ -114,7 +115,7 @@ def test_tree_to_books_and_manifest(tmp_path, capsys):
     assert "speaker  2000 train: 3 / 3 = 100.0 %" in printed    # a training speaker's book is in the text
 
 
-def test_missing_chapters_file_is_one_line(tmp_path, capsys):
-    assert tool.main(["--git_dir", str(tmp_path), "--librispeech", str(tmp_path),
-                      "--out_dir", str(tmp_path / "o")]) == 1
-    assert capsys.readouterr().err.strip() == f"make_lm_book_text.py: {tmp_path}/CHAPTERS.TXT not found"
+def test_missing_chapters_file_names_it(tmp_path):
+    with pytest.raises(cli.UserError, match=f"{tmp_path}/CHAPTERS.TXT not found"):
+        tool.main(["--git_dir", str(tmp_path), "--librispeech", str(tmp_path), "--out_dir", str(tmp_path / "o")])
+    assert not (tmp_path / "o" / "books.txt").exists()
