@@ -7,7 +7,7 @@ One module per implementation, and :mod:`~wenet_udps.kernels.dispatch` on top, w
 | ``reference`` | the UDPS similarity and the straightforward UDPS formula (what the others are tested against) |
 | ``cpu_fused`` | UDPS on CPU below the tiled size: fewer passes, hand-derived backward, eager (nothing compiles) |
 | ``one_query`` | UDPS for one query row (no gradient): the denominators folded into the keys, SDPA |
-| ``shared_prefix`` | a beam's decoder self-attention step: keys shared per utterance read once, scaled-dot or UDPS |
+| ``prefix_pool`` | a beam's decoder self-attention step: an utterance's pooled keys read once for its hypotheses |
 | ``cpu_tiled`` | UDPS on CPU: tiles compiled by ``torch.compile``, hand-derived backward |
 | ``triton_udps`` | UDPS on CUDA: a FlashAttention-2 style Triton kernel, forward and deterministic backward |
 | ``scaled_dot`` | the scaled-dot baseline through torch's SDPA |

@@ -23,8 +23,8 @@ The first Triton call per (dtype, head dim, value dim, mask kind) is checked aga
 every call it can serve (no bias, no dropout, not recording a graph), unchecked.
 
 Scaled-dot has one implementation (:func:`scaled_dot_attention`, torch's SDPA), re-exported here so the attention
-modules import every kernel from one place; so is :func:`shared_prefix_attention`, both families' decoder
-self-attention step over a beam's shared prefix (:mod:`~wenet_udps.kernels.shared_prefix`).
+modules import every kernel from one place; so is :func:`prefix_pool_attention`, both families' decoder
+self-attention step over a beam's pooled prefixes (:mod:`~wenet_udps.kernels.prefix_pool`).
 """
 import functools
 from typing import Optional
@@ -36,12 +36,12 @@ from wenet_udps.kernels import cpu_ext
 from wenet_udps.kernels.cpu_fused import udps_attention_fused
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled
 from wenet_udps.kernels.one_query import udps_attention_one_query
+from wenet_udps.kernels.prefix_pool import prefix_pool_attention
 from wenet_udps.kernels.reference import DEFAULT_EPS, exporting, udps_attention_reference, upcast
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
-from wenet_udps.kernels.shared_prefix import shared_prefix_attention
 from wenet_udps.utils.cli import UserError
 
-__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "shared_prefix_attention",
+__all__ = ["udps_attention", "udps_attention_from_keys", "scaled_dot_attention", "prefix_pool_attention",
            "choose_udps_kernel",
            "TILED_MIN_LEN", "TILED_MIN_SCORES"]
 

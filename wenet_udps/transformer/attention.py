@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple, Type
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import scaled_dot_attention, shared_prefix_attention
+from wenet_udps.kernels.dispatch import prefix_pool_attention, scaled_dot_attention
 
 if TYPE_CHECKING:
     from wenet_udps.transformer.step_cache import StepCache
@@ -135,16 +135,15 @@ class MultiHeadedAttention(nn.Module):
         """
         if self.kind != "self" or self.uses_pos_emb:
             raise TypeError(f"{type(self).__name__} is no decoder self-attention: it has no step cache")
-        shared, own = cache.extend(block, self.step_entries(x))
-        return self._output(self.attend_cache(self._heads(self.linear_q, x), shared, own, mask))
+        pool, member, pos = cache.extend(block, self.step_entries(x))
+        return self._output(self.attend_cache(self._heads(self.linear_q, x), pool, member, pos, mask))
 
-    def attend_cache(self, q: torch.Tensor, shared: torch.Tensor, own: torch.Tensor,
+    def attend_cache(self, q: torch.Tensor, pool: torch.Tensor, member: torch.Tensor, pos: torch.Tensor,
                      mask: torch.Tensor) -> torch.Tensor:
-        """Attention of q (N, H, T1, d_k) over a step cache's shared (B, H, S, C) and own (N, H, R, C) entries
-        -> (N, H, T1, d_k)."""
-        shared_k, shared_v = shared.split(self.d_k, dim=-1)
-        own_k, own_v = own.split(self.d_k, dim=-1)
-        return shared_prefix_attention(q, shared_k, shared_v, own_k, own_v, mask, 1.0 / math.sqrt(self.d_k))
+        """Attention of q (N, H, T1, d_k) over a step cache's pool (B, H, C, P) of entries, ``member`` (N, P) and
+        ``pos`` (B, P) as :meth:`StepCache.extend` returns them -> (N, H, T1, d_k)."""
+        keys, values = pool.split(self.d_k, dim=2)
+        return prefix_pool_attention(q, keys, values, member, pos, mask, 1.0 / math.sqrt(self.d_k))
 
     def _output(self, heads: torch.Tensor) -> torch.Tensor:
         """Merge heads and project: (B, H, T1, d_k) -> (B, T1, D)."""

@@ -168,7 +168,6 @@ class TransformerDecoder(nn.Module):
             if cache.rows != rows or cache.length != length - 1:
                 raise ValueError(f"decoder cache of {cache.length} positions of {cache.rows} prefixes does not hold "
                                  f"{length - 1} earlier positions of {rows} prefixes")
-            cache.share(tgt)
             x, _ = self.embed[1](self.embed[0](tgt[:, -1:]), offset=length - 1)
             tgt_mask = tgt_mask[:, -1:, :]
         for i, layer in enumerate(self.decoders):

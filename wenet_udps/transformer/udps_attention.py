@@ -12,7 +12,7 @@ from typing import Dict, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.kernels.dispatch import shared_prefix_attention, udps_attention, udps_attention_from_keys
+from wenet_udps.kernels.dispatch import prefix_pool_attention, udps_attention, udps_attention_from_keys
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
 from wenet_udps.transformer.attention import EMPTY_CACHE, EMPTY_MASK, MultiHeadedAttention, register_attention
 
@@ -77,19 +77,17 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
     def step_entries(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> (B, H, T, 2 d_k + 1): key, value and the key's norm |k|, the one per-key term of the
         denominator (in float32 or wider, the cache's dtype; the numerator's scale 4 alpha is applied to the step's
-        scores, see kernels/shared_prefix.py)."""
+        scores, see kernels/prefix_pool.py)."""
         k, v = self._heads(self.linear_k, x), self._heads(self.linear_v, x)
         norm = torch.linalg.vector_norm(upcast(k), dim=-1, keepdim=True)
         return torch.cat((k.to(norm.dtype), v.to(norm.dtype), norm), dim=-1)
 
-    def attend_cache(self, q: torch.Tensor, shared: torch.Tensor, own: torch.Tensor,
+    def attend_cache(self, q: torch.Tensor, pool: torch.Tensor, member: torch.Tensor, pos: torch.Tensor,
                      mask: torch.Tensor) -> torch.Tensor:
-        shared_k, shared_v, shared_norm = shared.split([self.d_k, self.d_k, 1], dim=-1)
-        own_k, own_v, own_norm = own.split([self.d_k, self.d_k, 1], dim=-1)
-        return shared_prefix_attention(q, shared_k, shared_v, own_k, own_v, mask,
-                                       4.0 * self._effective(self.alpha).view(1, -1, 1, 1),
-                                       shared_norm=shared_norm.squeeze(-1), own_norm=own_norm.squeeze(-1),
-                                       eps=self.eps).to(q.dtype)
+        keys, values, norm = pool.split([self.d_k, self.d_k, 1], dim=2)
+        return prefix_pool_attention(q, keys, values, member, pos, mask,
+                                     4.0 * self._effective(self.alpha).view(1, -1, 1, 1), norm=norm.squeeze(2),
+                                     eps=self.eps).to(q.dtype)
 
     def effective_scales(self) -> Dict[str, torch.Tensor]:
         return {"alpha": self._effective(self.alpha).detach()}
