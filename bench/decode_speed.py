@@ -13,8 +13,8 @@ Two trained models stop their beam searches after different numbers of steps (th
 ``attention`` ratio mixes speed with what they decode. ``--step_prefixes 10 40 80`` also times one decoder step at
 fixed prefix lengths, equal work for both: the first batch's encoder output (once per utterance, as the beam search
 holds it) with ``--beam_size`` random prefixes of L tokens per utterance (no common prefix: every position of every
-row is a column of its own in the utterance's pool, the search's worst case) and their cache, ``decoder.forward_one_step`` (median of ``--repeats``
-x 5 calls, the models alternating).
+row is a column of its own in the utterance's pool, the search's worst case) and their cache,
+``decoder.forward_one_step`` (median of ``--repeats`` x 5 calls, the models alternating).
 
 ``--neighbour`` times everything next to a process that competes for the cores, started before the timing and
 stopped after it (with its children): ``busyloop`` (one Python loop, one core), ``matmul`` (torch 512x512 products on
