@@ -81,7 +81,7 @@ class StepCache:
             self.pos = torch.zeros(n // self.group, max(end, 16), dtype=torch.long, device=entries.device)
         elif n != self.rows:
             raise ValueError(f"a step cache of {self.rows} prefixes got entries of {n}")
-        if end - self.live > max(MIN_DEAD_COLUMNS, self.live // 4) + self.group * t_new or end > self.member.size(1):
+        if self.columns - self.live > max(MIN_DEAD_COLUMNS, self.live // 4) or end > self.member.size(1):
             self._compact(self.group * t_new)
             end = self.columns + self.group * t_new
         if t_new == 1:  # (every step after the first: row r's column is the group's r-th new one)
