@@ -4,10 +4,12 @@
         --test_data data/tiny_zh/test/data.list --repeats 3 --threads 1
 
 Times all four modes (ctc_greedy_search, ctc_prefix_beam_search, attention, attention_rescoring) unless ``--modes``
-names some. Prints one line per model and mode: seconds for ``--repeats`` passes over the list, each pass decoding in
-that mode alone (the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and
-the UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate between
-the models, so a machine that slows down slows both.
+names some; with ``--lm LM.bin`` (a word n-gram LM, as recognize takes it) also the two LM modes
+(ctc_prefix_beam_search_lm, attention_rescoring_lm) at ``--lm_weight`` / ``--word_score``, so RTF with and without
+the LM comes from one run (``--ctc_weight`` as recognize's). Prints one line per model and mode: seconds for
+``--repeats`` passes over the list, each pass decoding in that mode alone (the encoder included, so a search's own
+cost is its mode's time minus ``ctc_greedy_search``'s), and the UDPS-to-scaled-dot style ratio of each mode when two
+models are given (docs/benchmarks.md). Passes alternate between the models, so a machine that slows down slows both.
 
 Two trained models stop their beam searches after different numbers of steps (their hypotheses differ), so the
 ``attention`` ratio mixes speed with what they decode. ``--step_prefixes 10 40 80`` also times one decoder step at
@@ -36,19 +38,22 @@ import torch
 from torch.utils.data import DataLoader
 
 from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
+from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.search import METHODS_WITHOUT_LM, attention_beam_search
+from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM, attention_beam_search
 
 from _harness import NEIGHBOURS, neighbour
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
-    """(model, batches, seconds of audio in the batches, seconds per feature frame) of one experiment dir."""
+    """(model, batches, seconds of audio in the batches, seconds per feature frame) of one experiment dir, and its
+    tokenizer."""
     config, model = load_experiment(exp, checkpoint)
-    dataset = eval_dataset(config, init_tokenizer(config), test_data, batch_size)
+    tokenizer = init_tokenizer(config)
+    dataset = eval_dataset(config, tokenizer, test_data, batch_size)
     batches = list(DataLoader(dataset, batch_size=None, num_workers=0))
     shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
-    return model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches), shift
+    return (model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches), shift), tokenizer
 
 
 def long_input(batches, frames: int):
@@ -82,17 +87,30 @@ def long_utterance(runs, args, clock) -> None:
 
 
 def _time_sublayers(decoder, clock):
-    """(totals, handles): hooks that add each block's self_attn / src_attn / feed_forward seconds into ``totals``;
-    remove the ``handles`` when done."""
+    """(totals, removers): each block's self_attn / src_attn / feed_forward seconds add into ``totals``; call each of
+    the ``removers`` when done. A cached step calls ``self_attn.step``, not its forward, so that method is timed too."""
     totals = {"self_attn": 0.0, "src_attn": 0.0, "feed_forward": 0.0}
-    started, handles = {}, []
+    started, removers = {}, []
+
+    def timed(name, method):
+        def call(*args, **kwargs):
+            start = clock()
+            out = method(*args, **kwargs)
+            totals[name] += clock() - start
+            return out
+        return call
+
     for layer in getattr(decoder, "left_decoder", decoder).decoders:  # a bitransformer steps its left decoder
         for name in totals:
             module = getattr(layer, name)
-            handles.append(module.register_forward_pre_hook(lambda m, inp: started.__setitem__(id(m), clock())))
-            handles.append(module.register_forward_hook(
-                lambda m, inp, out, n=name: totals.__setitem__(n, totals[n] + clock() - started[id(m)])))
-    return totals, handles
+            removers.append(module.register_forward_pre_hook(
+                lambda m, inp: started.__setitem__(id(m), clock())).remove)
+            removers.append(module.register_forward_hook(
+                lambda m, inp, out, n=name: totals.__setitem__(n, totals[n] + clock() - started[id(m)])).remove)
+            if name == "self_attn":  # step does not call forward: no time is counted twice
+                module.step = timed(name, module.step)  # an instance attribute over the class's method
+                removers.append(lambda m=module: delattr(m, "step"))
+    return totals, removers
 
 
 @torch.no_grad()
@@ -126,9 +144,9 @@ def step_times(runs, length: int, args, clock) -> None:
             times[exp].append(clock() - start)
     median = {exp: sorted(ts)[len(ts) // 2] for exp, ts in times.items()}
     for exp, t in median.items():
-        totals, handles = parts[exp]
-        for handle in handles:
-            handle.remove()
+        totals, removers = parts[exp]
+        for remove in removers:
+            remove()
         shares = ", ".join(f"{name} {1e3 * sec / len(times[exp]):.2f}" for name, sec in totals.items())
         print(f"{exp}: {t * 1e3:.2f} ms per decoder step, prefix {length}, {rows} rows (median of {len(times[exp])}; "
               f"mean ms per step in all blocks: {shares})")
@@ -142,9 +160,16 @@ def main() -> None:
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
-    parser.add_argument("--modes", nargs="*", default=list(METHODS_WITHOUT_LM), choices=METHODS_WITHOUT_LM,
-                        help="decoding modes to time over the whole list (default: all four; none: only "
-                             "--step_prefixes / --long_utterance_s)")
+    parser.add_argument("--modes", nargs="*", default=None, choices=DECODING_METHODS,
+                        help="decoding modes to time over the whole list (default: the four without an LM, and the "
+                             "two *_lm modes with --lm; none: only --step_prefixes / --long_utterance_s)")
+    parser.add_argument("--lm", default=None,
+                        help="word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words")
+    parser.add_argument("--lm_weight", type=float, default=0.5, help="*_lm modes: weight of the LM log-probability")
+    parser.add_argument("--word_score", type=float, default=0.0, help="*_lm modes: bonus per word")
+    parser.add_argument("--ctc_weight", type=float, default=0.0,
+                        help="CTC prefix score weight in attention_rescoring (attention_rescoring_lm: of the LM "
+                             "search's score), as recognize's")
     parser.add_argument("--beam_size", type=int, default=10)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
@@ -161,9 +186,21 @@ def main() -> None:
     parser.add_argument("--compile_step", action="store_true",
                         help="run decoder.forward_one_step under torch.compile (see the description)")
     args = parser.parse_args()
+    if args.modes is None:
+        args.modes = list(METHODS_WITHOUT_LM) + (list(LM_METHODS) if args.lm else [])
+    needs_lm = [m for m in args.modes if m in LM_METHODS]
+    if bool(needs_lm) != bool(args.lm):
+        parser.error(f"--modes {' '.join(needs_lm)} need a word LM: add --lm LM.bin" if needs_lm else
+                     f"--lm is used by the *_lm modes only ({', '.join(LM_METHODS)}), which --modes does not name")
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    runs = {exp: load(exp, args.checkpoint, args.test_data, args.batch_size) for exp in args.exp_dirs}
+    runs, args.decode_kwargs = {}, {}
+    for exp in args.exp_dirs:
+        runs[exp], tokenizer = load(exp, args.checkpoint, args.test_data, args.batch_size)
+        args.decode_kwargs[exp] = {}
+        if needs_lm:  # each model its own LM search (its units' lexicon), built before any timing
+            config = LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size)
+            args.decode_kwargs[exp]["lm_search"] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
     if args.compile_step:
         for model, *_ in runs.values():
             model.decoder.forward_one_step = torch.compile(model.decoder.forward_one_step, dynamic=True)
@@ -184,13 +221,21 @@ def main() -> None:
             print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
 
 
+def decode_kwargs(args, exp: str, modes) -> dict:
+    """``model.decode``'s options for these modes: the LM search of the model in ``exp``, and ``--ctc_weight`` where
+    a rescoring mode runs (decode refuses an option its modes would ignore)."""
+    rescoring = {"attention_rescoring", "attention_rescoring_lm"} & set(modes)
+    return {**args.decode_kwargs[exp], **({"ctc_weight": args.ctc_weight} if rescoring else {})}
+
+
 @torch.no_grad()
 def timed_passes(runs, args, clock):
     """{(exp, mode): seconds} of ``--repeats`` passes over the list per mode, after one warm-up batch."""
     seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
     if args.modes:
-        for model, batches, _, _ in runs.values():
-            model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size)
+        for exp, (model, batches, _, _) in runs.items():
+            model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size,
+                         **decode_kwargs(args, exp, args.modes))
         for rep in range(args.repeats):
             for mode in args.modes:
                 # The order flips every pass, so neither model always runs right after the other's cache traffic.
@@ -198,7 +243,8 @@ def timed_passes(runs, args, clock):
                     model, batches = runs[exp][:2]
                     start = clock()
                     for b in batches:
-                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size)
+                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size,
+                                     **decode_kwargs(args, exp, [mode]))
                     seconds[exp, mode] += clock() - start
     return seconds
 

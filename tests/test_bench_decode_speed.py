@@ -1,5 +1,5 @@
-"""bench/decode_speed.py runs its whole-list passes, its fixed-prefix decoder steps, its neighbour process and its
-long synthetic utterance on tiny models, as docs/benchmarks.md runs it on trained ones."""
+"""bench/decode_speed.py runs its whole-list passes (with an LM too), its fixed-prefix decoder steps, its neighbour
+process and its long synthetic utterance on tiny models, as docs/benchmarks.md runs it on trained ones."""
 import os
 import re
 import subprocess
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.train.train_helpers import make_model_dir, write_data_list
+from tests.lm.lm_helpers import need_flashlight, need_lmplz
+from tests.train.train_helpers import WORDS, make_model_dir, write_data_list
+from wenet_udps.lm.build import build_arpa
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,6 +31,9 @@ def test_decode_speed_times_modes_and_decoder_steps_of_two_models(tmp_path, fsdd
     assert proc.returncode == 0, proc.stderr[-2000:]
     for what in ("decoder step at prefix 1:", "decoder step at prefix 4:", "attention:"):
         assert f"ratio {dirs[1]} / {dirs[0]}, {what}" in proc.stdout, proc.stdout
+    # Every sub-layer's time is counted, the cached self-attention step (prefix 4) too.
+    shares = re.findall(r"prefix 4, .*self_attn ([\d.]+), src_attn ([\d.]+), feed_forward ([\d.]+)\)", proc.stdout)
+    assert len(shares) == 2 and all(float(ms) > 0 for row in shares for ms in row), proc.stdout
 
 
 def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(tmp_path, fsdd_dir):
@@ -54,3 +59,32 @@ def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(t
                      r"(\d+) tokens\) [\d.]+ s, attention_rescoring [\d.]+ s, ratio attention / attention_rescoring "
                      r"[\d.]+", proc.stdout)
     assert long and long.group(1) == long.group(2), proc.stdout
+
+
+def run_bench(*args):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):
+    """With --lm the default modes are all six, each timed with its RTF; an LM mode without --lm, or --lm with no
+    LM mode, is a usage error."""
+    exp = tmp_path / "scaled_dot"
+    exp.mkdir()
+    make_model_dir(exp, att_udps=False)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    common = ["--exp_dirs", str(exp), "--checkpoint", "avg.pt", "--test_data", str(data), "--repeats", "1",
+              "--beam_size", "2", "--batch_size", "2"]
+    refused = run_bench(*common, "--modes", "attention_rescoring_lm")
+    assert refused.returncode == 2 and "need a word LM: add --lm" in refused.stderr, refused.stderr
+    need_lmplz()
+    need_flashlight()
+    build_arpa([w for w in WORDS for _ in range(3)], str(tmp_path / "lm.arpa"), order=2)
+    refused = run_bench(*common, "--modes", "attention", "--lm", str(tmp_path / "lm.arpa"))
+    assert refused.returncode == 2 and "used by the *_lm modes only" in refused.stderr, refused.stderr
+    proc = run_bench(*common, "--lm", str(tmp_path / "lm.arpa"), "--lm_weight", "1.0", "--ctc_weight", "0.5")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",
+                 "ctc_prefix_beam_search_lm", "attention_rescoring_lm"):
+        assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout
