@@ -194,18 +194,17 @@ def main() -> None:
                      f"--lm is used by the *_lm modes only ({', '.join(LM_METHODS)}), which --modes does not name")
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    runs, args.decode_kwargs = {}, {}
+    runs, lm_searches = {}, {}
     for exp in args.exp_dirs:
         runs[exp], tokenizer = load(exp, args.checkpoint, args.test_data, args.batch_size)
-        args.decode_kwargs[exp] = {}
         if needs_lm:  # each model its own LM search (its units' lexicon), built before any timing
             config = LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size)
-            args.decode_kwargs[exp]["lm_search"] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
+            lm_searches[exp] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
     if args.compile_step:
         for model, *_ in runs.values():
             model.decoder.forward_one_step = torch.compile(model.decoder.forward_one_step, dynamic=True)
     with neighbour(args.neighbour):
-        seconds = timed_passes(runs, args, clock)
+        seconds = timed_passes(runs, lm_searches, args, clock)
         for length in args.step_prefixes:
             step_times(runs, length, args, clock)
         if args.long_utterance_s > 0:
@@ -221,30 +220,33 @@ def main() -> None:
             print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
 
 
-def decode_kwargs(args, exp: str, modes) -> dict:
-    """``model.decode``'s options for these modes: the LM search of the model in ``exp``, and ``--ctc_weight`` where
-    a rescoring mode runs (decode refuses an option its modes would ignore)."""
-    rescoring = {"attention_rescoring", "attention_rescoring_lm"} & set(modes)
-    return {**args.decode_kwargs[exp], **({"ctc_weight": args.ctc_weight} if rescoring else {})}
+def decode_kwargs(args, lm_search, modes) -> dict:
+    """``model.decode``'s options for these modes: the model's LM search (if any), and ``--ctc_weight`` where a
+    rescoring mode runs (decode refuses an option its modes would ignore)."""
+    kwargs = {} if lm_search is None else {"lm_search": lm_search}
+    if {"attention_rescoring", "attention_rescoring_lm"} & set(modes):
+        kwargs["ctc_weight"] = args.ctc_weight
+    return kwargs
 
 
 @torch.no_grad()
-def timed_passes(runs, args, clock):
-    """{(exp, mode): seconds} of ``--repeats`` passes over the list per mode, after one warm-up batch."""
+def timed_passes(runs, lm_searches, args, clock):
+    """{(exp, mode): seconds} of ``--repeats`` passes over the list per mode, after one warm-up batch;
+    ``lm_searches`` {exp: LmSearch} for the *_lm modes."""
     seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
     if args.modes:
         for exp, (model, batches, _, _) in runs.items():
             model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size,
-                         **decode_kwargs(args, exp, args.modes))
+                         **decode_kwargs(args, lm_searches.get(exp), args.modes))
         for rep in range(args.repeats):
             for mode in args.modes:
                 # The order flips every pass, so neither model always runs right after the other's cache traffic.
                 for exp in (list(runs) if rep % 2 == 0 else list(reversed(runs))):
                     model, batches = runs[exp][:2]
+                    kwargs = decode_kwargs(args, lm_searches.get(exp), [mode])
                     start = clock()
                     for b in batches:
-                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size,
-                                     **decode_kwargs(args, exp, [mode]))
+                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size, **kwargs)
                     seconds[exp, mode] += clock() - start
     return seconds
 
