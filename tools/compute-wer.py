@@ -13,14 +13,21 @@ Number, Japanese, Other). Differences from WeNet's script:
   were missing, and how many hypotheses had no reference (ignored by both);
 - a UTF-8 byte-order mark at the start of a file is dropped (WeNet reads it into the first key, so that
   utterance silently goes unscored);
+- ``--case`` and ``--punctuation`` normalise both sides first with the recipe's declaration (the one normaliser,
+  wenet_udps/utils/text_norm.py, that made the targets; run.sh passes them), so ``Zero,`` is ``ZERO`` under
+  ``--punctuation remove``; the default ``keep``/``keep`` leaves the texts as WeNet scores them. What was changed is
+  counted on stderr; ``--punctuation refuse`` refuses a mark in a reference (naming its line) and leaves one in a
+  hypothesis as it is;
 - duplicate keys, invalid UTF-8 and an empty reference file are errors; the key is the first whitespace-separated
   field of a line in both modes; WeNet's --maxw, --cluster and --splitfile options are not offered.
 """
 import argparse
 import sys
-from typing import Optional, Sequence
+from dataclasses import replace
+from typing import Dict, Optional, Sequence
 
-from wenet_udps.utils import cli
+from wenet_udps.utils import cli, text_norm
+from wenet_udps.utils.kaldi_files import read_table
 from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
 
 
@@ -38,9 +45,21 @@ def get_parser() -> argparse.ArgumentParser:
                    help="filler used to line up lab/rec tokens")
     p.add_argument("--missing", default="deletions", choices=list(MISSING_POLICIES),
                    help="reference utterances without hypothesis: all deletions (default) or skipped (WeNet)")
+    text_norm.add_arguments(p, punctuation="keep")
     p.add_argument("ref", type=cli.existing_file, help="reference text file (key transcript)")
     p.add_argument("hyp", type=cli.existing_file, help="hypothesis text file (key transcript)")
     return p
+
+
+def normalised(texts: Dict[str, str], path: str, norm: text_norm.TextNorm) -> Dict[str, str]:
+    """``texts`` (read from ``path``) normalised as declared (punctuation refused: a UserError naming the lines); a
+    line on stderr when anything changed."""
+    line_of = {key: lineno for key, (_, lineno) in read_table(path, allow_empty_value=True).items()}
+    rows, counts = norm.lines(((line_of[key], text) for key, text in texts.items()), path)
+    if counts.case_changed or counts.marks_removed:
+        print(f"compute-wer.py: {path} normalised (case {norm.case}, punctuation {norm.punctuation}): "
+              f"{counts.describe()}", file=sys.stderr)
+    return dict(zip(texts, (text for _, text in rows)))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -55,6 +74,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not refs:
         print(f"compute-wer.py: {args.ref}: no utterances", file=sys.stderr)
         return 1
+    norm = text_norm.from_args(args)
+    refs = normalised(refs, args.ref, norm)
+    # a hypothesis is scored as decoded: a mark in it came from a unit, and stage 2 refused or declared those
+    hyps = normalised(hyps, args.hyp, norm if norm.punctuation != "refuse" else replace(norm, punctuation="keep"))
     report = score(refs, hyps, char=bool(args.char), case_sensitive=bool(args.case_sensitive), ignore=ignore,
                    remove_tags=bool(args.remove_tag), missing=args.missing)
     if report.total.N == 0:  # "0.00 %" over no reference token would hide every insertion

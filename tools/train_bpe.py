@@ -3,10 +3,11 @@
 
 Usage: python tools/train_bpe.py --text data/train/text --nbpe 5000 --bpe_mode unigram \
            --model_prefix data/lang_char/train_unigram5000 --units data/lang_char/train_unigram5000_units.txt
---text is a Kaldi text file (key first; --no_keys for plain sentences). As WeNet does for LibriSpeech, the text is
-upper-cased before training (--case upper, default) and the bpe tokenizer upper-cases its input the same way
-(tokenizer_conf.case). Writes <prefix>.model, <prefix>.vocab and the units file (<blank> 0, <unk> 1, the pieces
-in sorted order, <sos/eos> last).
+--text is a Kaldi text file (key first; --no_keys for plain sentences). It is normalised as --case and --punctuation
+declare (the recipe's: the one normaliser, wenet_udps/utils/text_norm.py; punctuation that is not declared is an
+error naming the lines, not a unit). As WeNet does for LibriSpeech, the text is upper-cased by default (--case
+upper) and the bpe tokenizer upper-cases its input the same way (tokenizer_conf.case). Writes <prefix>.model,
+<prefix>.vocab and the units file (<blank> 0, <unk> 1, the pieces in sorted order, <sos/eos> last).
 """
 import argparse
 import logging
@@ -16,14 +17,9 @@ import tempfile
 import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import write_symbol_table
-from wenet_udps.text.bpe_tokenizer import CASES
-from wenet_udps.utils import cli
+from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.counts import check_pass, counts_line
 from wenet_udps.utils.kaldi_files import sentences
-
-
-def _cased(text: str, case: str) -> str:
-    return text.upper() if case == "upper" else text.lower() if case == "lower" else text
 
 
 def main(argv=None) -> None:
@@ -36,18 +32,22 @@ def main(argv=None) -> None:
     parser.add_argument("--nbpe", type=cli.positive_int, default=5000,
                         help="vocabulary size of the sentencepiece model")
     parser.add_argument("--bpe_mode", choices=("unigram", "bpe"), default="unigram")
-    parser.add_argument("--case", choices=CASES, default="upper")
+    text_norm.add_arguments(parser, case="upper")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    lines = sentences(args.text, keys=not args.no_keys)
+    rows, norm_counts = text_norm.from_args(args).lines(enumerate(sentences(args.text, keys=not args.no_keys), 1),
+                                                        args.text)
+    logging.info("%s normalised (case %s, punctuation %s): %s", args.text, args.case, args.punctuation,
+                 norm_counts.describe())
+    lines = [sentence for _, sentence in rows]
     used = [sentence for sentence in lines if sentence.strip()]
     # the one rule of a pass (wenet_udps.utils.counts): no transcript to learn from is exit 1 with the counts
     check_pass(f"{args.text}: {counts_line(len(used), {'empty transcript': len(lines) - len(used)})}",
                used=len(used), total=len(lines), unusable=0)
     os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
-        tmp.writelines(_cased(sentence, args.case) + "\n" for sentence in used)
+        tmp.writelines(sentence + "\n" for sentence in used)
     try:
         spm.SentencePieceTrainer.train(
             input=tmp.name, model_prefix=args.model_prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,

@@ -5,8 +5,7 @@ import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
-
-CASES = ("upper", "lower", "keep")
+from wenet_udps.utils.text_norm import CASES, TextNorm
 
 
 class BpeTokenizer(BaseTokenizer):
@@ -22,6 +21,7 @@ class BpeTokenizer(BaseTokenizer):
         if case not in CASES:
             raise ValueError(f"unknown tokenizer_conf.case {case!r}; valid choices: {', '.join(CASES)}")
         self.case = case
+        self._cased = TextNorm(case=case, punctuation="keep")  # the one normaliser's case rule (tools/train_bpe.py)
         self.sp = spm.SentencePieceProcessor()
         try:
             self.sp.load(bpe_path)
@@ -31,11 +31,7 @@ class BpeTokenizer(BaseTokenizer):
         self.split_with_space = split_with_space
 
     def _apply_case(self, text: str) -> str:
-        if self.case == "upper":
-            return text.upper()
-        if self.case == "lower":
-            return text.lower()
-        return text
+        return self._cased(text)
 
     def text2tokens(self, text: str) -> List[str]:
         tokens: List[str] = []

@@ -3,14 +3,12 @@ import re
 from typing import List, Optional, Set
 
 from wenet_udps.utils.kaldi_files import utf8_lines
+# CJK characters (one token each) and bracketed symbols such as {NOISE}, <unk>, [laughter] (kept whole when listed)
+# are defined once, with the text normaliser that keeps them too.
+from wenet_udps.utils.text_norm import BRACKETED, CJK as CJK_CHAR, CJK_RANGES as _CJK
 
-# CJK ideographs (incl. extension A and compatibility), kana and hangul: one token per character.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-CJK_CHAR = re.compile(f"[{_CJK}]")
 # CJK characters, whitespace runs, or runs of anything else (an English word, digits, punctuation).
 CHUNK = re.compile(f"[{_CJK}]|\\s+|[^\\s{_CJK}]+")
-# Bracketed symbols such as {NOISE}, <unk>, [laughter] (kept whole when listed).
-BRACKETED = re.compile(r"(\[[^\[\]]+\]|<[^<>]+>|\{[^{}]+\})")
 
 
 def is_cjk(token: str) -> bool:

@@ -1,0 +1,172 @@
+"""The one text normaliser: what a recipe declares about case and punctuation, applied alike to the training
+targets (run.sh stage 0, ``tools/normalise_text.py``), the units (stage 2, ``tools/make_char_units.py``,
+``tools/train_bpe.py``), the word LM's text (stage 2, ``wenet_udps.bin.build_lm``) and scoring
+(``tools/compute-wer.py``). Without it ``Zero,`` and ``ZERO`` are two units and a scoring error, and an LM learns one
+word's probability split over its spellings.
+
+A recipe declares it once (``text_case`` and ``text_punctuation`` in ``recipes/<corpus>/settings.sh``, or run.sh's
+``--text_case`` / ``--text_punctuation``); every tool takes the same two options (``--case``, ``--punctuation``):
+
+- case: ``keep`` | ``upper`` | ``lower``;
+- punctuation: ``refuse`` (the default: a transcript holding a punctuation mark is an error naming the file and its
+  lines, because the mark would become a unit or part of one), ``keep`` (the marks are part of the words; declared,
+  so not reported) or ``remove`` (each run of marks is cut out; between two letters of a non-CJK script it becomes
+  a space, so ``well-known`` gives ``well known``; in CJK text and at a word's edge it leaves nothing).
+
+A punctuation mark is a character of a Unicode ``P*`` category, except an apostrophe (``'``, ``’``) touching a
+letter or digit (``IT'S``, ``BOYS'``: part of the word) and the brackets of a non-language symbol (``<unk>``,
+``{NOISE}``, ``[laughter]``: kept whole, as the tokenizers keep them). With ``keep``/``keep`` a text is unchanged,
+byte for byte; a line that is changed has its white space collapsed. What is changed is counted (:class:`NormCounts`)
+and each tool logs the counts.
+
+:func:`match_form` is the form in which the LM's held-out check compares sentences (``wenet_udps.lm.held_out``):
+lower case, punctuation removed, white space collapsed, whatever a recipe keeps (a dev sentence followed by ``.`` is
+still that sentence).
+
+This module imports only the standard library and ``cli``, so every layer of the package may use it.
+"""
+import argparse
+import functools
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Tuple
+
+from wenet_udps.utils.cli import UserError
+
+CASES = ("keep", "upper", "lower")
+PUNCTUATION = ("refuse", "keep", "remove")
+# CJK ideographs (incl. extension A and compatibility), kana and hangul: the tokenizers make each a token.
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+# Bracketed non-language symbols such as {NOISE}, <unk>, [laughter] (kept whole by the tokenizers).
+CJK = re.compile(f"[{CJK_RANGES}]")
+BRACKETED = re.compile(r"(\[[^\[\]]+\]|<[^<>]+>|\{[^{}]+\})")
+APOSTROPHES = "'\u2019"
+REPORTED_LINES = 5  # lines named in a refusal (and the total count)
+
+
+class TextNormError(UserError):
+    """Punctuation in a text whose recipe did not declare what to do with it: names the file and lines."""
+
+
+@functools.lru_cache(maxsize=1)
+def _marks() -> "re.Pattern[str]":
+    """A bracketed symbol (group 1, kept) or a run of punctuation marks (group 2). Built once, on first use: the
+    P* characters are found by walking Unicode (about 0.2 s)."""
+    chars = "".join(chr(c) for c in range(sys.maxunicode + 1)
+                    if unicodedata.category(chr(c)).startswith("P") and chr(c) not in APOSTROPHES)
+    apostrophe = f"(?<![^\\W_])[{APOSTROPHES}](?![^\\W_])"  # one touching no letter or digit is a quote mark
+    return re.compile(f"{BRACKETED.pattern}|((?:[{re.escape(chars)}]|{apostrophe})+)")
+
+
+def _space_between(text: str, start: int, end: int) -> str:
+    """What a removed run of marks leaves: a space between two non-CJK, non-space characters, else nothing."""
+    if start == 0 or end == len(text):
+        return ""
+    left, right = text[start - 1], text[end]
+    return "" if left.isspace() or right.isspace() or CJK.match(left) or CJK.match(right) else " "
+
+
+@dataclass
+class NormCounts:
+    """What normalising a text changed: lines read, lines whose case changed, punctuation marks removed (and on
+    how many lines), lines left empty by it, and the lines holding punctuation that was refused."""
+    lines: int = 0
+    case_changed: int = 0
+    marks_removed: int = 0
+    lines_with_marks: int = 0
+    emptied: int = 0
+    refused: List[Tuple[int, str]] = field(default_factory=list)
+    refused_count: int = 0
+
+    def describe(self) -> str:
+        return (f"{self.lines} lines: case changed on {self.case_changed}, {self.marks_removed} punctuation marks "
+                f"removed from {self.lines_with_marks} ({self.emptied} left empty)")
+
+
+@dataclass(frozen=True)
+class TextNorm:
+    """A recipe's declaration: ``case`` (keep | upper | lower), ``punctuation`` (refuse | keep | remove)."""
+    case: str = "keep"
+    punctuation: str = "refuse"
+
+    def __post_init__(self):
+        if self.case not in CASES:
+            raise ValueError(f"unknown text case {self.case!r}; valid choices: {', '.join(CASES)}")
+        if self.punctuation not in PUNCTUATION:
+            raise ValueError(f"unknown punctuation rule {self.punctuation!r}; valid choices: {', '.join(PUNCTUATION)}")
+
+    def _cased(self, text: str) -> str:
+        """``text`` in the declared case; bracketed symbols (``<unk>``) as they are."""
+        if self.case == "keep":
+            return text
+        change = str.upper if self.case == "upper" else str.lower
+        return "".join(part if i % 2 else change(part) for i, part in enumerate(BRACKETED.split(text)))
+
+    def __call__(self, text: str, counts: Optional[NormCounts] = None, lineno: int = 0) -> str:
+        """``text`` normalised. With ``counts``, what changed is added to it, and a line holding a mark under
+        ``refuse`` is recorded there (``lineno`` names it) for :meth:`check` to refuse; the text is returned
+        unchanged then."""
+        out = self._cased(text)
+        case_changed = out != text
+        removed = 0
+        if self.punctuation != "keep":
+            found = [m for m in _marks().finditer(out) if m.group(2)]
+            if found and self.punctuation == "refuse":
+                if counts is not None:
+                    counts.refused_count += 1
+                    if len(counts.refused) < REPORTED_LINES:
+                        counts.refused.append((lineno, found[0].group(2)))
+            elif found:
+                removed = sum(len(m.group(2)) for m in found)
+                out = _marks().sub(lambda m: m.group(1) or _space_between(m.string, m.start(), m.end()), out)
+                out = " ".join(out.split())
+        if counts is not None:
+            counts.lines += 1
+            counts.case_changed += case_changed
+            counts.marks_removed += removed
+            counts.lines_with_marks += removed > 0
+            counts.emptied += bool(removed and text.strip() and not out)
+        return out
+
+    def check(self, counts: NormCounts, path: str) -> None:
+        """TextNormError naming ``path`` and the lines that hold punctuation the declaration refuses."""
+        if counts.refused_count:
+            where = ", ".join(f"{path}:{lineno} {mark!r}" for lineno, mark in counts.refused)
+            more = " ..." if counts.refused_count > len(counts.refused) else ""
+            raise TextNormError(
+                f"{path}: {counts.refused_count} line(s) hold punctuation ({where}{more}), which would become "
+                "units or parts of units: declare it with run.sh "
+                "--text_punctuation remove|keep (text_punctuation in recipes/<corpus>/settings.sh) or this "
+                "tool's --punctuation remove|keep")
+
+    def lines(self, rows: Iterable[Tuple[int, str]], path: str) -> Tuple[List[Tuple[int, str]], NormCounts]:
+        """``(line number, text)`` rows of ``path`` normalised, and the counts; TextNormError (after reading them
+        all, so that it names every line) when punctuation is refused."""
+        counts = NormCounts()
+        out = [(lineno, self(text, counts, lineno)) for lineno, text in rows]
+        self.check(counts, path)
+        return out, counts
+
+
+MATCH = TextNorm(case="lower", punctuation="remove")
+
+
+def match_form(text: str) -> str:
+    """The form in which sentences are compared (the LM's held-out check): lower case, punctuation removed, white
+    space collapsed."""
+    return " ".join(MATCH(text).split())
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, case: str = "keep", punctuation: str = "refuse") -> None:
+    """The two options of every tool that reads transcripts: ``--case`` and ``--punctuation``."""
+    parser.add_argument("--case", choices=CASES, default=case,
+                        help=f"case of the text: {' | '.join(CASES)} (default {case}; run.sh --text_case)")
+    parser.add_argument("--punctuation", choices=PUNCTUATION, default=punctuation,
+                        help=f"punctuation marks: refuse (an error naming the lines) | keep | remove (default "
+                             f"{punctuation}; run.sh --text_punctuation)")
+
+
+def from_args(args: argparse.Namespace) -> TextNorm:
+    return TextNorm(case=args.case, punctuation=args.punctuation)
