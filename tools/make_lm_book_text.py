@@ -13,7 +13,8 @@ Project Gutenberg START marker. The text between the START and END markers is sp
 Mr./Dr./... or an initial); a sentence with a digit (numbers are not spelled out), without a lower-case letter (a
 heading) or of fewer than 2 words is dropped; the rest is upper-cased to A-Z, apostrophe and space, abbreviations
 spelt out as LibriSpeech's transcripts spell them. A sentence of 8 or more words written before (another edition's
-copy) and a sentence equal to a held-out transcript are not written.
+copy) and a sentence that is, or holds, a held-out transcript (the LM's one held-out check, wenet_udps.lm.held_out)
+are not written.
 
 Writes OUT/books.txt (one sentence a line) and OUT/manifest.tsv (each file: PG id, title, what became of it, lines
 written); prints the counts. ``--ngram_check N`` then prints, per speaker, the share of the transcripts' word N-grams
@@ -30,6 +31,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from wenet_udps.lm.held_out import HeldOut
 from wenet_udps.utils import cli
 
 # Abbreviations that LibriSpeech transcripts spell out (MISTER, MISSUS, DOCTOR, SAINT, MADAME ... in train-clean-5).
@@ -97,16 +99,10 @@ def excluded_books(librispeech: Path, held: Dict[str, str]) -> Dict[str, Tuple[s
     return out
 
 
-def held_out_sentences(librispeech: Path, speakers: List[str]) -> Set[str]:
-    """The transcripts of the held-out speakers' train-clean-5 utterances, and of dev-clean-2 when present."""
+def held_out_texts(librispeech: Path, speakers: List[str]) -> List[str]:
+    """The transcript files of the held-out speakers' train-clean-5 utterances, and of dev-clean-2 when present."""
     dirs = [librispeech / "train-clean-5" / s for s in speakers] + [librispeech / "dev-clean-2"]
-    sents = set()
-    for f in (f for d in dirs if d.is_dir() for f in d.glob("**/*.trans.txt")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            parts = line.split(maxsplit=1)
-            if len(parts) == 2:
-                sents.add(" ".join(parts[1].split()))
-    return sents
+    return [str(f) for d in dirs if d.is_dir() for f in sorted(d.glob("**/*.trans.txt"))]
 
 
 def body(raw: str) -> Optional[str]:
@@ -195,7 +191,7 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
     """Write out_dir/books.txt and manifest.tsv; return the counts."""
     excluded = excluded_books(librispeech, held)
     excluded_titles = {norm_title(t): b for b, (t, _) in excluded.items() if len(norm_title(t).split()) >= 2}
-    held_text = held_out_sentences(librispeech, list(held))
+    held_text = HeldOut(held_out_texts(librispeech, list(held)))  # the LM's one held-out check
     seen_blob: Dict[str, str] = {}
     seen_id: Dict[str, str] = {}
     seen_sent: Set[int] = set()
@@ -227,8 +223,8 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
                         stats[f"repeated sentences of >= {DEDUP_WORDS} words"] += 1
                         continue
                     seen_sent.add(key)
-                if s in held_text:
-                    stats["sentences equal to a held-out transcript (not written)"] += 1
+                if held_text.find(s) is not None:
+                    stats["sentences that are or hold a held-out transcript (not written)"] += 1
                     continue
                 out.write(s + "\n")
                 written += 1

@@ -6,15 +6,19 @@ transcripts (``--text``) may hold one (a corpus whose speakers read the same pro
         --held_out data/dev/text --held_out data/test/text --order 3 --out data/lm/lm.arpa
 
 ``--text`` is a Kaldi text (key words...), ``--lm_text`` plain text (one sentence a line); ``--char_lm`` builds a
-character LM (Mandarin: each character a word; the text needs no spaces). Check an LM against a dev text with
-``wenet_udps.bin.check_lm``.
+character LM (Mandarin: each character a word; the text needs no spaces). Both are normalised as ``--case`` and
+``--punctuation`` declare (the recipe's, passed by run.sh: the one normaliser, ``wenet_udps.utils.text_norm``), so the
+LM's words are spelt as the units are. A line of ``--lm_text`` that is, or contains, a held-out sentence (compared
+in lower case without punctuation; ``wenet_udps.lm.held_out``) stops the build. Check an LM against a dev text
+with ``wenet_udps.bin.check_lm``.
 """
 import argparse
 import logging
 from typing import List, Optional
 
-from wenet_udps.lm.build import build_arpa, held_out_matches, read_sentences, refuse_held_out
-from wenet_udps.utils import cli
+from wenet_udps.lm.build import build_arpa, lm_sentences
+from wenet_udps.lm.held_out import HeldOut
+from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.cli import run_cli
 
 
@@ -30,6 +34,7 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--prune", type=cli.non_negative_int, nargs="+", default=None,
                    help="lmplz --prune counts per order from the unigrams, e.g. 0 1 1")
     p.add_argument("--char_lm", action="store_true", help="a character LM (Mandarin)")
+    text_norm.add_arguments(p)
     p.add_argument("--out", required=True, type=cli.output_file, help="the ARPA file to write")
     return p
 
@@ -40,13 +45,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.text and not args.lm_text:
         parser.error("give the LM's text: --text (Kaldi text) or --lm_text (plain text)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
-    transcripts = [(path, read_sentences(path, keyed=True)) for path in args.text]
-    extra = [(path, read_sentences(path, keyed=False)) for path in args.lm_text]
-    refuse_held_out(extra, args.held_out)
-    shared = held_out_matches(transcripts, args.held_out)
+    norm = text_norm.from_args(args)
+    held_out = HeldOut(args.held_out, char=args.char_lm)
+    read = {path: lm_sentences(path, keyed, norm) for keyed, paths in ((True, args.text), (False, args.lm_text))
+            for path in paths}
+    transcripts = [(path, read[path][0]) for path in args.text]
+    extra = [(path, read[path][0]) for path in args.lm_text]
+    held_out.refuse(extra)
+    for _, said in read.values():
+        print(said, flush=True)
+    shared = list(held_out.matches(transcripts))
     if shared:
-        print(f"note: {len(shared)} transcript line(s) are also dev/test sentences, kept (the acoustic model trained "
-              f"on them too), e.g. {shared[0][0]} = {shared[0][1]}", flush=True)
+        print(f"note: {len(shared)} transcript line(s) are or hold dev/test sentences, kept (the acoustic model "
+              f"trained on them too), e.g. {shared[0][0]} = {shared[0][1].where}", flush=True)
     sources = transcripts + extra
     info = build_arpa((s for _, sentences in sources for _, s in sentences), args.out, order=args.order,
                       prune=args.prune, char_lm=args.char_lm)

@@ -3,57 +3,43 @@ or test sentence (an LM that has seen them would make the dev-tuned weights and 
 
 The training transcripts are not refused: the acoustic model trained on them too, and a corpus whose speakers read
 the same prompts (AN4: 22 of dev's 100 and 25 of test's 130 sentences are also training sentences) has its dev/test
-sentences there by design. ESPnet's AN4 LM learns the same transcripts. Their overlap is counted and printed."""
+sentences there by design. ESPnet's AN4 LM learns the same transcripts. Their overlap is counted and printed. The
+check itself is :mod:`wenet_udps.lm.held_out`."""
 import os
 import subprocess
 import tempfile
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
+from wenet_udps.utils.kaldi_files import read_table, utf8_lines
+from wenet_udps.utils.text_norm import TextNorm
 
 
 def read_sentences(path: str, keyed: bool) -> List[Tuple[int, str]]:
     """(line number, sentence) of every non-empty sentence of ``path``: a Kaldi ``text`` (``keyed``: ``key words``)
-    or plain text, one sentence a line."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if keyed:
-                parts = line.split(maxsplit=1)
-                line = parts[1] if len(parts) == 2 else ""
-            if line.strip():
-                out.append((lineno, line.strip()))
-    return out
+    or plain text, one sentence a line. Read by the one reader of text files (``wenet_udps.utils.kaldi_files``): a
+    byte-order mark at the start is dropped; a line that is not UTF-8 (or, keyed, a duplicate key) is a ListError
+    naming the file and line."""
+    if keyed:
+        rows = [(lineno, value) for value, lineno in
+                read_table(path, key_name="utterance key", allow_empty_value=True).values()]
+    else:
+        rows = [(lineno, line.strip()) for lineno, line in utf8_lines(path)]
+    return [(lineno, sentence) for lineno, sentence in rows if sentence.strip()]
 
 
-def normalise(sentence: str) -> str:
-    """The form in which sentences are compared: case-folded, whitespace collapsed."""
-    return " ".join(sentence.casefold().split())
-
-
-def held_out_matches(sources: Sequence[Tuple[str, List[Tuple[int, str]]]], held_out: Sequence[str]
-                     ) -> List[Tuple[str, str, str]]:
-    """(``path:line`` of the LM text, ``path:line`` of the held-out text, the sentence) of every LM text line that is
-    a sentence of a held-out (dev/test) Kaldi text, in the order of ``sources``.
-
-    sources: (path, its (line number, sentence)) of each LM text; held_out: Kaldi text files (dev, test).
-    """
-    seen: Dict[str, str] = {}
-    for path in held_out:
-        for lineno, sentence in read_sentences(path, keyed=True):
-            seen.setdefault(normalise(sentence), f"{path}:{lineno}")
-    return [(f"{path}:{lineno}", seen[normalise(sentence)], sentence)
-            for path, sentences in sources for lineno, sentence in sentences if normalise(sentence) in seen]
-
-
-def refuse_held_out(sources: Sequence[Tuple[str, List[Tuple[int, str]]]], held_out: Sequence[str]) -> None:
-    """Raise LmError naming the first LM text line that is a sentence of a held-out (dev/test) Kaldi text."""
-    matches = held_out_matches(sources, held_out)
-    if matches:
-        line, where, sentence = matches[0]
-        raise LmError(f"{line}: the LM text contains the held-out sentence of {where} ({sentence[:50]!r}): "
-                      "remove every dev and test sentence from it")
+def lm_sentences(path: str, keyed: bool, norm: TextNorm) -> Tuple[List[Tuple[int, str]], str]:
+    """The sentences of ``path`` (:func:`read_sentences`) as the LM learns them, normalised as the recipe declares
+    (``wenet_udps.utils.text_norm``; punctuation it refuses is a TextNormError naming the lines), lines left empty
+    dropped; and a line saying what normalising changed. An ``--lm_text`` file (not ``keyed``) without a sentence
+    is an LmError: given and empty is a mistake, not nothing to add."""
+    rows, counts = norm.lines(read_sentences(path, keyed), path)
+    rows = [(lineno, sentence) for lineno, sentence in rows if sentence]
+    if not rows and not keyed:
+        raise LmError(f"{path}: the LM text holds no sentence (an empty file?): give a text with sentences or "
+                      "leave it out")
+    return rows, f"{path} normalised (case {norm.case}, punctuation {norm.punctuation}): {counts.describe()}"
 
 
 def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
