@@ -46,6 +46,10 @@ token_type=             # char | bpe
 nbpe=                   # BPE vocabulary size (token_type bpe)
 bpe_mode=               # unigram | bpe (sentencepiece model type)
 wer_char=               # 1: score characters (CER); 0: words (WER)
+text_case=              # keep | upper | lower: the case of the transcripts (stage 0), units, LM text and scoring
+                        # (one normaliser, wenet_udps/utils/text_norm.py); empty: recipes/<corpus>/settings.sh's
+text_punctuation=       # refuse | keep | remove: punctuation marks in them (refuse: an error naming the lines, as
+                        # each would become a unit); empty: settings.sh's, else refuse
 data_type=raw           # raw (data.list) | shard (tar shards)
 num_utts_per_shard=1000 # shard only
 num_nodes=1             # machines taking part in training

@@ -13,22 +13,34 @@ stage_download() {  # stage -1: recipes/<corpus>/download.sh (tiny_* synthesise 
   fi
 }
 
-stage_prepare() {  # stage 0: wav.scp and text per set (recipes/<corpus>/prepare.sh)
-  local source_dir key
+stage_prepare() {  # stage 0: wav.scp and text per set (recipes/<corpus>/prepare.sh), then the texts normalised
+  local source_dir key norm_key
   # Canonical paths: ../shared/x and /work/shared/x (or a symlink to it) name one source, so no needless re-prepare.
   source_dir=$(canonical_path "${download_dir}")
   key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir:+$(canonical_path "${fsdd_dir}")}" \
         prepare_opts="${prepare_opts}")
-  if stamp_ok "${data}/.stage0.stamp" "${key}"; then
+  # Texts normalised under another declaration are prepared again (upper case cannot be undone); a dir prepared
+  # before normalisation existed is normalised where it is.
+  norm_key=$(stamp_text text_case="${text_case}" text_punctuation="${text_punctuation}")
+  if stamp_ok "${data}/.stage0.stamp" "${key}" \
+      && { [[ ! -f ${data}/.text_norm.stamp ]] || stamp_ok "${data}/.text_norm.stamp" "${norm_key}"; }; then
     log "stage 0: ${data} already prepared from the same source and options, skipping"
   else
-    if [[ -f ${data}/.stage0.stamp ]]; then
+    if stamp_ok "${data}/.stage0.stamp" "${key}"; then
+      log "stage 0: preparing ${data} again ($(stamp_change "${data}/.text_norm.stamp" "${norm_key}"))"
+    elif [[ -f ${data}/.stage0.stamp ]]; then
       log "stage 0: preparing ${data} again ($(stamp_change "${data}/.stage0.stamp" "${key}"))"
     fi
     log "stage 0: prepare wav.scp and text in ${data}"
+    rm -f "${data}/.text_norm.stamp"
     # shellcheck disable=SC2086  # prepare_opts is a list of options
     bash "recipes/${corpus}/prepare.sh" ${prepare_opts} "${download_dir}" "${data}"
     stamp_write "${data}/.stage0.stamp" "${key}"
+  fi
+  if ! stamp_ok "${data}/.text_norm.stamp" "${norm_key}"; then
+    log "stage 0: normalise the transcripts (case ${text_case}, punctuation ${text_punctuation})"
+    python3 tools/normalise_text.py "${text_norm_opts[@]}" "${data}"/*/text
+    stamp_write "${data}/.text_norm.stamp" "${norm_key}"
   fi
 }
 
@@ -69,17 +81,17 @@ stage_units() {  # stage 2: characters (dict/lang_char.txt) or a sentencepiece B
   local key
   require "${data}/${train_set}/text" 0
   key=$(stamp_text text="$(file_sum "${data}/${train_set}/text")" token_type="${token_type}" \
-        bpe_mode="${bpe_mode}" nbpe="${nbpe}")
+        bpe_mode="${bpe_mode}" nbpe="${nbpe}" text_case="${text_case}" text_punctuation="${text_punctuation}")
   if [[ -f ${units} ]] && stamp_ok "${units}.stamp" "${key}"; then
     log "stage 2: ${units} is up to date, skipping"
   elif [[ ${token_type} == char ]]; then
     log "stage 2: character units -> ${units}"
-    python3 tools/make_char_units.py "${data}/${train_set}/text" "${units}"
+    python3 tools/make_char_units.py "${text_norm_opts[@]}" "${data}/${train_set}/text" "${units}"
     stamp_write "${units}.stamp" "${key}"
   else
     log "stage 2: sentencepiece ${bpe_mode} ${nbpe} -> ${bpemodel}.model, ${units}"
     python3 tools/train_bpe.py --text "${data}/${train_set}/text" --model_prefix "${bpemodel}" \
-      --bpe_mode "${bpe_mode}" --nbpe "${nbpe}" --units "${units}"
+      --bpe_mode "${bpe_mode}" --nbpe "${nbpe}" --units "${units}" "${text_norm_opts[@]}"
     stamp_write "${units}.stamp" "${key}"
   fi
 }

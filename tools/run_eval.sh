@@ -67,8 +67,8 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     stamp_write "${result_dir}/.decode.stamp" "${key}"
   fi
   for mode in ${decode_modes}; do
-    python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${result_dir}/${mode}/text" \
-      > "${result_dir}/${mode}/wer"
+    python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
+      "${result_dir}/${mode}/text" > "${result_dir}/${mode}/wer"
     log "stage 5: ${exp} ${x} ${mode}: $(grep '^Overall' "${result_dir}/${mode}/wer")"
   done
 }
@@ -125,7 +125,8 @@ sherpa_decode_all() {
           opts=(); [[ ${prec} == int8 ]] && opts+=(--int8); [[ ${model} == model-streaming ]] && opts+=(--streaming)
           python3 -m wenet_udps.bin.sherpa_decode --config "${exp}/train.yaml" --export_dir "${exp}/sherpa" \
             --wav_scp "${data}/${x}/wav.scp" --result_dir "${out}" "${opts[@]}" > /dev/null
-          python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${out}/text" > "${out}/wer"
+          python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
+        "${out}/text" > "${out}/wer"
           log "stage 7: ${exp} ${x} ${name}: $(grep '^Overall' "${out}/wer"), $(cat "${out}/rtf")"
         done
       done

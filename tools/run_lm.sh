@@ -92,7 +92,8 @@ lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev
   # shellcheck disable=SC2206  # lm_prune is a list
   [[ -z ${lm_prune} ]] || opts+=(--prune ${lm_prune})
   key=$(stamp_text text="$(file_sum "${data}/${train_set}/text")" lm_text="$(file_sum "${lm_text}")" \
-        lm_order="${lm_order}" lm_prune="${lm_prune}" char="${wer_char}" \
+        lm_order="${lm_order}" lm_prune="${lm_prune}" char="${wer_char}" text_case="${text_case}" \
+        text_punctuation="${text_punctuation}" \
         held_out="$(for x in "${held[@]}"; do [[ ${x} == --* ]] || file_sum "${x}"; done | tr '\n' ' ')")
   if [[ -f ${out} ]] && stamp_ok "${out}.stamp" "${key}"; then
     log "stage 2: ${out} is up to date, skipping"
@@ -100,7 +101,7 @@ lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev
   fi
   log "stage 2: ${lm_order}-gram LM from ${data}/${train_set}/text${lm_text:+ and ${lm_text}} -> ${out}"
   python3 -m wenet_udps.bin.build_lm --text "${data}/${train_set}/text" "${opts[@]}" "${held[@]}" \
-    --order "${lm_order}" --out "${out}"
+    --order "${lm_order}" "${text_norm_opts[@]}" --out "${out}"
   stamp_write "${out}.stamp" "${key}"
 }
 
@@ -118,7 +119,7 @@ lm_tune() {
       for b in ${word_scores}; do
         out=${tune}/w${w}_b${b}
         lm_recognize "${exp}" "${dev_set}" "${out}" attention_rescoring_lm "${w}" "${b}" > /dev/null
-        python3 tools/compute-wer.py --char="${wer_char}" "${data}/${dev_set}/text" \
+        python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" "${data}/${dev_set}/text" \
           "${out}/attention_rescoring_lm/text" > "${out}/wer"
         rate=$(awk '/^Overall/ { print $3; exit }' "${out}/wer")
         log "stage 5: ${dev_set} lm_weight ${w} word_score ${b}: ${rate} %"
@@ -171,7 +172,8 @@ lm_decode() {
     fi
     for mode in ${lm_modes}; do
       out=${exp}/${x}/${mode}${suffix}
-      python3 tools/compute-wer.py --char="${wer_char}" --v=1 "${data}/${x}/text" "${out}/text" > "${out}/wer"
+      python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
+        "${out}/text" > "${out}/wer"
       log "stage 5: ${exp} ${x} ${mode}${suffix}: $(grep '^Overall' "${out}/wer")"
     done
   done

@@ -69,7 +69,7 @@ check_options() {
 
 # load_corpus_settings: recipes/<corpus>/settings.sh, then what the command line gave (kept in given).
 load_corpus_settings() {
-  local v settings="train_set dev_set test_sets token_type nbpe bpe_mode wer_char"
+  local v settings="train_set dev_set test_sets token_type nbpe bpe_mode wer_char text_case text_punctuation"
   declare -gA given=()
   for v in ${settings}; do given[${v}]=${!v}; done
   train_set_fallback=     # settings.sh may name a set to train on when train_set was not prepared
@@ -81,6 +81,12 @@ load_corpus_settings() {
   one_of token_type "${token_type}" char bpe
   one_of bpe_mode "${bpe_mode}" unigram bpe
   one_of wer_char "${wer_char}" 0 1
+  # the recipe's text normalisation (wenet_udps/utils/text_norm.py), passed to every tool that reads transcripts
+  text_case=${text_case:-keep}
+  text_punctuation=${text_punctuation:-refuse}
+  one_of text_case "${text_case}" keep upper lower
+  one_of text_punctuation "${text_punctuation}" refuse keep remove
+  text_norm_opts=(--case "${text_case}" --punctuation "${text_punctuation}")
   [[ -z ${peer_results} || -f ${peer_results} ]] \
     || die "recipes/${corpus}/settings.sh: peer_results names ${peer_results}, which does not exist"
   [[ ${nbpe} =~ ^[0-9]+$ ]] || die "--nbpe takes an integer, got '${nbpe}'"

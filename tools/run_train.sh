@@ -53,6 +53,8 @@ train_key() {
   overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")
   [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
   [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
+  # the BPE tokenizer upper-cases its input unless told the recipe's case (stage 2 trained the model in that case)
+  [[ -z ${bpemodel} || ${text_case} == upper ]] || overrides+=(tokenizer_conf.case="${text_case}")
   overrides+=("${overrides_given[@]}")
   train_stamp=$(stamp_text config="$(conf_sum "${config}")" overrides="${overrides[*]}" data_type="${data_type}" \
     train_list="$(file_sum "${data}/${train_set}/$(list_name)")" \

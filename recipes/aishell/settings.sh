@@ -6,4 +6,6 @@ token_type=char
 nbpe=0
 bpe_mode=unigram
 wer_char=1           # score characters (CER)
+text_case=keep       # Mandarin characters have no case
+text_punctuation=refuse  # none in the transcripts: one would be an error naming its lines (text_norm.py)
 default_config=conf/aishell/train_conformer.yaml

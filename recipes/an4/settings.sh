@@ -7,5 +7,7 @@ token_type=bpe
 nbpe=30              # ESPnet's
 bpe_mode=unigram
 wer_char=0           # score words (WER); stage 5 also writes CER
+text_case=upper      # the transcripts are upper case already; LM text and hypotheses are upper-cased alike
+text_punctuation=refuse  # none in the transcripts: one would be an error naming its lines (text_norm.py)
 default_config=conf/an4/train_conformer_short.yaml
 peer_results=recipes/an4/peer_results.tsv  # ESPnet's published WER/CER on this split: stage 7 puts them in RESULTS.md

@@ -9,6 +9,8 @@ token_type=bpe
 nbpe=5000
 bpe_mode=unigram
 wer_char=0           # score words (WER)
+text_case=upper      # the transcripts are upper case already; LM text and hypotheses are upper-cased alike
+text_punctuation=refuse  # none in the transcripts: one would be an error naming its lines (text_norm.py)
 default_config=conf/librispeech/train_conformer.yaml
 # run.sh --lm true: the word n-gram LMs OpenSLR 11 publishes with LibriSpeech (download_lm.sh), built by the corpus'
 # authors from its LM book corpus; the pruned 3-gram is the usual first-pass LM (WeNet's and Kaldi's recipes).

@@ -7,4 +7,6 @@ token_type=bpe
 nbpe=256
 bpe_mode=unigram
 wer_char=0           # score words (WER); stage 5 also writes CER
+text_case=upper      # the transcripts are upper case already; LM text and hypotheses are upper-cased alike
+text_punctuation=refuse  # none in the transcripts: one would be an error naming its lines (text_norm.py)
 default_config=conf/mini_librispeech/train_conformer.yaml
