@@ -68,10 +68,10 @@ def test_s3_lm_words_are_spelt_as_the_recipe_declares(tmp_path):
     assert not (tmp_path / "lm2.arpa").exists()
 
 
-LEAKS = [  # (issue case, LM text bytes): each holds the test sentence "THE OLD MAN WALKED SLOWLY HOME"
-    ("S5", b"a line of text\nthe old man walked slowly home.\n"),
-    ("S6", "\ufeffTHE OLD MAN WALKED SLOWLY HOME\na line of text\n".encode()),
-    ("S7", b"a line of text\nand the old man walked slowly home after dark\n"),
+LEAKS = [  # (issue case, LM text bytes): each holds the test sentence "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
+    ("S5", b"a line of text\nthe old man walked slowly home along the river.\n"),
+    ("S6", "\ufeffTHE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER\na line of text\n".encode()),
+    ("S7", b"a line of text\nand the old man walked slowly home along the river after dark\n"),
 ]
 
 
@@ -79,7 +79,7 @@ LEAKS = [  # (issue case, LM text bytes): each holds the test sentence "THE OLD 
 def test_a_held_out_sentence_is_refused_however_it_is_written(tmp_path, case, books):
     (tmp_path / "train").write_text("a1 the cat sat\n")
     (tmp_path / "books").write_bytes(books)
-    (tmp_path / "test").write_text("t1 YES\nt2 THE OLD MAN WALKED SLOWLY HOME\n")
+    (tmp_path / "test").write_text("t1 YES\nt2 THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER\n")
     line = one_error_line(run_lm("--text", str(tmp_path / "train"), "--lm_text", str(tmp_path / "books"),
                                  "--held_out", str(tmp_path / "test"), "--punctuation", "keep",
                                  "--out", str(tmp_path / "lm.arpa")))

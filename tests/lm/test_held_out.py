@@ -51,7 +51,7 @@ def test_s6_a_byte_order_mark_hides_nothing(tmp_path):
 
 
 def test_s7_a_line_holding_a_held_out_sentence_among_more_words_is_refused(tmp_path):
-    sentence = "THE OLD MAN WALKED SLOWLY HOME"
+    sentence = "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
     h = held(tmp_path, f"t1 {sentence}\n")
     message, extra = refuse_file(tmp_path, h, f"a line\nand then {sentence.lower()} after dark, said he\n".encode())
     assert f"{extra}:2" in message and "contains the held-out sentence" in message
@@ -59,26 +59,26 @@ def test_s7_a_line_holding_a_held_out_sentence_among_more_words_is_refused(tmp_p
     for line in (f"{sentence} and more", f"more and {sentence}."):
         assert h.find(line) is not None and h.find(line).contained
     # a line holding only part of it, or its words in another order, is not it
-    assert h.find("the old man walked slowly away") is None
-    assert h.find("home the old man walked slowly") is None
+    assert h.find("the old man walked slowly home along the road") is None
+    assert h.find("river the old man walked slowly home along the") is None
 
 
 def test_short_held_out_sentences_are_refused_only_as_whole_lines(tmp_path):
     # AN4's YES, TWO, ENTER ONE FIVE: inside a good share of any book, so only a whole line equal to one is refused
-    short = ["YES", "TWO", "ENTER ONE FIVE", "A B C D"]
+    short = ["YES", "TWO", "ENTER ONE FIVE", "I RETURNED TO THE DRAWING ROOM", "A B C D E F G"]
     assert all(len(s.split()) < CONTAINED_MIN["words"] for s in short)
     h = held(tmp_path, "".join(f"t{i} {s}\n" for i, s in enumerate(short)))
     for s in short:
         assert h.find(f"well {s.lower()} said the man") is None
         assert h.find(f"{s.lower()}.") is not None
-    five = "ONE TWO THREE FOUR FIVE"   # the shortest sentence refused inside a line
-    h = held(tmp_path, f"t1 {five}\n", name="five")
-    assert h.find(f"count {five} now").contained
+    eight = "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT"   # the shortest sentence refused inside a line
+    h = held(tmp_path, f"t1 {eight}\n", name="eight")
+    assert h.find(f"count {eight} now").contained
 
 
 def test_character_lm_compares_characters(tmp_path):
-    h = held(tmp_path, "t1 今天我们一起去北京看书\nt2 你好\n", char=True)
-    assert h.find("昨天说今天我们一起去北京看书了").contained   # 11 characters inside a longer line
+    h = held(tmp_path, "t1 今天我们一起去北京看书唱歌\nt2 你好\n", char=True)
+    assert h.find("昨天说今天我们一起去北京看书唱歌了").contained   # 13 characters inside a longer line
     assert h.find("你好。") is not None and h.find("我说你好吗") is None   # 2 characters: whole lines only
 
 
@@ -90,9 +90,9 @@ def test_non_utf8_held_out_text_names_the_file_and_line(tmp_path):
 
 
 def test_containment_is_linear_in_the_lm_text(tmp_path):
-    # 2000 held-out sentences of 5..40 words and 20000 lines of 30 words: a few seconds, not an n-gram per length
+    # 2000 held-out sentences of 8..43 words and 20000 lines of 30 words: a few seconds, not an n-gram per length
     words = [f"w{i}" for i in range(500)]
-    rows = [" ".join(words[(i * 7 + k * 13) % 500] for k in range(5 + i % 36)) for i in range(2000)]
+    rows = [" ".join(words[(i * 7 + k * 13) % 500] for k in range(8 + i % 36)) for i in range(2000)]
     h = held(tmp_path, "".join(f"t{i} {s}\n" for i, s in enumerate(rows)))
     lines = [" ".join(words[(j * 11 + k * 3) % 500] for k in range(30)) for j in range(20000)]
     start = time.perf_counter()

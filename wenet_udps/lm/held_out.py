@@ -8,11 +8,12 @@ character LM (Mandarin has no spaces). Held-out texts are Kaldi texts read by th
 (``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming it).
 
 An LM line is a held-out sentence when it equals one, or when it *contains* one of at least
-:data:`CONTAINED_MIN` tokens (5 words, 10 characters) as a run of whole tokens. Shorter held-out sentences (AN4's
-``YES``, ``TWO``, ``ENTER ONE FIVE``) are refused only as whole lines: they are inside a good share of any book, and
-an n-gram LM learns no more from them there than from any text. The containment check is linear in the LM text:
-each held-out sentence is indexed by its first :data:`CONTAINED_MIN` tokens, and each position of a line is one
-look-up of the tokens starting there (a whole comparison only where that anchor matches).
+:data:`CONTAINED_MIN` tokens (8 words, 12 characters) as a run of whole tokens. Shorter held-out sentences (AN4's
+``YES``, ``ENTER ONE FIVE``, mini LibriSpeech test's ``I RETURNED TO THE DRAWING ROOM``) are refused only as whole
+lines: books hold such phrases by chance, and a 3-gram LM learns no more from them there than from any text. The
+containment check is linear in the LM text: each held-out sentence is indexed by its first :data:`CONTAINED_MIN`
+tokens, and each position of a line is one look-up of the tokens starting there (a whole comparison only where that
+anchor matches).
 """
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -21,7 +22,7 @@ from wenet_udps.lm.arpa import LmError
 from wenet_udps.utils.kaldi_files import read_table
 from wenet_udps.utils.text_norm import match_form
 
-CONTAINED_MIN = {"words": 5, "chars": 10}
+CONTAINED_MIN = {"words": 8, "chars": 12}
 
 
 @dataclass(frozen=True)

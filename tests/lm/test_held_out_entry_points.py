@@ -1,0 +1,100 @@
+"""The LM's held-out check exists once (wenet_udps.lm.held_out) and every entry point goes through it: a test
+sentence written with punctuation (S5), behind a byte-order mark (S6) or among more words (S7) is refused by
+``bin.build_lm``, by run.sh stage 2 (--lm true --lm_text) and left out by ``tools/make_lm_book_text.py``; a non-UTF-8
+LM text is one line through run.sh too (T1). ``bin.check_lm`` takes no LM text: its dev text goes through the same
+reader (tests/bin/test_build_lm.py ``test_t1_check_lm_names_a_non_utf8_text``)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lm.lm_helpers import need_build_binary, need_flashlight, need_lmplz
+from tests.tools.load import load_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+SENTENCE = "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
+LEAKS = {  # issue case -> (LM text, its line holding the test sentence)
+    "S5": (f"a line of text\n{SENTENCE.lower()}.\n".encode(), 2),
+    "S6": f"\ufeff{SENTENCE}\na line of text\n".encode(),
+    "S7": (f"a line of text\nand {SENTENCE.lower()} after dark\n".encode(), 2),
+}
+LEAKS["S6"] = (LEAKS["S6"], 1)
+
+
+def write_data(data: Path) -> None:
+    for split, lines in (("train", ["a1 THE CAT SAT", "a2 A DOG RAN HOME"]), ("dev", ["d1 YES", "d2 A CAT"]),
+                         ("test", ["t1 NO", f"t2 {SENTENCE}"])):
+        (data / split).mkdir(parents=True)
+        (data / split / "text").write_text("".join(f"{line}\n" for line in lines))
+
+
+def last_line(proc) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and lines, proc.stderr[-2000:]
+    return lines[-1]
+
+
+@pytest.mark.parametrize("case", sorted(LEAKS))
+def test_build_lm(tmp_path, case):
+    write_data(tmp_path)
+    books, at = LEAKS[case]
+    (tmp_path / "books.txt").write_bytes(books)
+    proc = subprocess.run([sys.executable, "-m", "wenet_udps.bin.build_lm", "--text", str(tmp_path / "train/text"),
+                           "--lm_text", str(tmp_path / "books.txt"), "--held_out", str(tmp_path / "dev/text"),
+                           "--held_out", str(tmp_path / "test/text"), "--punctuation", "keep",
+                           "--out", str(tmp_path / "lm.arpa")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    line = last_line(proc)
+    assert f"books.txt:{at}" in line and "held-out sentence" in line and "test/text:2" in line
+
+
+def run_stage2(tmp_path, books: bytes, *extra):
+    need_lmplz()
+    need_build_binary()
+    need_flashlight()
+    write_data(tmp_path / "data")
+    (tmp_path / "books.txt").write_bytes(books)
+    return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "2",
+                           "--data", str(tmp_path / "data"), "--token_type", "char", "--lm", "true", "--lm_order", "2",
+                           "--lm_text", str(tmp_path / "books.txt"), *extra], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("case", sorted(LEAKS))
+def test_run_sh_stage2(tmp_path, case):
+    books, at = LEAKS[case]
+    line = last_line(run_stage2(tmp_path, books, "--text_punctuation", "keep"))
+    assert f"books.txt:{at}" in line and "held-out sentence" in line and "test/text:2" in line
+    assert not (tmp_path / "data" / "lm" / "lm.arpa").exists()
+
+
+def test_run_sh_stage2_refuses_undeclared_punctuation_and_non_utf8_in_one_line(tmp_path):
+    line = last_line(run_stage2(tmp_path, LEAKS["S5"][0]))
+    assert "books.txt:2 '.'" in line and "--text_punctuation" in line
+    line = last_line(run_stage2(tmp_path / "t1", b"the cat\ncaf\xe9 au lait\n"))
+    assert "books.txt:2: not UTF-8" in line and "Traceback" not in line
+
+
+def test_make_lm_book_text(tmp_path):
+    book_tool = load_tool("make_lm_book_text")
+    from tests.tools.test_make_lm_book_text import book
+    ls = tmp_path / "LibriSpeech"
+    (ls / "train-clean-5" / "4680" / "16042").mkdir(parents=True)
+    (ls / "CHAPTERS.TXT").write_text("16042  | 4680 | 12.0  | train-clean-100  | 2    | 200   | Ch 1 | Held Book\n")
+    # the held-out speaker's transcripts, behind a byte-order mark (S6)
+    (ls / "train-clean-5" / "4680" / "16042" / "4680-16042.trans.txt").write_text(
+        f"\ufeff4680-16042-0000 {SENTENCE}\n", encoding="utf-8")
+    work = tmp_path / "books"
+    work.mkdir()
+    # another book holding the sentence among more words (S7), with punctuation (S5)
+    (work / "kept.txt").write_text(book(300, "Training Book", f"It was a dark night. And then, {SENTENCE.lower()} "
+                                                              "after dark, alone. The wind blew hard."))
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "books"], check=True)
+    assert book_tool.main(["--git_dir", str(work / ".git"), "--librispeech", str(ls), "--out_dir",
+                           str(tmp_path / "out"), "--dev_speakers", "", "--test_speakers", "4680"]) == 0
+    assert (tmp_path / "out" / "books.txt").read_text().splitlines() == ["IT WAS A DARK NIGHT", "THE WIND BLEW HARD"]
