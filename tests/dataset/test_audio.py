@@ -103,6 +103,10 @@ def test_multichannel_audio_is_refused_unless_a_channel_is_chosen(tmp_path):
                                                                                     channel=0)[0])
     with pytest.raises(BadAudioError, match="has 1 channel, no channel 1"):
         load_audio(str(tmp_path / "m.wav"), channel=1)
+    from wenet_udps.dataset.transforms import check_dataset_conf
+    from wenet_udps.utils.schema import ConfigError
+    with pytest.raises(ConfigError, match="dataset_conf.channel: must be >= 0, got -1"):  # the one schema
+        check_dataset_conf({"channel": -1})
 
 
 # (format, subtype) that libsndfile read short without an error when cut (issue 57 S14: a .sph cut to half its
