@@ -53,8 +53,8 @@ class UnusableUtterance(Exception):
 
 
 class BadAudioError(UnusableUtterance):
-    """An audio file that cannot be used: missing, unreadable, truncated, empty (``reason`` "bad_audio") or with
-    NaN/Inf samples (``reason`` "non_finite")."""
+    """An audio file that cannot be used: missing, unreadable, truncated, empty, of several channels none of which
+    is chosen (``reason`` "bad_audio") or with NaN/Inf samples (``reason`` "non_finite")."""
 
     def __init__(self, message: str, reason: str = "bad_audio"):
         super().__init__(message, reason)
@@ -205,7 +205,7 @@ def array_frames(samples: Any, what: str = "the array") -> np.ndarray:
             raise UserError(f"{what} is {wav.dtype} with a peak of {peak:g}: float samples are full scale [-1, 1] "
                             f"(int16 values as floats? divide by 32768, or pass the int16 array)")
     frames = wav.astype(np.float64) / ARRAY_SCALES[wav.dtype] if wav.dtype.kind == "i" else wav
-    return np.asarray(frames, dtype=np.float32).reshape(len(wav), -1)
+    return np.asarray(frames, dtype=np.float32).reshape(wav.shape[0], wav.shape[1] if wav.ndim == 2 else 1)
 
 
 def array_wav_bytes(samples: Any, sample_rate: Any, what: str = "the array") -> bytes:
