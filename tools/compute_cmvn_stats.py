@@ -7,8 +7,10 @@ resample_conf.resample_rate of --train_config), but without dither and without a
 Usage: python tools/compute_cmvn_stats.py --num_workers 2 --train_config conf/train.yaml \
            --in_scp data/train/wav.scp --out_cmvn data/train/global_cmvn
 --in_scp takes a Kaldi wav.scp (with a ``segments`` file beside it, the segments) or a WeNet data.list (detected by
-a first line starting with '{'; its start/end segments are honoured). Unreadable audio is skipped with a warning
-and counted; no readable audio, or more unreadable than dataset_conf.max_bad_fraction, is an error (exit 1).
+a first line starting with '{'; its start/end segments are honoured). Audio is read by the one reader, as in
+training (``dataset_conf.channel`` picks the channel of multi-channel audio). Unreadable, cut or multi-channel audio
+it refuses is skipped with a warning and counted; no readable audio, or more unreadable than
+dataset_conf.max_bad_fraction, is an error (exit 1).
 """
 import argparse
 import json
@@ -24,24 +26,30 @@ from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
 from wenet_udps.dataset.features import compute_features
 from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.dataset.lists import read_raw_list
+from wenet_udps.dataset.transforms import check_dataset_conf
 from wenet_udps.utils import cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import utf8_lines
+from wenet_udps.utils.schema import ConfigError
 
 Utt = Tuple[str, str, Optional[float], Optional[float]]
 
 
-def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int, float]:
-    """(dataset_conf subset for compute_features with dither 0, sample rate, max_bad_fraction) from a conf, read as
-    training reads it (``base:`` resolved: a child conf's features are its base's where it does not change them)."""
+def feature_conf(train_config: Optional[str]) -> Tuple[Dict[str, Any], int, float, Optional[int]]:
+    """(dataset_conf subset for compute_features with dither 0, sample rate, max_bad_fraction, channel) from a conf,
+    read and checked as training reads it (``base:`` resolved: a child conf's features are its base's where it does
+    not change them; ``dataset_conf.channel`` picks the channel of multi-channel audio, as in training)."""
     dataset_conf: Dict[str, Any] = {}
     if train_config:
-        dataset_conf = read_conf(train_config).get("dataset_conf") or {}
+        try:
+            dataset_conf = check_dataset_conf(read_conf(train_config).get("dataset_conf"))
+        except ConfigError as e:
+            raise e.in_source(train_config) from None
     conf: Dict[str, Any] = {"feats_type": dataset_conf.get("feats_type", "fbank")}
     for key in ("fbank_conf", "mfcc_conf"):
         conf[key] = {**(dataset_conf.get(key) or {}), "dither": 0.0}
     rate = int((dataset_conf.get("resample_conf") or {}).get("resample_rate", 16000))
-    return conf, rate, max_bad_fraction({"dataset_conf": dataset_conf})
+    return conf, rate, max_bad_fraction({"dataset_conf": dataset_conf}), dataset_conf.get("channel")
 
 
 def read_inputs(path: str) -> List[Utt]:
@@ -51,13 +59,14 @@ def read_inputs(path: str) -> List[Utt]:
     return scp_utterances(path)  # a segments file beside it is cut: the stats of the audio that is trained on
 
 
-def _stats(task: Tuple[List[Utt], Dict[str, Any], int]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], int, int]:
-    utts, conf, rate = task
+def _stats(task: Tuple[List[Utt], Dict[str, Any], int, Optional[int]]
+           ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], int, int]:
+    utts, conf, rate, channel = task
     total = sq = None
     frames = bad = 0
     for key, path, start, end in utts:
         try:
-            wav, sr = load_audio(path, start, end, name=key)
+            wav, sr = load_audio(path, start, end, name=key, channel=channel)
         except BadAudioError as e:
             logging.warning("skipping %s", e)
             bad += 1
@@ -79,10 +88,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
-    conf, rate, max_bad = feature_conf(args.train_config)
+    conf, rate, max_bad, channel = feature_conf(args.train_config)
     utts = read_inputs(args.in_scp)
     chunk = max(1, min(64, len(utts) // (4 * max(1, args.num_workers)) or 1))
-    tasks = [(utts[i:i + chunk], conf, rate) for i in range(0, len(utts), chunk)]
+    tasks = [(utts[i:i + chunk], conf, rate, channel) for i in range(0, len(utts), chunk)]
     total = sq = None
     frames = bad = 0
     bar = tqdm(total=len(utts), desc="cmvn", unit="utt")

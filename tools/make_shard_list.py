@@ -7,8 +7,9 @@ Usage: python tools/make_shard_list.py --num_utts_per_shard 1000 --num_threads 4
 Without --segments/--resample the audio bytes are copied unchanged (keeping their extension) when the extension is
 one of the audio formats the reader takes (``audio.AUDIO_EXTENSIONS``, also the shard reader's set); otherwise the
 (cut, resampled or renamed) audio is written as 16-bit PCM WAV, so a file the raw list decodes is decoded from the
-shard too. Unreadable audio, and an uncut file larger than a
-shard member may be (``lists.MAX_MEMBER_BYTES``), is left out with a warning.
+shard too. Every channel is packed: the reader of the shard chooses one by ``dataset_conf.channel``, as it does for
+the file. Unreadable or cut audio, and an uncut file larger than a shard member may be (``lists.MAX_MEMBER_BYTES``),
+is left out with a warning.
 """
 import argparse
 import io
@@ -24,7 +25,7 @@ import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
-from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioError, load_audio, resample
+from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioError, read_frames, resample
 from wenet_udps.dataset.kaldi_data import read_utterances
 from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
@@ -40,7 +41,9 @@ def _audio_member(entry: Entry, target_sr: Optional[int]) -> Tuple[bytes, str]:
         raise BadAudioError(f"{path} has {os.path.getsize(path)} bytes, more than a shard member may have "
                             f"({MAX_MEMBER_BYTES}, wenet_udps.dataset.lists.MAX_MEMBER_BYTES)", "oversize_member")
     ext = Path(path).suffix.lstrip(".").lower()
-    wav, sr = load_audio(path, start, end, name=key)  # validated as the raw path reads it
+    # validated as the raw path reads it; every channel is kept: the reader of the shard applies the channel policy
+    # (dataset_conf.channel) as it does to the file
+    wav, sr = read_frames(path, start, end, name=key)
     if start is None and target_sr is None and ext in AUDIO_EXTENSIONS:
         with open(path, "rb") as f:  # copied unchanged, under an extension the shard reader takes as audio
             return f.read(), ext

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from wenet_udps.dataset.audio import BadAudioError, load_audio, resample, speed_perturb
+from wenet_udps.dataset.audio import BadAudioError, load_audio, read_frames, resample, speed_perturb
 
 
 def _wav(fsdd_dir):
@@ -86,11 +86,57 @@ def test_segment_past_end_is_empty(fsdd_dir):
         load_audio(_wav(fsdd_dir), start=100.0, end=-1, name="k")
 
 
-def test_multichannel_keeps_first_channel(tmp_path):
+def test_multichannel_audio_is_refused_unless_a_channel_is_chosen(tmp_path):
+    """Issue 57 S4: stereo audio was read as its channel 0 without a word (with the speech on channel 1, 77 % error
+    instead of 17 %). The one policy: refused (bad_audio, naming dataset_conf.channel) unless a channel is chosen."""
     stereo = np.stack([np.arange(800), -np.arange(800)], axis=1).astype(np.int16)
     sf.write(tmp_path / "s.wav", stereo, 8000, subtype="PCM_16")
-    wav, _ = load_audio(str(tmp_path / "s.wav"))
-    np.testing.assert_array_equal(wav, np.arange(800, dtype=np.float32))
+    with pytest.raises(BadAudioError, match=r"has 2 channels: set dataset_conf.channel .*\(0 to 1\)") as err:
+        load_audio(str(tmp_path / "s.wav"), name="k")
+    assert err.value.reason == "bad_audio" and "s.wav" in str(err.value)
+    np.testing.assert_array_equal(load_audio(str(tmp_path / "s.wav"), channel=0)[0], np.arange(800))
+    np.testing.assert_array_equal(load_audio(str(tmp_path / "s.wav"), channel=1)[0], -np.arange(800))
+    with pytest.raises(BadAudioError, match="has 2 channels, no channel 2"):
+        load_audio(str(tmp_path / "s.wav"), channel=2)
+    sf.write(tmp_path / "m.wav", stereo[:, 0], 8000, subtype="PCM_16")  # mono is read as it is
+    np.testing.assert_array_equal(load_audio(str(tmp_path / "m.wav"))[0], load_audio(str(tmp_path / "m.wav"),
+                                                                                    channel=0)[0])
+    with pytest.raises(BadAudioError, match="has 1 channel, no channel 1"):
+        load_audio(str(tmp_path / "m.wav"), channel=1)
+    from wenet_udps.dataset.transforms import check_dataset_conf
+    from wenet_udps.utils.schema import ConfigError
+    with pytest.raises(ConfigError, match="dataset_conf.channel: must be >= 0, got -1"):  # the one schema
+        check_dataset_conf({"channel": -1})
+
+
+# (format, subtype) that libsndfile read short without an error when cut (issue 57 S14: a .sph cut to half its
+# bytes gave 31,744 of its header's 64,000 samples, an OGG copy 13,440), and those it refused already.
+CUT_FORMATS = [("NIST", "PCM_16", "sph"), ("NIST", "ULAW", "sph"), ("OGG", "VORBIS", "ogg"), ("OGG", "OPUS", "opus"),
+               ("AIFF", "PCM_16", "aiff"), ("AU", "PCM_16", "au"), ("W64", "PCM_16", "w64"), ("RF64", "PCM_16", "rf64"),
+               ("WAV", "PCM_16", "wav"), ("WAVEX", "PCM_16", "wav"), ("FLAC", "PCM_16", "flac"),
+               ("CAF", "PCM_16", "caf"), ("MP3", "MPEG_LAYER_III", "mp3")]
+
+
+@pytest.mark.parametrize("fmt, subtype, ext", CUT_FORMATS)
+@pytest.mark.parametrize("channels", [1, 2])
+def test_audio_cut_short_is_refused_in_every_format(tmp_path, fmt, subtype, ext, channels):
+    """A file holding less data than its header declares (cut in half, or by its last 300 bytes, or one byte) is
+    bad_audio, as a path and as a shard member's bytes; the whole file reads all 64,000 samples."""
+    if fmt not in sf.available_formats():
+        pytest.skip(f"this libsndfile has no {fmt}")
+    x = (np.random.default_rng(0).standard_normal((64000, channels)) * 0.1).astype(np.float32)
+    path = tmp_path / f"whole.{ext}"
+    sf.write(str(path), x, 16000, format=fmt, subtype=subtype)
+    whole = path.read_bytes()
+    assert read_frames(str(path))[0].shape == (64000, channels)
+    for cut in (len(whole) // 2, len(whole) - 300, len(whole) - 1):
+        if fmt == "MP3" and cut == len(whole) - 1:
+            continue  # an MP3 has no length for a byte to fall short of; a cut frame is a read short (below)
+        (tmp_path / f"cut.{ext}").write_bytes(whole[:cut])
+        for source in (str(tmp_path / f"cut.{ext}"), whole[:cut]):
+            with pytest.raises(BadAudioError, match="truncated|cannot read|cannot decode") as err:
+                read_frames(source, name="k")
+            assert err.value.reason == "bad_audio", (fmt, cut)
 
 
 def test_a_segment_end_past_the_recording_is_cut_within_the_overshoot_and_bad_beyond(tmp_path):

@@ -176,6 +176,10 @@ def test_non_utf8_text_member_loses_only_its_utterance(kaldi_dir, tokenizer, tmp
     ({"key": "a b"}, r"key 'a b' is empty or contains white space"),
     ({"key": "a\nb"}, r"key 'a\\nb' is empty or contains white space"),
     ({"key": "\ufeffa"}, r"key '\\ufeffa' is empty or contains white space or a byte-order mark"),  # issue 47
+    # issue 57 M1: a negative start was bad audio "psf_fseek() failed", from libsndfile, in every program
+    ({"start": -0.5, "end": 1.0}, r"segment of k from -0.5 s to 1 s: the start must be >= 0 and the end after it"),
+    ({"start": -2}, r"segment of k from -2 s to the end: the start must be >= 0"),
+    ({"start": 1.0, "end": 0.5}, r"segment of k from 1 s to 0.5 s: the start must be >= 0 and the end after it"),
 ])
 def test_list_line_errors_name_file_line_and_key(tmp_path, extra, msg):
     from wenet_udps.dataset.lists import ListError

@@ -8,7 +8,8 @@ A ``segments`` file beside the wav.scp is cut as in training and decoding (``kal
 export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
 Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
 ``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info), and
-prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read and resampled as in
+prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read (the one reader:
+``dataset_conf.channel`` of --config for multi-channel audio, a cut file skipped and counted) and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
 tools/compute-wer.py, as stage 5's.
 """
@@ -104,6 +105,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     config = load_config(args.config)
     check_export(parser, args, config)
     rate = rt.feature_kwargs(config)["sampling_rate"]
+    channel = (config.get("dataset_conf") or {}).get("channel")  # the channel policy of training and recognize
     if args.streaming:
         rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size, left_chunks=args.left_chunks,
                                    int8=args.int8, num_threads=args.num_threads)
@@ -128,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     lines = []
     for key, path, start, end in rows:
         try:
-            wav, sr = load_audio(path, start, end, name=key)
+            wav, sr = load_audio(path, start, end, name=key, channel=channel)
         except BadAudioError as e:
             logging.warning("skipped: %s", e)
             skipped[e.reason] = skipped.get(e.reason, 0) + 1

@@ -2,15 +2,23 @@
 
 Waveforms are 1-D float32 numpy arrays. ``load_audio`` returns them scaled to the int16 range (``* 2**15``) as WeNet
 feeds Kaldi fbank, so dither and energy floors behave like Kaldi's.
+
+The one audio reader: every path that reads audio (raw lists, shards, training, recognize, the CMVN tool,
+make_shard_list, sherpa_decode, the Python API's files and arrays, streaming) goes through ``read_frames`` /
+``load_audio``, which refuse audio that is not whole (less data than its header declares, ``audio_length``), and
+apply one channel policy (``load_audio``); arrays are first held to one dtype policy (``array_frames``) and then
+read as a file.
 """
 import io
 import os
-import struct
-from typing import BinaryIO, Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 import soundfile as sf
 import soxr
+
+from wenet_udps.dataset.audio_length import missing_data
+from wenet_udps.utils.cli import UserError
 
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
@@ -23,6 +31,13 @@ _FORMAT_EXTENSIONS = {"WAV": ("wav", "wave"), "WAVEX": ("wav",), "RF64": ("rf64"
                       "AIFF": ("aiff", "aif", "aifc"), "AU": ("au", "snd"), "CAF": ("caf",)}
 AUDIO_EXTENSIONS = frozenset(ext for fmt, exts in _FORMAT_EXTENSIONS.items() if fmt in sf.available_formats()
                              for ext in exts)
+# The dtypes an array (the Python API, streaming) may have, and the divisor that brings each to full scale [-1, 1]
+# as soundfile reads the same samples from a file (see ``array_frames``).
+ARRAY_SCALES = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.int16): 2.0 ** 15,
+                np.dtype(np.int32): 2.0 ** 31}
+# A float array is full scale; a peak above twice that is not such audio (int16 values as floats peak near 32767,
+# and would be read 32768 times too loud). Up to it, a float signal may overshoot 1 (as after filtering).
+MAX_FLOAT_PEAK = 2.0
 # How far a segment's end may lie past the end of its recording and be cut there (Kaldi's extract-segments
 # --max-overshoot default); further, the segments file is wrong for this audio and the utterance is bad_audio.
 MAX_SEGMENT_OVERSHOOT = 0.5
@@ -38,8 +53,8 @@ class UnusableUtterance(Exception):
 
 
 class BadAudioError(UnusableUtterance):
-    """An audio file that cannot be used: missing, unreadable, truncated, empty (``reason`` "bad_audio") or with
-    NaN/Inf samples (``reason`` "non_finite")."""
+    """An audio file that cannot be used: missing, unreadable, truncated, empty, of several channels none of which
+    is chosen (``reason`` "bad_audio") or with NaN/Inf samples (``reason`` "non_finite")."""
 
     def __init__(self, message: str, reason: str = "bad_audio"):
         super().__init__(message, reason)
@@ -52,66 +67,61 @@ class TooLong(UnusableUtterance):
         super().__init__(message, "max_length")
 
 
-def _riff_data_shortfall(f: BinaryIO, total_size: int) -> int:
-    """Bytes missing from a RIFF/WAVE ``data`` chunk (0 if complete or not a plain WAV file).
-
-    libsndfile silently shortens a WAV whose data chunk was cut off, so truncation is detected here from the
-    header's declared chunk size versus the bytes actually present. The chunk list is walked with seeks, so
-    metadata chunks of any size before ``data`` are skipped, not read.
-    """
-    head = f.read(12)
-    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-        return 0
-    pos = 12
-    while pos + 8 <= total_size:
-        f.seek(pos)
-        chunk = f.read(8)
-        if len(chunk) < 8:
-            return 0
-        (size,) = struct.unpack("<I", chunk[4:8])
-        if chunk[:4] == b"data":
-            if size in (0, 0xFFFFFFFF):  # streamed WAV: size unknown, nothing to compare
-                return 0
-            return max(0, pos + 8 + size - total_size)
-        pos += 8 + size + (size & 1)
-    return 0
+def _label(source: Union[str, bytes], name: str, where: Optional[str]) -> str:
+    return f"{name} ({source if isinstance(source, str) else where or 'in memory'})"
 
 
-def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Optional[float] = None,
-               name: str = "", max_seconds: Optional[float] = None) -> Tuple[np.ndarray, int]:
-    """Read audio as a mono float32 waveform in the int16 range.
+def segment_problem(start: Optional[float], end: Optional[float]) -> Optional[str]:
+    """Why ``start``/``end`` (seconds; None: unset) bound no segment, or None. The one rule of segment bounds, for
+    Kaldi segments files, data.list lines and the reader itself: a start >= 0, an end after it or -1 (Kaldi's "to
+    the recording's end")."""
+    first = 0.0 if start is None else start
+    if first >= 0 and (end is None or end == -1 or end > first):
+        return None
+    return (f"from {first:g} s to {'the end' if end is None else f'{end:g} s'}: the start must be >= 0 and the end "
+            f"after it (or -1, the recording's end)")
+
+
+def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: Optional[float] = None,
+                name: str = "", max_seconds: Optional[float] = None,
+                where: Optional[str] = None) -> Tuple[np.ndarray, int]:
+    """Read every channel of whole audio as float32 frames in the int16 range; :func:`load_audio` with the
+    channel not yet chosen (``make_shard_list`` packs all channels, and the reader of the shard chooses).
 
     Args:
-        source: a file path or the file's bytes (a shard member).
-        start, end: optional segment bounds in seconds; only those frames are read (end -1: to the end). An end
-            past the recording's end by more than ``MAX_SEGMENT_OVERSHOOT`` is BadAudioError; a smaller overshoot
-            is cut at the end.
-        name: used in error messages (e.g. the utterance key).
+        source: a file path or the file's bytes (a shard member, an API array).
+        start, end: optional segment bounds in seconds (:func:`segment_problem`); only those frames are read
+            (end -1: to the end). An end past the recording's end by more than ``MAX_SEGMENT_OVERSHOOT`` is
+            BadAudioError; a smaller overshoot is cut at the end.
+        name: used in error messages (e.g. the utterance key); ``where`` says where bytes came from (default
+            "in memory"; a path names itself).
         max_seconds: raise TooLong, before reading any sample, for a longer (segment of the) file: the length
             filter's decision costs no memory (a 1.5 GB WAV would take 3 GB as float32).
     Returns:
-        (waveform (N,), sample_rate). Multi-channel audio keeps channel 0 (Kaldi's default channel).
+        (frames (N, C), sample_rate).
     Raises:
-        BadAudioError for missing, unreadable, truncated, empty or non-finite audio.
+        BadAudioError for missing, unreadable, cut (less data than its header declares: ``audio_length``),
+        empty or non-finite audio.
     """
-    label = f"{name} ({source if isinstance(source, str) else 'shard member'})"
+    label = _label(source, name, where)
+    problem = segment_problem(start, end)
+    if problem is not None:
+        raise BadAudioError(f"no segment of {label} {problem}")
     try:
         if isinstance(source, str):
             if os.path.exists(source) and not os.path.isfile(source):  # a FIFO or device would block the reader
                 raise BadAudioError(f"cannot read audio {label}: not a regular file")
-            size = os.path.getsize(source)
             with open(source, "rb") as f:
-                shortfall = _riff_data_shortfall(f, size)
+                missing = missing_data(f, os.path.getsize(source))
             handle = sf.SoundFile(source)
         else:
-            size = len(source)
-            shortfall = _riff_data_shortfall(io.BytesIO(source), size)
+            missing = missing_data(io.BytesIO(source), len(source))
             handle = sf.SoundFile(io.BytesIO(source))
     except (OSError, RuntimeError, sf.SoundFileError) as e:
         raise BadAudioError(f"cannot read audio {label}: {e}") from None
-    if shortfall > 0:
+    if missing is not None:
         handle.close()
-        raise BadAudioError(f"truncated audio {label}: data chunk is shorter than its header says")
+        raise BadAudioError(f"truncated audio {label}: {missing}")
     with handle:
         sr, total = handle.samplerate, handle.frames
         if sr < MIN_SAMPLE_RATE:  # a broken header: resampling its "hours" of audio would exhaust memory
@@ -132,17 +142,88 @@ def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Op
             raise BadAudioError(f"cannot decode audio {label}: {e}") from None
     if data.shape[0] < last - first:
         raise BadAudioError(f"truncated audio {label}: read {data.shape[0]} of {last - first} frames")
-    wav = np.ascontiguousarray(data[:, 0])
-    if not np.isfinite(wav).all():
+    if not np.isfinite(data).all():
         # One NaN sample makes the features, the loss and (through BatchNorm statistics) the model NaN.
-        raise BadAudioError(f"non-finite audio {label}: {int((~np.isfinite(wav)).sum())} NaN/Inf samples",
+        raise BadAudioError(f"non-finite audio {label}: {int((~np.isfinite(data)).sum())} NaN/Inf samples",
                             reason="non_finite")
-    wav *= INT16_SCALE
-    return wav, sr
+    data *= INT16_SCALE
+    return data, sr
+
+
+def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Optional[float] = None,
+               name: str = "", max_seconds: Optional[float] = None, channel: Optional[int] = None,
+               where: Optional[str] = None) -> Tuple[np.ndarray, int]:
+    """Read audio as a mono float32 waveform in the int16 range: :func:`read_frames`, then the channel policy.
+
+    The channel policy (``channel``: ``dataset_conf.channel``): mono audio is read as it is; audio of several
+    channels is BadAudioError unless ``channel`` names one of them, which is then read (never a silent channel 0:
+    with the speech on another channel that trains and scores the wrong signal). ``channel`` past the audio's
+    channels is BadAudioError too.
+
+    Returns:
+        (waveform (N,), sample_rate).
+    """
+    frames, sr = read_frames(source, start, end, name, max_seconds, where)
+    channels = frames.shape[1]
+    if channel is None and channels == 1:
+        return np.ascontiguousarray(frames[:, 0]), sr
+    label = _label(source, name, where)
+    if channel is None:
+        raise BadAudioError(f"audio {label} has {channels} channels: set dataset_conf.channel to the one to read "
+                            f"(0 to {channels - 1}); multi-channel audio is never reduced to one silently")
+    if channel >= channels:
+        raise BadAudioError(f"audio {label} has {channels} channel{'s' if channels > 1 else ''}, no channel "
+                            f"{channel} (dataset_conf.channel)")
+    return np.ascontiguousarray(frames[:, channel]), sr
+
+
+def array_frames(samples: Any, what: str = "the array") -> np.ndarray:
+    """An array's samples as float32 frames (N, C) in full scale, by the one dtype policy of arrays (the Python
+    API, streaming): float32 / float64 samples are full scale [-1, 1] (``soundfile.read``'s), int16 and int32 are
+    scaled by 2**15 and 2**31 as soundfile reads a 16- or 32-bit file; 1-D is mono, 2-D is (samples, channels) as
+    soundfile gives it (the channel policy is then the file's: :func:`load_audio`).
+
+    Raises:
+        UserError (one line naming ``what`` and the dtype, shape or samples) for any other dtype (uint8, int8,
+        int64, bool, complex, float16, strings: their scale is not known or not audio), another shape, NaN/Inf
+        samples, or a float array whose peak exceeds ``MAX_FLOAT_PEAK`` (int16 values given as floats).
+    """
+    wav = np.asarray(samples)
+    if wav.dtype not in ARRAY_SCALES:
+        raise UserError(f"{what} has dtype {wav.dtype}; arrays are {', '.join(map(str, ARRAY_SCALES))} "
+                        f"(floats in [-1, 1], integers at their full scale)")
+    if wav.ndim == 2 and wav.shape[1] > wav.shape[0]:
+        raise UserError(f"{what} has shape {wav.shape}: a 2-D array is (samples, channels); pass its transpose")
+    if wav.ndim not in (1, 2):
+        raise UserError(f"{what} has shape {wav.shape}: 1-D samples, or 2-D (samples, channels)")
+    if wav.dtype.kind == "f":
+        bad = int((~np.isfinite(wav)).sum())
+        if bad:
+            raise UserError(f"{what} has {bad} NaN/Inf samples")
+        peak = float(np.abs(wav).max()) if wav.size else 0.0
+        if peak > MAX_FLOAT_PEAK:
+            raise UserError(f"{what} is {wav.dtype} with a peak of {peak:g}: float samples are full scale [-1, 1] "
+                            f"(int16 values as floats? divide by 32768, or pass the int16 array)")
+    frames = wav.astype(np.float64) / ARRAY_SCALES[wav.dtype] if wav.dtype.kind == "i" else wav
+    return np.asarray(frames, dtype=np.float32).reshape(wav.shape[0], wav.shape[1] if wav.ndim == 2 else 1)
+
+
+def array_wav_bytes(samples: Any, sample_rate: Any, what: str = "the array") -> bytes:
+    """An array (:func:`array_frames`) as a float WAV in memory, which :func:`load_audio` then reads (rate,
+    channel policy, length) as any file. UserError for an empty array or a sample rate that is not a positive
+    integer."""
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
+        raise UserError(f"an array needs its sample rate as a positive integer (Hz), got {sample_rate!r}")
+    frames = array_frames(samples, what)
+    if frames.size == 0:
+        raise UserError(f"{what} is empty (shape {np.shape(samples)})")
+    buf = io.BytesIO()
+    sf.write(buf, frames, int(sample_rate), format="WAV", subtype="FLOAT")
+    return buf.getvalue()
 
 
 def resample(wav: np.ndarray, sr: int, target_sr: int) -> np.ndarray:
-    """Resample (N,) from ``sr`` to ``target_sr`` with soxr (no-op when equal)."""
+    """Resample (N,) or (N, C) from ``sr`` to ``target_sr`` with soxr (no-op when equal)."""
     if sr == target_sr:
         return wav
     return soxr.resample(wav, sr, target_sr).astype(np.float32, copy=False)

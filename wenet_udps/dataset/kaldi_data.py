@@ -5,6 +5,7 @@ import math
 import os
 from typing import Dict, List, Optional, Tuple
 
+from wenet_udps.dataset.audio import segment_problem
 from wenet_udps.utils.kaldi_files import ListError, read_table
 
 
@@ -43,9 +44,9 @@ def read_segments(path: str) -> List[Tuple[str, str, float, float]]:
         if not (math.isfinite(start) and math.isfinite(end)):  # float() reads "nan" and "inf" too
             raise ListError(f"{path}:{lineno}: expected 'utt rec start end' (finite seconds), got "
                             f"{f'{utt} {rest}'!r}")
-        if start < 0 or (end != -1 and end <= start):
-            raise ListError(f"{path}:{lineno}: segment {utt!r} from {start:g} s to {end:g} s: the start must be "
-                            f">= 0 and the end after it (or -1, the recording's end)")
+        problem = segment_problem(start, end)
+        if problem is not None:
+            raise ListError(f"{path}:{lineno}: segment {utt!r} {problem}")
         out.append((utt, rec, start, end))
     return out
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List
 
 import numpy as np
 
-from wenet_udps.dataset.audio import AUDIO_EXTENSIONS
+from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, segment_problem
 from wenet_udps.utils.kaldi_files import BOM, ListError, utf8_lines
 
 # A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
@@ -55,8 +55,9 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
                     raise ListError(f"{where}: field {field!r} of {obj['key']} must be a finite number of seconds, "
                                     f"got {value!r}")
                 sample[field] = float(value)
-        if "start" in sample and "end" in sample and 0 <= sample["end"] <= sample["start"]:
-            raise ListError(f"{where}: end {sample['end']} is not after start {sample['start']}")
+        problem = segment_problem(sample.get("start"), sample.get("end"))
+        if problem is not None:  # libsndfile would fail the seek ("psf_fseek() failed") and call it bad audio
+            raise ListError(f"{where}: segment of {obj['key']} {problem}")
         if sample["key"] in first_line:
             duplicates.append((sample["key"], first_line[sample["key"]], lineno))
         first_line.setdefault(sample["key"], lineno)

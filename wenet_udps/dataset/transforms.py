@@ -38,7 +38,9 @@ class DatasetConf:
     """``dataset_conf`` (WeNet's keys; ``cycle`` and ``list_shuffle`` are WeNet keys too). ``seed`` seeds the list
     shuffle and augmentation streams. ``max_bad_fraction``: a pass (an epoch, a decode, the soup's dev set, CMVN
     stats) whose share of unusable utterances (bad audio, non-finite samples) exceeds it is an error, as is a pass
-    with no usable utterance at all (the one rule: ``wenet_udps.utils.counts``)."""
+    with no usable utterance at all (the one rule: ``wenet_udps.utils.counts``). ``channel``: the channel read
+    from multi-channel audio (files, shard members, API arrays alike); unset, such audio is bad audio, skipped and
+    counted (``audio.load_audio``'s channel policy)."""
     filter_conf: Optional[dict] = section(FilterConf)
     resample_conf: Optional[dict] = section(ResampleConf)
     speed_perturb: bool = False
@@ -67,6 +69,7 @@ class DatasetConf:
     cycle: int = 1
     seed: int = 777
     max_bad_fraction: float = MAX_BAD_FRACTION
+    channel: Optional[int] = None
 
 
 def check_dataset_conf(conf: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -90,6 +93,7 @@ class UtteranceProcessor:
         self.conf = conf
         self.tokenizer = tokenizer
         self.filter_conf = filter_conf_checked(conf.get("filter_conf"))
+        self.channel = conf.get("channel")
         self.sample_rate = int((conf.get("resample_conf") or {}).get("resample_rate", ResampleConf.resample_rate))
         speeds: List[float] = list((conf.get("speed_perturb_conf") or {}).get("speeds", SpeedPerturbConf.speeds))
         self.speeds = speeds if conf.get("speed_perturb", False) else [1.0]
@@ -113,7 +117,8 @@ class UtteranceProcessor:
         # file's own rate, before resampling spends memory on a dropped utterance.
         try:
             wav, sr = load_audio(source, sample.get("start"), sample.get("end"), name=sample["key"],
-                                 max_seconds=self.filter_conf["max_length"] / 100)
+                                 max_seconds=self.filter_conf["max_length"] / 100, channel=self.channel,
+                                 where=sample.get("wav"))
         except TooLong:
             return "max_length"
         reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)

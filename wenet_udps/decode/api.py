@@ -9,7 +9,6 @@ Everything goes through what recognize runs: the experiment's train.yaml, the ch
 checks it (SHA-256 against its YAML, the units file it was trained with), the evaluation features of its
 dataset_conf (a file at another sample rate is resampled as in training), ``ASRModel.decode``.
 """
-import io
 import json
 import os
 import tempfile
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 
 from wenet_udps.config import load_config
-from wenet_udps.dataset.audio import UnusableUtterance
+from wenet_udps.dataset.audio import UnusableUtterance, array_wav_bytes
 from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.dataset.transforms import UtteranceProcessor
 from wenet_udps.decode.align import ctc_forced_align, token_times
@@ -71,21 +70,6 @@ def load_model(exp_dir: str, checkpoint: str = "final.pt", device: str = "cpu", 
     return RecognitionModel(config, model_from_checkpoint(config, path, device, verify=verify), device)
 
 
-def wav_bytes(wav: Any, sample_rate: Any) -> bytes:
-    """The array as a float WAV in memory: the file reader then checks, scales and resamples it as any file."""
-    import soundfile as sf
-    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
-        raise UserError(f"an array needs its sample rate as a positive integer (Hz), got {sample_rate!r}")
-    wav = np.asarray(wav)
-    if wav.ndim != 1 or wav.size == 0:
-        raise UserError(f"the array must be 1-D mono samples and not empty, got shape {wav.shape}")
-    # Samples in [-1, 1] as soundfile.read gives them; int16 samples are scaled as a 16-bit file is read.
-    wav = wav / 32768.0 if wav.dtype == np.int16 else wav.astype(np.float32)
-    buf = io.BytesIO()
-    sf.write(buf, wav, int(sample_rate), format="WAV", subtype="FLOAT")
-    return buf.getvalue()
-
-
 class RecognitionModel:
     """A loaded model with its tokenizer and evaluation features (see the module docstring)."""
 
@@ -109,7 +93,8 @@ class RecognitionModel:
                 raise UserError(f"sample_rate={sample_rate} is for an array; the file {audio} has its own rate")
             name, sample = str(audio), {"key": str(audio), "wav": str(audio), "txt": ""}
         else:
-            name, sample = "the array", {"key": "array", "audio": wav_bytes(audio, sample_rate), "txt": ""}
+            # the one dtype policy of arrays, then read as a file: rate, channel policy and length alike
+            name, sample = "the array", {"key": "array", "audio": array_wav_bytes(audio, sample_rate), "txt": ""}
         try:
             out = self.processor(sample, np.random.default_rng(0))
         except UnusableUtterance as e:

@@ -1,7 +1,7 @@
 """Chunk-by-chunk decoding of one utterance with a state, as WeNet's runtime and sherpa decode a live stream.
 
     stream = model.stream(chunk_size=4, left_chunks=-1, mode="attention_rescoring")
-    for piece in pieces:                       # 1-D float samples in [-1, 1]
+    for piece in pieces:                       # arrays as transcribe takes them: float in [-1, 1], int16, ...
         stream.accept_waveform(piece, 8000)
         print(stream.partial())                # CTC greedy text of the chunks encoded so far
     text = stream.finish()
@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 import numpy as np
 import torch
 
-from wenet_udps.decode.api import wav_bytes
+from wenet_udps.dataset.audio import UnusableUtterance, array_frames, array_wav_bytes
 from wenet_udps.transformer.search import ctc_greedy_search
 from wenet_udps.utils.cli import UserError
 
@@ -54,20 +54,23 @@ class StreamingDecoder:
         self.finished = False
 
     def accept_waveform(self, samples: Any, sample_rate: int) -> None:
-        """Append 1-D samples (in [-1, 1], or int16) and encode every chunk whose window is complete."""
+        """Append samples (an array as transcribe takes it: ``audio.array_frames``'s dtype policy, the channel
+        policy of ``dataset_conf.channel``) and encode every chunk whose window is complete.
+
+        A chunk that is refused (a UserError: NaN samples, a dtype, another rate or channel count) leaves the
+        stream as it was: the next good chunk goes on from the samples before it."""
         if self.finished:
             raise UserError("this stream is finished; start a new one with model.stream(...)")
         if self.sample_rate is not None and sample_rate != self.sample_rate:
             raise UserError(f"sample rate {sample_rate} Hz differs from the stream's {self.sample_rate} Hz")
-        samples = np.asarray(samples)
-        if samples.ndim != 1:
-            raise UserError(f"samples must be 1-D mono, got shape {samples.shape}")
-        if samples.size == 0:
+        frames = array_frames(samples, "the chunk")
+        if frames.size == 0:
             return
-        wav_bytes(samples[:1], sample_rate)  # the rate and sample checks of transcribe
+        if self.samples and frames.shape[1] != self.samples[0].shape[1]:
+            raise UserError(f"the chunk has {frames.shape[1]} channels, the stream {self.samples[0].shape[1]}")
+        feats = self._features(self.samples + [frames], sample_rate)  # the checks of a file, before it is kept
+        self.samples.append(frames)
         self.sample_rate = sample_rate
-        self.samples.append(samples)
-        feats = self._features()
         if feats is None:
             return
         settled = feats.size(0)
@@ -89,7 +92,7 @@ class StreamingDecoder:
     def finish(self) -> str:
         """Encode what is left (the last chunk may be short) and return the text of ``mode``."""
         if not self.finished:
-            feats = self._features()
+            feats = self._features(self.samples, self.sample_rate)
             self.finished = True
             if feats is None:
                 name = "the stream" if not self.samples else f"the stream ({sum(map(len, self.samples))} samples)"
@@ -104,13 +107,16 @@ class StreamingDecoder:
     def _frame_shift_seconds(self) -> float:
         return self.model.frame_seconds / self.encoder.embed.subsampling_rate
 
-    def _features(self) -> Optional[torch.Tensor]:
-        """(T, F) features of every sample so far on the model's device; None while too few for one frame."""
-        if not self.samples:
+    def _features(self, samples: List[np.ndarray], sample_rate: Optional[int]) -> Optional[torch.Tensor]:
+        """(T, F) features of ``samples`` (frames (n, C) in full scale, in order) on the model's device; None while
+        too few for one frame. UserError for audio the reader refuses (the rate, the channel policy)."""
+        if not samples:
             return None
-        sample = {"key": "stream", "audio": wav_bytes(np.concatenate(self.samples), self.sample_rate),
-                  "txt": ""}
-        out = self.model.processor(sample, np.random.default_rng(0))
+        sample = {"key": "stream", "audio": array_wav_bytes(np.concatenate(samples), sample_rate), "txt": ""}
+        try:
+            out = self.model.processor(sample, np.random.default_rng(0))
+        except UnusableUtterance as e:
+            raise UserError(f"the stream: {e}") from None
         if isinstance(out, str):
             return None
         return torch.from_numpy(out["feat"]).to(self.model.device)

@@ -215,7 +215,7 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
      r"|cnn_module_kernel|shuffle_size|sort_size|log_interval|max_length|token_max_length"
      r"|max_output_input_ratio", 0.0, math.inf, False),
     (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
-     r"|max_t|max_f|ctc_blank_id|save_interval", 0.0, math.inf, True),
+     r"|max_t|max_f|ctc_blank_id|save_interval|channel", 0.0, math.inf, True),
     (r"betas", 0.0, 1.0, True, False),  # Adam's moment decays: 1 would never forget
 )
 
