@@ -2,6 +2,7 @@
 order, n-gram counts, size and SHA-256 (written beside every LM result so that no result mixes LMs silently),
 and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus).
 KenLM binaries (:mod:`.binary`) are identified the same way."""
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from wenet_udps.utils.source_info import file_sha256
 SPECIAL_WORDS = ("<s>", "</s>", "<unk>")  # KenLM's sentence marks and unknown word: not spellable words
 _COUNT = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
 _SECTION = re.compile(r"^\\(\d+)-grams:\s*$")
+_FIELDS = re.compile(r"[ \t]+")  # KenLM's separators within an ARPA line
 
 
 class LmError(UserError):
@@ -45,8 +47,10 @@ def read_arpa(path: str) -> LmInfo:
     """Read and check an ARPA file: its header, every section's count and its unigram vocabulary.
 
     Raises:
-        LmError: the file is missing, not an ARPA file (:func:`.binary.read_lm` tells a KenLM binary apart), or its
-            sections do not match the header's counts (a truncated file).
+        LmError: the file is missing, not an ARPA file (:func:`.binary.read_lm` tells a KenLM binary apart), its
+            sections do not match the header's counts (a truncated file) or come out of order, or an n-gram line is
+            one KenLM would refuse (:func:`_read_ngram`: a NaN or positive log-probability, a word that is no
+            unigram), each naming the file and line.
     """
     if not os.path.isfile(path):
         raise LmError(f"LM file {path} does not exist (build it with run.sh's LM stage or pass an ARPA file or "
@@ -54,6 +58,7 @@ def read_arpa(path: str) -> LmInfo:
     counts: Dict[int, int] = {}
     seen: Dict[int, int] = {}
     words: List[str] = []
+    vocab: Set[str] = set()
     section = None  # None: before \data\; 0: in the header; n: in the n-grams section
     ended = False
     with open(path, "rb") as f:
@@ -74,9 +79,12 @@ def read_arpa(path: str) -> LmInfo:
                 ended = True
                 break
             elif (m := _SECTION.match(line)) is not None:
+                if int(m.group(1)) not in counts:
+                    raise LmError(f"{path}:{lineno}: section \\{m.group(1)}-grams: not announced in the header")
+                if int(m.group(1)) != section + 1:  # KenLM reads the sections in order, the unigrams first
+                    raise LmError(f"{path}:{lineno}: section \\{m.group(1)}-grams: out of order (expected "
+                                  f"\\{section + 1}-grams:)")
                 section = int(m.group(1))
-                if section not in counts:
-                    raise LmError(f"{path}:{lineno}: section \\{section}-grams: not announced in the header")
                 seen[section] = 0
             elif section == 0:
                 m = _COUNT.match(line)
@@ -84,16 +92,11 @@ def read_arpa(path: str) -> LmInfo:
                     raise LmError(f"{path}:{lineno}: bad header line {line[:40]!r} (expected 'ngram N=count')")
                 counts[int(m.group(1))] = int(m.group(2))
             else:
-                fields = line.split("\t") if "\t" in line else line.split()
-                try:
-                    float(fields[0])
-                except ValueError:
-                    raise LmError(f"{path}:{lineno}: bad {section}-gram line {line[:40]!r}") from None
-                if len(fields) < 2:
-                    raise LmError(f"{path}:{lineno}: bad {section}-gram line {line[:40]!r}")
+                ngram = _read_ngram(path, lineno, line, section, vocab)
                 seen[section] += 1
                 if section == 1:
-                    words.append(fields[1])
+                    words.append(ngram[0])
+                    vocab.add(ngram[0])
     if not ended:
         raise LmError(f"{path}: no '\\end\\' line: the file is truncated (rebuild it)")
     short = [f"{n}-grams {seen.get(n, 0)} of {c}" for n, c in sorted(counts.items()) if seen.get(n, 0) != c]
@@ -105,6 +108,37 @@ def read_arpa(path: str) -> LmInfo:
         raise LmError(f"{path}: a unigram LM; KenLM needs order 2 or more (rebuild it with --order 2 or more)")
     return LmInfo(path=os.path.abspath(path), order=order, counts=[counts[n] for n in range(1, order + 1)],
                     size=os.path.getsize(path), sha256=file_sha256(path), words=words)
+
+
+def _read_ngram(path: str, lineno: int, line: str, order: int, vocab: Set[str]) -> List[str]:
+    """The words of the ``order``-gram ``line`` (``log10 prob  w1 .. wn  [backoff]``, separated by spaces or
+    tabs), checked as KenLM checks them when it loads the file (here the error names the file and line, and comes
+    before any decoding or build_binary): a finite log-probability that is not positive (-inf allowed: a word
+    never predicted), a backoff weight that is a number, and higher-order words that are all unigrams.
+
+    vocab: the unigrams read so far (all of them once the higher sections start: they come in order)."""
+    fields = _FIELDS.split(line)
+    if len(fields) not in (order + 1, order + 2):
+        raise LmError(f"{path}:{lineno}: bad {order}-gram line {line[:40]!r} (expected a log-probability, "
+                      f"{order} word(s) and an optional backoff weight)")
+    try:
+        prob, backoff = float(fields[0]), float(fields[order + 1]) if len(fields) == order + 2 else 0.0
+    except ValueError:
+        raise LmError(f"{path}:{lineno}: bad {order}-gram line {line[:40]!r} (the log-probability and backoff "
+                      f"weight must be numbers)") from None
+    if math.isnan(prob) or prob > 0:
+        raise LmError(f"{path}:{lineno}: log-probability {fields[0]} of {' '.join(fields[1:order + 1])!r}: a log10 "
+                      f"probability must be a number <= 0 (KenLM refuses this file; rebuild it)")
+    if math.isnan(backoff):
+        raise LmError(f"{path}:{lineno}: backoff weight {fields[order + 1]} of {' '.join(fields[1:order + 1])!r} "
+                      f"is not a number (KenLM refuses this file; rebuild it)")
+    ngram = fields[1:order + 1]
+    if order > 1:
+        missing = [w for w in ngram if w not in vocab]
+        if missing:
+            raise LmError(f"{path}:{lineno}: the {order}-gram {' '.join(ngram)!r} has the word {missing[0]!r}, "
+                          f"which is not among the unigrams (KenLM refuses this file; rebuild it)")
+    return ngram
 
 
 def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
