@@ -3,6 +3,7 @@ AISHELL-1, and refuses text that holds a dev or test sentence, in one line; Libr
 published LM, fetched in stage -1 (from a local mirror here); every LM gets its KenLM binary; without the LM tools
 run.sh stops before any work, saying how to install."""
 import gzip
+import hashlib
 import os
 import subprocess
 import sys
@@ -52,6 +53,26 @@ def test_stage2_builds_the_lm_then_skips_it(tmp_path):
     again = run_lm_stage(data, "--lm_order", "2")
     log = again.stderr + again.stdout
     assert again.returncode == 0 and "lm.arpa is up to date, skipping" in log and "lm.bin is up to date" in log
+
+
+def test_stage2_rewrites_a_words_file_an_older_version_wrote(tmp_path):
+    """A pair written before the words were bound to their binary (no '#binary' first line, a stamp of the ARPA
+    alone) is written again by stage 2, not skipped: stage 5 would refuse it."""
+    need_lmplz()
+    need_build_binary()
+    data = tmp_path / "data"
+    make_texts(data)
+    assert run_lm_stage(data, "--lm_order", "2").returncode == 0
+    lm = data / "lm"
+    words = (lm / "lm.bin.words").read_text().splitlines()
+    assert words[0].startswith("#binary sha256=")
+    (lm / "lm.bin.words").write_text("".join(w + "\n" for w in words[1:]))  # as the older version wrote it
+    arpa_md5 = hashlib.md5((lm / "lm.arpa").read_bytes()).hexdigest()
+    (lm / "lm.bin.stamp").write_text(f"arpa={arpa_md5}\n")
+    proc = run_lm_stage(data, "--lm_order", "2")
+    assert proc.returncode == 0 and "KenLM binary" in proc.stderr + proc.stdout, proc.stderr[-2000:]
+    assert (lm / "lm.bin.words").read_text().splitlines() == words
+    assert read_lm(str(lm / "lm.bin")).words == words[1:]
 
 
 def test_aishell_builds_a_character_lm(tmp_path):

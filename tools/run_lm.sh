@@ -64,11 +64,12 @@ lm_unpack() {
   stamp_write "${out}.stamp" "${key}"
 }
 
-lm_binarize() {  # the KenLM binary of lm.arpa, and its words file
+lm_binarize() {  # the KenLM binary of lm.arpa, and its words file (bound to the binary by its SHA-256)
   local arpa bin key
   arpa=$(lm_arpa)
   bin=$(lm_file)
-  key=$(stamp_text arpa="$(file_sum "${arpa}")")
+  # The writer's checksum too: a pair an older wenet_udps wrote (words not bound to their binary) is written again.
+  key=$(stamp_text arpa="$(file_sum "${arpa}")" tool="$(file_sum wenet_udps/lm/binary.py)")
   if [[ -f ${bin} && -f ${bin}.words ]] && stamp_ok "${bin}.stamp" "${key}"; then
     log "stage 2: ${bin} is up to date, skipping"
     return 0
