@@ -1,13 +1,16 @@
 """ARPA n-gram files: checked while read (a corrupt one is one line naming file and line), identified by path,
 order, n-gram counts, size and SHA-256 (written beside every LM result so that no result mixes LMs silently),
-and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus).
+and their vocabulary compared with a text (the out-of-vocabulary rate that shows an LM built for another corpus:
+:func:`check_oov`, run by check_lm and by every decode with an LM).
 KenLM binaries (:mod:`.binary`) are identified the same way."""
+import logging
 import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Set
+from typing import Dict, Iterable, List, Set, Tuple
 
+from wenet_udps.text.text_utils import is_cjk
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.source_info import file_sha256
 
@@ -15,6 +18,7 @@ SPECIAL_WORDS = ("<s>", "</s>", "<unk>")  # KenLM's sentence marks and unknown w
 _COUNT = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
 _SECTION = re.compile(r"^\\(\d+)-grams:\s*$")
 _FIELDS = re.compile(r"[ \t]+")  # KenLM's separators within an ARPA line
+MAX_OOV = 0.1  # above this share of a text's words missing from the LM, check_oov warns
 
 
 class LmError(UserError):
@@ -141,6 +145,12 @@ def _read_ngram(path: str, lineno: int, line: str, order: int, vocab: Set[str]) 
     return ngram
 
 
+def is_char_lm(words: List[str]) -> bool:
+    """An LM whose words are mostly single CJK characters (a Mandarin character LM; its text has no spaces)."""
+    real = [w for w in words if w not in SPECIAL_WORDS]
+    return bool(real) and sum(len(w) == 1 and is_cjk(w) for w in real) * 2 > len(real)
+
+
 def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
     """The LM's words in ``lines`` of text: whitespace-separated words, or every non-space character for a character
     LM (Mandarin, written without spaces)."""
@@ -152,3 +162,17 @@ def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
 def oov_rate(vocab: Set[str], words: List[str]) -> float:
     """Share of ``words`` (running words, not types) not in ``vocab``; 0 for no words."""
     return sum(w not in vocab for w in words) / len(words) if words else 0.0
+
+
+def check_oov(info: LmInfo, sentences: Iterable[str], text: str, max_oov: float = MAX_OOV) -> Tuple[float, int]:
+    """(OOV rate, running words) of ``sentences`` (the transcripts of ``text``: a dev text, or the references of
+    a list being decoded) under the LM ``info``, with one warning naming both above ``max_oov``: the LM's search
+    can output LM words only, so such an LM (built for another corpus) cannot recognise that share of the words.
+    The one check of check_lm and of every decode with an LM (``decode_dataset``)."""
+    words = words_of_text(sentences, is_char_lm(info.words))
+    rate = oov_rate(set(info.words), words)
+    if rate > max_oov:
+        logging.warning("%.1f %% of the %d words of %s are not in the LM %s (more than %.0f %%), and decoding with "
+                        "it can output LM words only: was it built for another corpus?", 100 * rate, len(words),
+                        text, info.path, 100 * max_oov)
+    return rate, len(words)
