@@ -154,6 +154,33 @@ def test_lm_options_without_the_lm_or_badly_named_are_refused(tmp_path, args, me
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--lm_weights", ""], "--lm_weights is empty"),
+    (["--word_scores", " "], "--word_scores is empty"),
+    (["--lm_weights", "0.3 -1"], "--lm_weights '0.3 -1': -1 is not a recognize --lm_weight (must be >= 0, got -1)"),
+    (["--lm_weights", "0.5 nan"], "nan is not a recognize --lm_weight (expected a finite number"),
+    (["--word_scores", "0 x"], "--word_scores '0 x': x is not a recognize --word_score (expected a number"),
+    (["--lm_prune", "0 x"], "--lm_prune takes integers (lmplz --prune counts, e.g. '0 1 1'), got 'x'"),
+    (["--lm_prune", "0 2 1"], "--lm_prune (with --lm_order 3): LM prune '0 2 1': the counts must not decrease"),
+    (["--lm_prune", "0 1 1 1"], "LM prune '0 1 1 1': give 1 to 3 counts"),
+    (["--lm_order", "2", "--lm_prune", "0 1 1"], "LM prune '0 1 1': give 1 to 2 counts"),
+    (["--lm_prune", "1 1 1"], "the first 0 (unigrams are never pruned)"),
+    (["--lm_order", "1"], "--lm_order takes an integer >= 2, got '1'"),
+    (["--lm_order", "3.5"], "--lm_order takes an integer >= 2, got '3.5'"),
+])
+def test_lm_values_that_would_stop_a_stage_half_way_are_refused_first(tmp_path, args, message):
+    """issue 57 M12: an empty or negative --lm_weights stopped stage 5 after training and decoding without the LM,
+    --lm_prune '0 x' stopped stage 2; each is one line naming the option before any stage (the rules of recognize's
+    --lm_weight / --word_score and of build_lm, wenet_udps/lm/options.py)."""
+    data = tmp_path / "data"
+    make_texts(data)
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "5",
+                           "--data", str(data), "--lm", "true", *args], cwd=ROOT, capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and message in lines[-1], proc.stderr[-2000:]
+    assert "stage 2" not in proc.stderr and not (data / "lm").exists() and not (data / "dict").exists()
+
+
 def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):
     need_lmplz()
     data = tmp_path / "data"
