@@ -2,6 +2,7 @@
 check, lm.arpa.check_oov): an LM lacking most of them (built for another corpus) is one warning naming the list and
 the LM, from recognize and the Python API alike (issue 57 M14; before, only check_lm warned)."""
 import logging
+import tarfile
 
 import pytest
 
@@ -44,13 +45,26 @@ def test_recognize_with_an_lm_lacking_most_reference_words_warns_naming_list_and
     assert (exp["dir"] / "res" / "ctc_prefix_beam_search_lm" / "text").is_file()
 
 
-def test_api_decode_list_warns_the_same_and_not_for_a_list_without_references(exp, caplog):
+def test_api_decode_list_warns_the_same_for_raw_and_shard_lists_and_not_without_references(exp, caplog):
     other = lm_of(exp["dir"] / "other.arpa", ["ZERO", "NINE", "EIGHT"])
     model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
     with caplog.at_level(logging.WARNING):
         model.decode_list(str(exp["list"]), modes=["ctc_prefix_beam_search_lm"], lm=other, beam_size=2)
     warned = [r.getMessage() for r in caplog.records if "another corpus" in r.getMessage()]
     assert len(warned) == 1 and f"the references of {exp['list']}" in warned[0] and other in warned[0]
+    caplog.clear()
+    shard = exp["dir"] / "shard.tar"  # the transcripts of a shard list are its .txt members
+    with tarfile.open(shard, "w") as tar:
+        for i, clip in enumerate(exp["clips"]):
+            (exp["dir"] / f"{clip.stem}.txt").write_text(WORDS[i])
+            tar.add(str(clip), arcname=f"{clip.stem}.wav")
+            tar.add(str(exp["dir"] / f"{clip.stem}.txt"), arcname=f"{clip.stem}.txt")
+    (exp["dir"] / "shards.list").write_text(f"{shard}\n")
+    with caplog.at_level(logging.WARNING):
+        model.decode_list(str(exp["dir"] / "shards.list"), modes=["ctc_prefix_beam_search_lm"], lm=other,
+                          data_type="shard", beam_size=2)
+    warned = [r.getMessage() for r in caplog.records if "another corpus" in r.getMessage()]
+    assert len(warned) == 1 and "66.7 % of the 3 words of the references of" in warned[0], warned
     caplog.clear()
     scp = exp["dir"] / "wav.scp"  # no transcripts: nothing to check, nothing said
     scp.write_text("".join(f"{p.stem} {p}\n" for p in exp["clips"]))
