@@ -130,6 +130,7 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
+check_lm_values
 [[ ${lm} == false ]] || { check_lm_options; check_lm_install; }
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT

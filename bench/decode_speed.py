@@ -33,6 +33,7 @@ what a compiled step would give (the warm-up pass of each mode pays the compiles
 """
 import argparse
 import time
+from typing import List, Optional
 
 import torch
 from torch.utils.data import DataLoader
@@ -41,6 +42,7 @@ from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_exper
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM, attention_beam_search
+from wenet_udps.utils.cli import run_cli
 
 from _harness import NEIGHBOURS, neighbour
 
@@ -155,7 +157,7 @@ def step_times(runs, length: int, args, clock) -> None:
         print(f"ratio {second} / {first}, decoder step at prefix {length}: {median[second] / median[first]:.3f}")
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
@@ -185,7 +187,7 @@ def main() -> None:
                              "attention_rescoring (0: not)")
     parser.add_argument("--compile_step", action="store_true",
                         help="run decoder.forward_one_step under torch.compile (see the description)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.modes is None:
         args.modes = list(METHODS_WITHOUT_LM) + (list(LM_METHODS) if args.lm else [])
     needs_lm = [m for m in args.modes if m in LM_METHODS]
@@ -251,4 +253,4 @@ def timed_passes(runs, lm_searches, args, clock):
     return seconds
 
 if __name__ == "__main__":
-    main()
+    run_cli(main, "decode_speed.py")  # a user error (a corrupt LM, another LM's words file) is one line, exit 2

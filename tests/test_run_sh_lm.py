@@ -3,6 +3,7 @@ AISHELL-1, and refuses text that holds a dev or test sentence, in one line; Libr
 published LM, fetched in stage -1 (from a local mirror here); every LM gets its KenLM binary; without the LM tools
 run.sh stops before any work, saying how to install."""
 import gzip
+import hashlib
 import os
 import subprocess
 import sys
@@ -52,6 +53,26 @@ def test_stage2_builds_the_lm_then_skips_it(tmp_path):
     again = run_lm_stage(data, "--lm_order", "2")
     log = again.stderr + again.stdout
     assert again.returncode == 0 and "lm.arpa is up to date, skipping" in log and "lm.bin is up to date" in log
+
+
+def test_stage2_rewrites_a_words_file_an_older_version_wrote(tmp_path):
+    """A pair written before the words were bound to their binary (no '#binary' first line, a stamp of the ARPA
+    alone) is written again by stage 2, not skipped: stage 5 would refuse it."""
+    need_lmplz()
+    need_build_binary()
+    data = tmp_path / "data"
+    make_texts(data)
+    assert run_lm_stage(data, "--lm_order", "2").returncode == 0
+    lm = data / "lm"
+    words = (lm / "lm.bin.words").read_text().splitlines()
+    assert words[0].startswith("#binary sha256=")
+    (lm / "lm.bin.words").write_text("".join(w + "\n" for w in words[1:]))  # as the older version wrote it
+    arpa_md5 = hashlib.md5((lm / "lm.arpa").read_bytes()).hexdigest()
+    (lm / "lm.bin.stamp").write_text(f"arpa={arpa_md5}\n")
+    proc = run_lm_stage(data, "--lm_order", "2")
+    assert proc.returncode == 0 and "KenLM binary" in proc.stderr + proc.stdout, proc.stderr[-2000:]
+    assert (lm / "lm.bin.words").read_text().splitlines() == words
+    assert read_lm(str(lm / "lm.bin")).words == words[1:]
 
 
 def test_aishell_builds_a_character_lm(tmp_path):
@@ -131,6 +152,33 @@ def test_lm_options_without_the_lm_or_badly_named_are_refused(tmp_path, args, me
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and message in lines[-1], proc.stderr[-2000:]
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--lm_weights", ""], "--lm_weights is empty"),
+    (["--word_scores", " "], "--word_scores is empty"),
+    (["--lm_weights", "0.3 -1"], "--lm_weights '0.3 -1': -1 is not a recognize --lm_weight (must be >= 0, got -1)"),
+    (["--lm_weights", "0.5 nan"], "nan is not a recognize --lm_weight (expected a finite number"),
+    (["--word_scores", "0 x"], "--word_scores '0 x': x is not a recognize --word_score (expected a number"),
+    (["--lm_prune", "0 x"], "--lm_prune takes integers (lmplz --prune counts, e.g. '0 1 1'), got 'x'"),
+    (["--lm_prune", "0 2 1"], "--lm_prune (with --lm_order 3): LM prune '0 2 1': the counts must not decrease"),
+    (["--lm_prune", "0 1 1 1"], "LM prune '0 1 1 1': give 1 to 3 counts"),
+    (["--lm_order", "2", "--lm_prune", "0 1 1"], "LM prune '0 1 1': give 1 to 2 counts"),
+    (["--lm_prune", "1 1 1"], "the first 0 (unigrams are never pruned)"),
+    (["--lm_order", "1"], "--lm_order takes an integer >= 2, got '1'"),
+    (["--lm_order", "3.5"], "--lm_order takes an integer >= 2, got '3.5'"),
+])
+def test_lm_values_that_would_stop_a_stage_half_way_are_refused_first(tmp_path, args, message):
+    """issue 57 M12: an empty or negative --lm_weights stopped stage 5 after training and decoding without the LM,
+    --lm_prune '0 x' stopped stage 2; each is one line naming the option before any stage (the rules of recognize's
+    --lm_weight / --word_score and of build_lm, wenet_udps/lm/options.py)."""
+    data = tmp_path / "data"
+    make_texts(data)
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "5",
+                           "--data", str(data), "--lm", "true", *args], cwd=ROOT, capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and message in lines[-1], proc.stderr[-2000:]
+    assert "stage 2" not in proc.stderr and not (data / "lm").exists() and not (data / "dict").exists()
 
 
 def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):

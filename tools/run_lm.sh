@@ -19,13 +19,22 @@ find_kenlm_program("lmplz"); find_kenlm_program("build_binary"); import_flashlig
     || die "--lm true: ${err#*LmToolsMissing: }"
 }
 
+# check_lm_values: --lm_weights, --word_scores, --lm_order and --lm_prune by the rules of the programs stages 2 and
+# 5 give them to (wenet_udps/lm/options.py), before any stage: an empty or bad list would stop a stage half-way.
+check_lm_values() {
+  local err
+  err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error; print(run_sh_error(*sys.argv[1:]))' \
+        "${lm_weights}" "${word_scores}" "${lm_order}" "${lm_prune}") || die "python3 could not check the LM options"
+  [[ -z ${err} ]] || die "${err}"
+}
+
 # check_lm_options: a corpus whose settings.sh lists published LMs (lm_names) decodes with the one --lm_name picks
 # (default lm_name_default), which no option of an LM built from text changes; the others build theirs from text.
 check_lm_options() {
   if [[ -z ${lm_names} ]]; then
     [[ -z ${lm_name} && -z ${lm_mirror} ]] || die "--lm_name/--lm_mirror pick a published LM, and ${corpus} has" \
       "none: stage 2 builds its LM from the training transcripts (and --lm_text)"
-    lm_order=${lm_order:-3}
+    lm_order=${lm_order:-3}   # wenet_udps/lm/options.py's DEFAULT_ORDER
     return 0
   fi
   lm_name=${lm_name:-${lm_name_default}}
@@ -64,11 +73,12 @@ lm_unpack() {
   stamp_write "${out}.stamp" "${key}"
 }
 
-lm_binarize() {  # the KenLM binary of lm.arpa, and its words file
+lm_binarize() {  # the KenLM binary of lm.arpa, and its words file (bound to the binary by its SHA-256)
   local arpa bin key
   arpa=$(lm_arpa)
   bin=$(lm_file)
-  key=$(stamp_text arpa="$(file_sum "${arpa}")")
+  # The writer's checksum too: a pair an older wenet_udps wrote (words not bound to their binary) is written again.
+  key=$(stamp_text arpa="$(file_sum "${arpa}")" tool="$(file_sum wenet_udps/lm/binary.py)")
   if [[ -f ${bin} && -f ${bin}.words ]] && stamp_ok "${bin}.stamp" "${key}"; then
     log "stage 2: ${bin} is up to date, skipping"
     return 0

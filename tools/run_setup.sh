@@ -35,14 +35,9 @@ check_options() {
       [[ -z ${!v} ]] || die "--${v} sets up the word LM of --lm true, and --lm is false"
     done
   fi
-  [[ -z ${lm_order} || ( ${lm_order} =~ ^[0-9]+$ && ${lm_order} -ge 2 ) ]] \
-    || die "--lm_order takes an integer >= 2, got '${lm_order}'"
   [[ -z ${lm_text} || -f ${lm_text} ]] || die "--lm_text ${lm_text}: no such file"
   [[ -z ${lm_tag} || ${lm_tag} =~ ^[A-Za-z0-9][A-Za-z0-9.-]*$ ]] \
     || die "--lm_tag names folders: letters, digits, '.' and '-' (no '_', no '/'), got '${lm_tag}'"
-  for v in ${lm_weights} ${word_scores}; do
-    [[ ${v} =~ ^-?[0-9]*\.?[0-9]+$ ]] || die "--lm_weights / --word_scores take numbers, got '${v}'"
-  done
   [[ ${stage} -ge -1 && ${stage} -le 7 ]] || die "--stage must be in -1..7, got ${stage}"
   [[ ${stop_stage} -ge -1 && ${stop_stage} -le 7 ]] || die "--stop_stage must be in -1..7, got ${stop_stage}"
   [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"

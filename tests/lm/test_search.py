@@ -7,8 +7,8 @@ import sentencepiece as spm
 import torch
 
 from tests.lm.lm_helpers import emissions, need_flashlight, write_units
-from wenet_udps.lm.arpa import LmError
-from wenet_udps.lm.search import LmSearch, LmSearchConfig, is_char_lm
+from wenet_udps.lm.arpa import LmError, is_char_lm
+from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.lm.tools import LmToolsMissing
 from wenet_udps.text import BpeTokenizer, CharTokenizer
 from wenet_udps.transformer.search import ctc_prefix_beam_search

@@ -16,8 +16,10 @@ import argparse
 import logging
 from typing import List, Optional
 
+from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.build import build_arpa, lm_sentences
 from wenet_udps.lm.held_out import HeldOut
+from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.cli import run_cli
 
@@ -30,7 +32,7 @@ def get_parser() -> cli.ArgumentParser:
                    help="plain text, one sentence a line; repeatable")
     p.add_argument("--held_out", action="append", default=[], type=cli.existing_file,
                    help="Kaldi text (dev, test) none of whose sentences --lm_text may contain; repeatable")
-    p.add_argument("--order", type=cli.int_range(2), default=3)
+    p.add_argument("--order", type=cli.int_range(2), default=DEFAULT_ORDER)
     p.add_argument("--prune", type=cli.non_negative_int, nargs="+", default=None,
                    help="lmplz --prune counts per order from the unigrams, e.g. 0 1 1")
     p.add_argument("--char_lm", action="store_true", help="a character LM (Mandarin)")
@@ -44,6 +46,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not args.text and not args.lm_text:
         parser.error("give the LM's text: --text (Kaldi text) or --lm_text (plain text)")
+    try:  # before any text is read
+        check_order_and_prune(args.order, args.prune)
+    except LmError as e:
+        parser.error(f"--prune: {e}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     norm = text_norm.from_args(args)
     held_out = HeldOut(args.held_out, char=args.char_lm)

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional
 from wenet_udps.config import load_config
 from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args, model_from_checkpoint, \
     rtf_line, write_results
+from wenet_udps.lm.options import LM_WEIGHT, WORD_SCORE
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
 from wenet_udps.text import init_tokenizer
@@ -67,9 +68,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--lm", type=cli.existing_file, default=None,
                    help="word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words "
                         "(run.sh's LM stage writes both)")
-    p.add_argument("--lm_weight", type=cli.float_range(0.0), default=0.5,
+    p.add_argument("--lm_weight", type=LM_WEIGHT, default=0.5,
                    help="*_lm modes: weight of the LM log-probability (tune on dev)")
-    p.add_argument("--word_score", type=cli.finite_float, default=0.0,
+    p.add_argument("--word_score", type=WORD_SCORE, default=0.0,
                    help="*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)")
     p.add_argument("--batch_size", type=cli.positive_int, default=16)
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0)

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from wenet_udps.config import load_config
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
+from wenet_udps.lm.arpa import check_oov
 from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.train.checkpoint import load_model_state
 from wenet_udps.transformer.search import LM_METHODS
@@ -61,6 +62,10 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
         "skipped", "counts"}`` (utterances decoded, skipped ones, the count line recognize logs).
+    With an LM search among ``decode_kwargs`` (the ``*_lm`` modes), the references of the utterances decoded are
+    checked against the LM's words once the pass ends (``lm.arpa.check_oov``, check_lm's check): one warning naming
+    the list and the LM when too many of their words are not LM words (the search can output LM words only).
+
     Raises:
         DataError: no utterance decoded, or more unusable than ``dataset_conf.max_bad_fraction``
             (``wenet_udps.utils.counts``).
@@ -72,6 +77,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     decode_seconds = audio_seconds = 0.0
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
     tally = DataTally()
+    lm_search = (decode_kwargs or {}).get("lm_search")
+    references: List[str] = []
     with torch.no_grad():
         for batch in tally.batches(loader):
             feats = batch["feats"].to(device, non_blocking=True)
@@ -84,9 +91,12 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
                 for key, res in zip(batch["keys"], out[mode]):
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
             bar.update(len(batch["keys"]))
+            references.extend(batch["txts"] if lm_search is not None else ())
     bar.close()
     counts = dataset.check_tally(tally, "decode")  # exit 1 when nothing (or too little) was decoded
     logging.info("%s", counts)
+    if lm_search is not None:  # a list without transcripts (a wav.scp given to the API) has no words to check
+        check_oov(lm_search.info, references, f"the references of {data_list}")
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
                      "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts}

@@ -3,11 +3,17 @@ it parses in full on every load). A binary keeps its words only as hashes, and t
 spelled, so :func:`write_binary` writes the ARPA's unigrams beside it, one a line, in
 ``<binary>.words`` (:func:`words_path`); :func:`read_binary` identifies the binary by its header (order, n-gram
 counts) and reads that file. :func:`read_lm` reads either kind of LM file: the one reader of every LM entry point.
+
+The words file is bound to its binary: its first line records the binary's SHA-256 and size
+(``#binary sha256=<hex> size=<bytes>``), and every read checks them, so that another LM's words file (even one of
+the same word count, whose words would be scored as other words) is refused naming both files. A words file
+without that line (written before the binding) is refused too, with the one command that rewrites both.
 """
 import os
+import re
 import struct
 import subprocess
-from typing import List
+from typing import List, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
@@ -21,6 +27,8 @@ _MAGIC_ANY = b"mmap lm http://kheafield.com/code"
 _INCOMPLETE = b"mmap lm http://kheafield.com/code incomplete\n"
 _ORDER_AT = 88
 _COUNTS_AT = _ORDER_AT + 20
+# The words file's first line: the binary it was written for. A word holds no space, so no word reads as this line.
+_BINDING = re.compile(r"^#binary sha256=([0-9a-f]{64}) size=(\d+)$")
 
 
 def words_path(binary: str) -> str:
@@ -34,22 +42,45 @@ def is_kenlm_binary(path: str) -> bool:
 
 
 def _rewrite_hint(binary: str) -> str:
-    return (f"write both from the ARPA file with: python -m wenet_udps.bin.binarize_lm --arpa LM.arpa "
-            f"--out {binary}")
+    arpa = os.path.splitext(binary)[0] + ".arpa"  # run.sh's lm.arpa beside lm.bin; else the user's ARPA file
+    return (f"write both from the ARPA file with: python -m wenet_udps.bin.binarize_lm --arpa "
+            f"{arpa if os.path.isfile(arpa) else 'LM.arpa'} --out {binary}")
 
 
-def read_words(path: str, binary: str) -> List[str]:
+def binding_line(sha256: str, size: int) -> str:
+    """The words file's first line, naming the binary (its SHA-256 and size) the words belong to."""
+    return f"#binary sha256={sha256} size={size}"
+
+
+def read_words(path: str, binary: str, binding: Tuple[str, int]) -> List[str]:
+    """The words of the words file ``path`` of the KenLM binary ``binary``, whose (SHA-256, size) is ``binding``.
+
+    Raises:
+        LmError: the file is missing, not UTF-8, records no binary (written before the binding), records another
+            binary (naming both files) or has a line that is not one word.
+    """
     if not os.path.isfile(path):
         raise LmError(f"{path} not found: a KenLM binary's vocabulary is read from this file beside it "
                       f"({_rewrite_hint(binary)})")
     with open(path, "rb") as f:
         try:
-            words = f.read().decode("utf-8").split("\n")
+            lines = f.read().decode("utf-8").split("\n")
         except UnicodeDecodeError as e:
             raise LmError(f"{path}: not UTF-8 text at byte {e.start}: not the words file of {binary}") from None
+    m = _BINDING.match(lines[0])
+    if m is None:
+        raise LmError(f"{path} does not record the KenLM binary it belongs to (its first line is "
+                      f"{lines[0][:40]!r}, not '#binary sha256=... size=...': written by an older wenet_udps or "
+                      f"by hand), so it cannot be told from another LM's words; {_rewrite_hint(binary)}")
+    sha256, size = m.group(1), int(m.group(2))
+    if (sha256, size) != binding:
+        raise LmError(f"{path} belongs to another LM: it was written for a KenLM binary of SHA-256 {sha256[:12]} "
+                      f"({size} bytes), and {binary} has SHA-256 {binding[0][:12]} ({binding[1]} bytes); "
+                      f"{_rewrite_hint(binary)}")
+    words = lines[1:]
     if words and words[-1] == "":
         words.pop()
-    for lineno, word in enumerate(words, 1):
+    for lineno, word in enumerate(words, 2):
         if not word or word != word.strip() or len(word.split()) != 1:
             raise LmError(f"{path}:{lineno}: expected one word a line, got {word[:40]!r} ({_rewrite_hint(binary)})")
     return words
@@ -60,7 +91,8 @@ def read_binary(path: str) -> LmInfo:
 
     Raises:
         LmError: an incomplete binary (build_binary stopped), another format version, a header cut short, a missing
-            or malformed words file, or one whose word count is not the binary's unigram count (another LM's).
+            or malformed words file, one bound to another binary or to none (:func:`read_words`), or one whose word
+            count is not the binary's unigram count.
     """
     with open(path, "rb") as f:
         head = f.read(_COUNTS_AT + 8 * 255)
@@ -75,13 +107,14 @@ def read_binary(path: str) -> LmInfo:
         raise LmError(f"{path}: the KenLM binary's header is cut short or corrupt (order {order}): "
                       f"{_rewrite_hint(path)}")
     counts = list(struct.unpack_from(f"<{order}Q", head, _COUNTS_AT))
-    words = read_words(words_path(path), path)
+    sha256, size = file_sha256(path), os.path.getsize(path)
+    words = read_words(words_path(path), path, (sha256, size))
     # KenLM adds <unk> to an ARPA file that lacks it (then the binary has one unigram more than the ARPA's words).
     if counts[0] not in (len(words), len(words) + ("<unk>" not in words)):
         raise LmError(f"{words_path(path)}: {len(words)} words, but {path} has {counts[0]} unigrams: the words file "
                       f"belongs to another LM ({_rewrite_hint(path)})")
-    return LmInfo(path=os.path.abspath(path), order=order, counts=counts, size=os.path.getsize(path),
-                  sha256=file_sha256(path), words=words, kind="KenLM binary")
+    return LmInfo(path=os.path.abspath(path), order=order, counts=counts, size=size, sha256=sha256, words=words,
+                  kind="KenLM binary")
 
 
 def read_lm(path: str) -> LmInfo:
@@ -93,9 +126,10 @@ def read_lm(path: str) -> LmInfo:
 
 def write_binary(arpa: str, out: str, memory: str = "10%") -> LmInfo:
     """Check the ARPA file ``arpa``, convert it with ``build_binary trie`` (the smallest of KenLM's structures, no
-    quantization: the same scores as the ARPA) to ``out`` and write its words to ``words_path(out)``, both
-    atomically. ``memory``: build_binary's sort memory (-S). Raises LmToolsMissing without build_binary, LmError
-    when the ARPA is corrupt or build_binary fails (its last line in the message)."""
+    quantization: the same scores as the ARPA) to ``out`` and write its words to ``words_path(out)``, bound to the
+    binary by its SHA-256 and size (:func:`binding_line`), both atomically. ``memory``: build_binary's sort memory
+    (-S). Raises LmToolsMissing without build_binary, LmError when the ARPA is corrupt or build_binary fails (its
+    last line in the message)."""
     info = read_arpa(arpa)
     build_binary = find_kenlm_program("build_binary")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -110,7 +144,9 @@ def write_binary(arpa: str, out: str, memory: str = "10%") -> LmInfo:
         raise LmError(f"build_binary failed converting {arpa} to {out} (exit {proc.returncode}): {' '.join(last)}")
     words = words_path(out)
     with open(words + ".partial", "w", encoding="utf-8") as f:
+        f.write(binding_line(file_sha256(partial), os.path.getsize(partial)) + "\n")
         f.write("".join(w + "\n" for w in info.words))
+    # Words first: a run stopped between the two leaves a pair that read_binary refuses, never one it accepts.
     os.replace(words + ".partial", words)
     os.replace(partial, out)
     return read_binary(out)

@@ -11,6 +11,7 @@ import tempfile
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
+from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.lm.tools import find_kenlm_program
 from wenet_udps.utils.kaldi_files import read_table, utf8_lines
 from wenet_udps.utils.text_norm import TextNorm
@@ -48,20 +49,16 @@ def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
         yield " ".join(c for c in sentence if not c.isspace()) if char_lm else " ".join(sentence.split())
 
 
-def build_arpa(sentences: Iterable[str], out: str, *, order: int = 3, prune: Optional[Sequence[int]] = None,
+def build_arpa(sentences: Iterable[str], out: str, *, order: int = DEFAULT_ORDER, prune: Optional[Sequence[int]] = None,
                char_lm: bool = False, memory: str = "10%") -> LmInfo:
     """Estimate a modified Kneser-Ney ``order``-gram LM with lmplz and write it as ARPA to ``out`` (atomically).
 
     prune: lmplz's ``--prune`` thresholds, one per order from the unigrams (n-grams seen this many times or fewer
-    are dropped; unigrams cannot be pruned, so the first is 0). ``--discount_fallback`` lets a small corpus (too
+    are dropped; the rules: :func:`.options.check_order_and_prune`). ``--discount_fallback`` lets a small corpus (too
     few singletons for the discount estimate) build with fallback discounts, as a training-transcript LM often is.
     Raises LmToolsMissing without lmplz, LmError when lmplz fails (its last line is in the message).
     """
-    if order < 2:
-        raise LmError(f"LM order must be >= 2 (KenLM's decoder reads no unigram LM), got {order}")
-    if prune is not None and (len(prune) > order or any(p < 0 for p in prune) or (prune and prune[0] != 0)):
-        raise LmError(f"LM prune {' '.join(map(str, prune))}: give at most {order} counts >= 0, the first 0 "
-                      "(unigrams are never pruned)")
+    check_order_and_prune(order, prune)
     lmplz = find_kenlm_program("lmplz")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     cmd = [lmplz, "-o", str(order), "--discount_fallback", "-S", memory,

@@ -18,12 +18,11 @@ from typing import Any, Dict, List
 
 import torch
 
-from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo
+from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
 from wenet_udps.lm.binary import read_lm
 from wenet_udps.lm.tools import import_flashlight
 from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
-from wenet_udps.text.text_utils import is_cjk
 from wenet_udps.transformer.search import DecodeResult
 
 
@@ -36,12 +35,6 @@ class LmSearchConfig:
     word_score: float = 0.0
     beam_size: int = 10
     beam_threshold: float = 25.0
-
-
-def is_char_lm(words: List[str]) -> bool:
-    """An LM whose words are mostly single CJK characters (a Mandarin character LM; its text has no spaces)."""
-    real = [w for w in words if w not in SPECIAL_WORDS]
-    return bool(real) and sum(len(w) == 1 and is_cjk(w) for w in real) * 2 > len(real)
 
 
 def spell_lexicon(words: List[str], tokenizer: Any) -> Dict[str, List[int]]:

@@ -1,0 +1,73 @@
+"""decode_dataset with a word LM checks the references of the utterances it decoded against the LM's words (check_lm's
+check, lm.arpa.check_oov): an LM lacking most of them (built for another corpus) is one warning naming the list and
+the LM, from recognize and the Python API alike (issue 57 M14; before, only check_lm warned)."""
+import logging
+import tarfile
+
+import pytest
+
+import wenet_udps
+from tests.decode.decode_helpers import write_clips, write_list
+from tests.lm.lm_helpers import need_flashlight, need_lmplz
+from tests.train.train_helpers import WORDS, make_model_dir
+from wenet_udps.bin import recognize
+from wenet_udps.lm.build import build_arpa
+
+
+@pytest.fixture
+def exp(tmp_path):
+    need_lmplz()
+    need_flashlight()
+    conf, ckpt = make_model_dir(tmp_path, att_udps=False)
+    clips = write_clips(tmp_path, 3)  # references ZERO, ONE, TWO
+    return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": clips,
+            "list": write_list(clips, tmp_path / "test.list")}
+
+
+def lm_of(path, words):
+    return build_arpa([" ".join(words[i:] + words[:i]) for i in range(len(words))] * 3, str(path), order=2).path
+
+
+def test_recognize_with_an_lm_lacking_most_reference_words_warns_naming_list_and_lm(exp, capsys):
+    other = lm_of(exp["dir"] / "other.arpa", ["ZERO", "NINE", "EIGHT"])
+    same = lm_of(exp["dir"] / "same.arpa", WORDS)
+    for lm in (other, same):
+        recognize.main(["--config", str(exp["conf"]), "--checkpoint", str(exp["ckpt"]), "--test_data",
+                        str(exp["list"]), "--result_dir", str(exp["dir"] / "res"), "--modes",
+                        "ctc_prefix_beam_search_lm", "--lm", lm, "--beam_size", "2"])
+        err = capsys.readouterr().err
+        warned = [line for line in err.splitlines() if "WARNING" in line and "another corpus" in line]
+        if lm == other:
+            assert len(warned) == 1, err
+            assert f"66.7 % of the 3 words of the references of {exp['list']} are not in the LM {other}" in warned[0]
+        else:
+            assert not warned, err
+    assert (exp["dir"] / "res" / "ctc_prefix_beam_search_lm" / "text").is_file()
+
+
+def test_api_decode_list_warns_the_same_for_raw_and_shard_lists_and_not_without_references(exp, caplog):
+    other = lm_of(exp["dir"] / "other.arpa", ["ZERO", "NINE", "EIGHT"])
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    with caplog.at_level(logging.WARNING):
+        model.decode_list(str(exp["list"]), modes=["ctc_prefix_beam_search_lm"], lm=other, beam_size=2)
+    warned = [r.getMessage() for r in caplog.records if "another corpus" in r.getMessage()]
+    assert len(warned) == 1 and f"the references of {exp['list']}" in warned[0] and other in warned[0]
+    caplog.clear()
+    shard = exp["dir"] / "shard.tar"  # the transcripts of a shard list are its .txt members
+    with tarfile.open(shard, "w") as tar:
+        for i, clip in enumerate(exp["clips"]):
+            (exp["dir"] / f"{clip.stem}.txt").write_text(WORDS[i])
+            tar.add(str(clip), arcname=f"{clip.stem}.wav")
+            tar.add(str(exp["dir"] / f"{clip.stem}.txt"), arcname=f"{clip.stem}.txt")
+    (exp["dir"] / "shards.list").write_text(f"{shard}\n")
+    with caplog.at_level(logging.WARNING):
+        model.decode_list(str(exp["dir"] / "shards.list"), modes=["ctc_prefix_beam_search_lm"], lm=other,
+                          data_type="shard", beam_size=2)
+    warned = [r.getMessage() for r in caplog.records if "another corpus" in r.getMessage()]
+    assert len(warned) == 1 and "66.7 % of the 3 words of the references of" in warned[0], warned
+    caplog.clear()
+    scp = exp["dir"] / "wav.scp"  # no transcripts: nothing to check, nothing said
+    scp.write_text("".join(f"{p.stem} {p}\n" for p in exp["clips"]))
+    with caplog.at_level(logging.WARNING):
+        report = model.decode_list(str(scp), modes=["ctc_prefix_beam_search_lm"], lm=other, beam_size=2)
+    assert report.utterances == 3 and not [r for r in caplog.records if "another corpus" in r.getMessage()]
