@@ -50,11 +50,11 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
     "beam_size": DecodeOption(cli.positive_int, 10, None, "", "beam of the CTC prefix and attention searches"),
     "batch_size": DecodeOption(cli.positive_int, 16, None, "", "utterances per batch"),
     "ctc_weight": DecodeOption(
-        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm",
+        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "weight of the CTC prefix score against the decoder's in attention_rescoring (attention_rescoring_lm: of "
         "the CTC + LM score of the LM search); above 1 CTC would outweigh the decoder that rescoring is for"),
     "reverse_weight": DecodeOption(
-        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm",
+        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)"),
     "decoding_chunk_size": DecodeOption(
         cli.int_range(1, also=(-1,)), None, None, "",
@@ -65,10 +65,10 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
     "simulate_streaming": DecodeOption(None, False, None, "",
                                        "with a chunk size > 0: encoder chunk by chunk with caches (batch size 1)"),
     "length_penalty": DecodeOption(
-        cli.finite_float, 0.0, ("attention",), "attention",
+        cli.finite_float, 0.0, ("attention",), "attention decoding",
         "attention mode: rank the final beam by score / length ** length_penalty (> 0 favours longer hypotheses)"),
     "max_len_ratio": DecodeOption(
-        cli.float_range(0.0, low_open=True), None, ("attention",), "attention",
+        cli.float_range(0.0, low_open=True), None, ("attention",), "attention decoding",
         "attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, WeNet's bound)"),
     "blank_penalty": DecodeOption(cli.float_range(0.0), 0.0, CTC_SEARCHES, "the CTC searches (every mode but "
                                   "attention)", "subtracted from the blank logit before the CTC searches (>= 0)"),
@@ -138,14 +138,14 @@ def _refuse_unused(modes: Sequence[str], asked: Mapping[str, Any], flags: bool) 
     for name, value in asked.items():
         spec = DECODE_OPTIONS[name]
         if spec.modes is not None and not set(spec.modes) & set(modes):
-            raise UserError(f"{_spell(name, flags, value)} applies to {spec.used_by} decoding only, which "
+            raise UserError(f"{_spell(name, flags, value)} applies to {spec.used_by} only, which "
                             f"{_spell('modes', flags)} {' '.join(modes)} does not run; add {spec.modes[0]} to "
                             f"{_spell('modes', flags)} or leave the option out")
 
 
 def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str, Any], *,
                            defaults: Optional[Callable[[List[str]], Mapping[str, Any]]] = None,
-                           flags: bool = False) -> Tuple[List[str], Dict[str, Any]]:
+                           flags: bool = False, empty_ok: bool = False) -> Tuple[List[str], Dict[str, Any]]:
     """(the modes as a list, every option of :data:`DECODE_OPTIONS` with its value) after the one check.
 
     Args:
@@ -155,10 +155,11 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
         defaults: modes -> the values of options not given where they differ from the table's (the API: the
             recipe's decoding, ``wenet_udps.decode.recipe``); applied only to options the modes use.
         flags: spell the options as a command's flags in messages (``--ctc_weight``), else as keywords.
+        empty_ok: no mode at all is allowed (a benchmark timing something else); else a UserError.
     """
     modes = [modes] if isinstance(modes, str) else list(modes)
     unknown = [m for m in modes if not isinstance(m, str) or m not in DECODING_METHODS]
-    if not modes or unknown:
+    if (not modes and not empty_ok) or unknown:
         got = f"mode {unknown[0]!r}" if unknown else "no mode"
         raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
     checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
