@@ -12,7 +12,7 @@ defaults (:data:`RUN_SH_DEFAULTS`; tests/decode/test_recipe.py checks them again
 import glob
 import logging
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
@@ -38,6 +38,7 @@ class RecipeDecoding:
     def __init__(self, exp_dir: str, checkpoint: str):
         self.values: Dict[Tuple[str, str], Dict[Any, List[str]]] = {}
         self.lm_sha: Dict[str, str] = {}
+        self.warned: Set[str] = set()
         records = sorted(glob.glob(os.path.join(glob.escape(exp_dir), "*", "*", "decode.info")))
         sha = file_sha256(checkpoint) if records else None
         for path in records:
@@ -75,7 +76,8 @@ class RecipeDecoding:
                     break
             if len(found) == 1:
                 out[name] = next(iter(found))
-            elif len(found) > 1:
+            elif len(found) > 1 and name not in self.warned:  # once per option, not per call
+                self.warned.add(name)
                 logging.warning("decoding records disagree on %s (%s); using %s's default", name,
                                 "; ".join(f"{v} in {', '.join(p)}" for v, p in found.items()), "run.sh")
             if name not in out and name in RUN_SH_DEFAULTS:
