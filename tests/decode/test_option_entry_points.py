@@ -139,3 +139,18 @@ def test_what_audio_may_be_is_told_apart_clearly(exp):
                          ((np.zeros(8000, dtype=np.float32), 8000, 1), "a tuple of 3 items")]:
         with pytest.raises(UserError, match=words):
             model.transcribe(audio, sample_rate=8000 if isinstance(audio, list) else None)
+
+
+@pytest.mark.parametrize("program, required", [
+    ("export", ["--config", "{conf}", "--checkpoint", "{ckpt}", "--output_dir", "{dir}/export"]),
+    ("average_model", ["--dst_model", "{dir}/avg_x.pt", "--src_path", "{dir}"]),
+])
+def test_the_programs_that_decode_for_a_check_take_the_same_ranges(exp, program, required, capsys):
+    """export's parity check and average_model's soup decode with attention_rescoring: --ctc_weight 5 and
+    --beam_size 0 are refused with recognize's words (their --ctc_weight had no upper bound)."""
+    module = importlib.import_module(f"wenet_udps.bin.{program}")
+    argv = [a.format(conf=exp["conf"], ckpt=exp["ckpt"], dir=exp["dir"]) for a in required]
+    for flag, value, words in [("--ctc_weight", "5", "must be in [0, 1], got 5"),
+                               ("--beam_size", "0", "must be >= 1, got 0")]:
+        line = _one_line_usage_error(lambda: module.main(argv + [flag, value]), capsys)
+        assert f"argument {flag}: {words}" in line, line
