@@ -9,9 +9,11 @@ import pytest
 
 import wenet_udps
 from tests.decode.decode_helpers import read_hyps, write_clips, write_list
-from tests.train.train_helpers import make_model_dir
+from tests.lm.lm_helpers import need_flashlight, need_lmplz
+from tests.train.train_helpers import WORDS, make_model_dir
 from wenet_udps.bin import recognize
 from wenet_udps.decode.recipe import RUN_SH_DEFAULTS
+from wenet_udps.lm.build import build_arpa
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,3 +83,20 @@ def test_without_a_record_of_this_checkpoint_run_sh_s_defaults(exp, capsys):
     model.transcribe(str(exp["clips"][0]))
     warned = [line for line in capsys.readouterr().err.splitlines() if "records disagree" in line]
     assert len(warned) == 1 and "on ctc_weight" in warned[0] and "dev/attention_rescoring" in warned[0], warned
+
+
+def test_the_lm_weights_are_the_recipe_s_with_the_lm_they_were_tuned_for(exp):
+    need_lmplz()
+    need_flashlight()
+    lm, other = exp["dir"] / "lm.arpa", exp["dir"] / "other.arpa"
+    build_arpa([w for w in WORDS for _ in range(3)], str(lm), order=2)
+    build_arpa([w for w in WORDS[:5] for _ in range(3)], str(other), order=2)
+    stage5(exp, exp["dir"] / "test", "--modes", "attention_rescoring_lm", "--lm", str(lm), "--lm_weight", "1.5",
+           "--word_score", "2", "--ctc_weight", "0.3")
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    calls = decoded_with(model)
+    model.transcribe(str(exp["clips"][0]), mode="attention_rescoring_lm", lm=str(lm))
+    model.transcribe(str(exp["clips"][0]), mode="attention_rescoring_lm", lm=str(other))
+    tuned, untuned = (c[1]["lm_search"].conf for c in calls)
+    assert (tuned.lm_weight, tuned.word_score) == (1.5, 2.0) and calls[0][1]["ctc_weight"] == 0.3
+    assert (untuned.lm_weight, untuned.word_score) == (0.5, 0.0)

@@ -39,6 +39,7 @@ class RecipeDecoding:
         self.values: Dict[Tuple[str, str], Dict[Any, List[str]]] = {}
         self.lm_sha: Dict[str, str] = {}
         self.warned: Set[str] = set()
+        self.lm_sums: Dict[Tuple[str, int, int], str] = {}
         records = sorted(glob.glob(os.path.join(glob.escape(exp_dir), "*", "*", "decode.info")))
         sha = file_sha256(checkpoint) if records else None
         for path in records:
@@ -65,7 +66,7 @@ class RecipeDecoding:
 
     def defaults(self, modes: Sequence[str], lm: Optional[str] = None) -> Dict[str, Any]:
         """The options recorded for ``modes`` (see the module docstring), run.sh's defaults for the rest."""
-        lm_sha = file_sha256(lm) if lm is not None and os.path.isfile(lm) else None
+        lm_sha = self._lm_sum(lm) if lm is not None and self.lm_sha and os.path.isfile(lm) else None
         out: Dict[str, Any] = {}
         for name in RECORDED + LM_RECORDED:
             spec = DECODE_OPTIONS[name]
@@ -83,6 +84,14 @@ class RecipeDecoding:
             if name not in out and name in RUN_SH_DEFAULTS:
                 out[name] = RUN_SH_DEFAULTS[name]
         return out
+
+    def _lm_sum(self, lm: str) -> str:
+        """The SHA-256 of the LM file, once per (path, size, mtime): a published LM is gigabytes."""
+        stat = os.stat(lm)
+        key = (os.path.abspath(lm), stat.st_size, stat.st_mtime_ns)
+        if key not in self.lm_sums:
+            self.lm_sums[key] = file_sha256(lm)
+        return self.lm_sums[key]
 
     def _found(self, modes: Sequence[str], name: str, lm_sha: Optional[str]) -> Mapping[Any, List[str]]:
         found: Dict[Any, List[str]] = {}
