@@ -41,10 +41,14 @@ from torch.utils.data import DataLoader
 from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
+from wenet_udps.transformer.decode_options import add_decode_arguments, resolve_decode_options
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM, attention_beam_search
-from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils import cli
+from wenet_udps.utils.cli import UserError, run_cli
 
 from _harness import NEIGHBOURS, neighbour
+
+BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "beam_size", "batch_size")
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
@@ -158,22 +162,15 @@ def step_times(runs, length: int, args, clock) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exp_dirs", nargs="+", required=True, help="experiment dirs (train.yaml + checkpoint)")
     parser.add_argument("--checkpoint", default="avg_5.pt", help="checkpoint file name in each dir")
     parser.add_argument("--test_data", required=True, help="data.list to decode")
     parser.add_argument("--modes", nargs="*", default=None, choices=DECODING_METHODS,
                         help="decoding modes to time over the whole list (default: the four without an LM, and the "
                              "two *_lm modes with --lm; none: only --step_prefixes / --long_utterance_s)")
-    parser.add_argument("--lm", default=None,
-                        help="word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words")
-    parser.add_argument("--lm_weight", type=float, default=0.5, help="*_lm modes: weight of the LM log-probability")
-    parser.add_argument("--word_score", type=float, default=0.0, help="*_lm modes: bonus per word")
-    parser.add_argument("--ctc_weight", type=float, default=0.0,
-                        help="CTC prefix score weight in attention_rescoring (attention_rescoring_lm: of the LM "
-                             "search's score), as recognize's")
-    parser.add_argument("--beam_size", type=int, default=10)
-    parser.add_argument("--batch_size", type=int, default=16)
+    # recognize's flags, with its checks (decode_options.DECODE_OPTIONS).
+    add_decode_arguments(parser, BENCH_OPTIONS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--step_prefixes", nargs="*", type=int, default=[], metavar="L",
@@ -190,10 +187,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     if args.modes is None:
         args.modes = list(METHODS_WITHOUT_LM) + (list(LM_METHODS) if args.lm else [])
+    try:  # recognize's one check: values, the modes that use them, the LM of the *_lm modes
+        args.modes, options = resolve_decode_options(args.modes, {o: getattr(args, o) for o in BENCH_OPTIONS},
+                                                     flags=True, empty_ok=True)
+    except UserError as e:
+        parser.error(str(e))
+    vars(args).update((o, options[o]) for o in BENCH_OPTIONS)
     needs_lm = [m for m in args.modes if m in LM_METHODS]
-    if bool(needs_lm) != bool(args.lm):
-        parser.error(f"--modes {' '.join(needs_lm)} need a word LM: add --lm LM.bin" if needs_lm else
-                     f"--lm is used by the *_lm modes only ({', '.join(LM_METHODS)}), which --modes does not name")
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     runs, lm_searches = {}, {}

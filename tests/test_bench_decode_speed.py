@@ -82,7 +82,7 @@ def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):
     need_flashlight()
     build_arpa([w for w in WORDS for _ in range(3)], str(tmp_path / "lm.arpa"), order=2)
     refused = run_bench(*common, "--modes", "attention", "--lm", str(tmp_path / "lm.arpa"))
-    assert refused.returncode == 2 and "used by the *_lm modes only" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "applies to the *_lm modes only" in refused.stderr, refused.stderr
     proc = run_bench(*common, "--lm", str(tmp_path / "lm.arpa"), "--lm_weight", "1.0", "--ctc_weight", "0.5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",

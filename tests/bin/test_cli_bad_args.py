@@ -208,7 +208,7 @@ ISSUE_CASES = [
     ("bin/recognize", ["--num_workers", "-1"], "--num_workers: must be >= 0, got -1"),
     ("bin/recognize", ["--simulate_streaming"], "--simulate_streaming decodes one utterance at a time: use "
                                                 "--batch_size 1, not 16"),
-    ("bin/recognize", ["--config", CONF, "--reverse_weight", "0.5"],
+    ("bin/recognize", ["--config", CONF, "--modes", "attention_rescoring", "--reverse_weight", "0.5"],
      "--reverse_weight 0.5 needs a bitransformer decoder; " + CONF + " has 'transformer'"),
     ("bin/average_model", ["--num", "0"], "--num: must be >= 1, got 0"),
     ("bin/average_model", ["--min_epoch", "5", "--max_epoch", "3"], "--min_epoch 5 is above --max_epoch 3"),

@@ -120,7 +120,7 @@ def test_decode_list_reports_what_recognize_prints(exp, capsys):
     ("too short", lambda d, m: m.transcribe((np.zeros(200, dtype=np.float32), 8000)), "too short to decode"),
     ("unknown mode", lambda d, m: m.transcribe(str(d / "utt0.wav"), mode="beam"), "mode 'beam': valid modes"),
     ("LM mode without LM", lambda d, m: m.transcribe(str(d / "utt0.wav"), mode="attention_rescoring_lm"),
-     "an LM mode needs lm=ARPA"),
+     "need a word LM: add lm=LM.arpa"),
     ("stream of a full-context model", lambda d, m: m.stream(chunk_size=4), "decoding_chunk_size|streaming"),
 ])
 def test_mistakes_are_one_line_user_errors(exp, case, call, words):

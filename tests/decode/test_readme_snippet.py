@@ -1,13 +1,16 @@
 """The Python API snippet (docs/api.md; the README's) runs verbatim on a model trained here (exp/x, test.wav and
-data/test/data.list laid out as run.sh leaves them)."""
+data/test/data.list laid out as run.sh leaves them), and its decode_list gives the text that stage 5 wrote and
+RESULTS.md scores (issue 57, F: the API rescored with ctc_weight 0.0, run.sh with 0.5)."""
 import shutil
 import subprocess
 import sys
 
 import yaml
 
-from tests.decode.decode_helpers import write_clips, write_list
+import wenet_udps
+from tests.decode.decode_helpers import read_hyps, write_clips, write_list
 from tests.train.train_helpers import ROOT, run_env, run_train, tiny_config, write_units
+from wenet_udps.bin import recognize
 
 SNIPPET = '''\
 import wenet_udps
@@ -42,9 +45,19 @@ def test_readme_snippet_runs_on_a_trained_model(tmp_path):
     write_list(clips[:3], data / "data.list")
     (tmp_path / "data" / "tiny_zh" / "wav" / "test").mkdir(parents=True)
     shutil.copy(clips[0], tmp_path / "data" / "tiny_zh" / "wav" / "test" / "tiny_zh_test_00000.wav")
+    # Stage 5 (tools/run_eval.sh decode_set) with run.sh's defaults: <exp>/<set>/<mode>/text and decode.info.
+    stage5 = out / "test"
+    recognize.main(["--config", str(out / "train.yaml"), "--checkpoint", str(out / "avg_5.pt"), "--test_data",
+                    str(data / "data.list"), "--result_dir", str(stage5), "--modes", "attention_rescoring",
+                    "--beam_size", "10", "--ctc_weight", "0.5", "--reverse_weight", "0.0", "--batch_size", "16"])
     proc = subprocess.run([sys.executable, "-c", SNIPPET], cwd=tmp_path, env=dict(run_env(), PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert len(lines) == 3 and lines[1].startswith("[") and lines[2].startswith("RTF ")
     assert "3 utterances" in lines[2]
+    model = wenet_udps.load_model(str(out), checkpoint="avg_5.pt")
+    defaults = model.recipe.defaults(["attention_rescoring"])
+    assert {k: defaults[k] for k in ("beam_size", "ctc_weight")} == {"beam_size": 10, "ctc_weight": 0.5}
+    texts = model.decode_list(str(data / "data.list")).texts    # the snippet's call
+    assert texts == {"attention_rescoring": read_hyps(stage5 / "attention_rescoring" / "text")}

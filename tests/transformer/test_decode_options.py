@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from wenet_udps.model_builder import build_model
-from wenet_udps.transformer.decode_options import check_decode_options, chunk_size_for
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_options, chunk_size_for, option_value, \
+    resolve_decode_options
 from wenet_udps.utils.cli import UserError
 from tests.transformer.test_asr_model import batch, tiny_config
 
@@ -85,3 +86,36 @@ def test_options_that_take_effect_pass():
     assert check_decode_options(encoder, ["attention", "attention_rescoring"], decoding_chunk_size=8,
                                 num_decoding_left_chunks=2, simulate_streaming=True, batch_size=1, ctc_weight=0.5,
                                 length_penalty=1.0, blank_penalty=1.0, max_len_ratio=0.5) == 8
+
+
+def test_the_command_line_and_python_refuse_a_value_with_the_same_words():
+    """Issue 57, S9: one checker per option; its text check (recognize's flag) and value check (the API's keyword)
+    give the same message."""
+    import argparse
+    for name, value in [("ctc_weight", 5.0), ("lm_weight", -5.0), ("lm_weight", 1e6), ("beam_size", 0),
+                        ("reverse_weight", 1.5)]:
+        with pytest.raises(argparse.ArgumentTypeError) as flag:
+            DECODE_OPTIONS[name].check(str(value))
+        with pytest.raises(UserError) as keyword:
+            option_value(name, value)
+        assert str(keyword.value) == f"{name}={value!r}: {flag.value}", (name, str(keyword.value))
+    for name, value, words in [("ctc_weight", float("nan"), "expected a finite number"),
+                               ("beam_size", 2.5, "expected an integer"), ("ctc_weight", "0.5", "expected a number"),
+                               ("beam_size", True, "expected an integer"), ("lm", 3, "expected a file path")]:
+        with pytest.raises(UserError, match=words):
+            option_value(name, value)
+
+
+def test_options_left_out_pass_and_defaults_apply_to_the_modes_that_use_them():
+    """Issue 57, M15 and M7: what the user gave is checked against the modes; what was left out never is."""
+    modes, values = resolve_decode_options("attention", {"beam_size": 4},
+                                           defaults=lambda ms: {"ctc_weight": 0.5, "beam_size": 10})
+    assert modes == ["attention"] and values["beam_size"] == 4 and values["ctc_weight"] == 0.0
+    _, values = resolve_decode_options(["attention_rescoring"], {}, defaults=lambda ms: {"ctc_weight": 0.5})
+    assert values["ctc_weight"] == 0.5 and values["lm_weight"] == 0.5 and values["batch_size"] == 16
+    with pytest.raises(UserError, match="lm_weight=0.5 applies to the \\*_lm modes only, which modes attention"):
+        resolve_decode_options("attention", {"lm_weight": 0.5})
+    with pytest.raises(UserError, match="--word_score 0 applies to the \\*_lm modes only, which --modes attention"):
+        resolve_decode_options(["attention"], {"word_score": 0.0}, flags=True)
+    with pytest.raises(UserError, match="mode 'c': valid modes are ctc_greedy_search"):
+        resolve_decode_options(list("ctc"), {})

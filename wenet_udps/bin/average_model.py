@@ -29,6 +29,7 @@ from wenet_udps.decode.soup import ParallelEvaluator
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
 from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
 from wenet_udps.train.run_dir import check_derived_output
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
@@ -57,8 +58,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--ref_text", default=None, type=cli.existing_file,
                    help="Kaldi text of the dev set (default: the list's txt)")
     p.add_argument("--decode_mode", default="attention_rescoring", choices=list(METHODS_WITHOUT_LM))
-    p.add_argument("--beam_size", type=cli.positive_int, default=10)
-    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.5)
+    # The soup's decoding: recognize's checks (decode_options.DECODE_OPTIONS), run.sh's defaults.
+    p.add_argument("--beam_size", type=DECODE_OPTIONS["beam_size"].check, default=10)
+    p.add_argument("--ctc_weight", type=DECODE_OPTIONS["ctc_weight"].check, default=0.5)
     p.add_argument("--batch_size", type=cli.positive_int, default=16)
     p.add_argument("--wer_char", type=int, default=0, choices=[0, 1], help="score characters (CER)")
     add_verify_flag(p)

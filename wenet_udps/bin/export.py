@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 import torch
 
 from wenet_udps.export.exporter import check_parity, export_model, summarize
-from wenet_udps.transformer.decode_options import chunk_size_for
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS, chunk_size_for
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataError
@@ -49,14 +49,15 @@ def get_parser() -> cli.ArgumentParser:
                         "refused where the model cannot decode at it (a non-streaming or other static chunk)")
     p.add_argument("--left_chunks", type=cli.int_range(0, also=(-1,)), default=None,
                    help="chunks of left context kept (default -1: all; sherpa-onnx: 4, must be > 0)")
-    p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
+    p.add_argument("--reverse_weight", type=DECODE_OPTIONS["reverse_weight"].check, default=0.0,
                    help="export the r2l decoder output (> 0)")
     p.add_argument("--test_data", default=None, type=cli.existing_file,
                    help="data list whose first utterances drive the parity check")
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"], help="--test_data's format")
     p.add_argument("--num_utts", type=cli.positive_int, default=8)
-    p.add_argument("--beam_size", type=cli.positive_int, default=4)
-    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.5)
+    # The parity check's attention_rescoring: recognize's checks (decode_options.DECODE_OPTIONS), its own defaults.
+    p.add_argument("--beam_size", type=DECODE_OPTIONS["beam_size"].check, default=4)
+    p.add_argument("--ctc_weight", type=DECODE_OPTIONS["ctc_weight"].check, default=0.5)
     p.add_argument("--tolerance", type=cli.float_range(0.0, low_open=True), default=1e-4,
                    help="max abs diff allowed (float32)")
     add_verify_flag(p)

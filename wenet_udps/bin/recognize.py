@@ -21,16 +21,19 @@ from typing import Dict, List, Optional
 from wenet_udps.config import load_config
 from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args, model_from_checkpoint, \
     rtf_line, write_results
-from wenet_udps.lm.options import LM_WEIGHT, WORD_SCORE
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
-from wenet_udps.transformer.decode_options import check_decode_options
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, check_decode_options, \
+    resolve_decode_options
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import model_source
+
+DECODE_FLAGS = list(DECODE_OPTIONS)
+
 
 def get_parser() -> cli.ArgumentParser:
     p = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,38 +44,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--data_type", default="raw", choices=["raw", "shard"])
     p.add_argument("--result_dir", required=True, type=cli.output_dir)
     p.add_argument("--modes", nargs="+", required=True, choices=list(DECODING_METHODS))
-    # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults.
-    p.add_argument("--beam_size", type=cli.positive_int, default=10,
-                   help="beam of the CTC prefix and attention searches")
-    p.add_argument("--ctc_weight", type=cli.float_range(0.0), default=0.0,
-                   help="CTC prefix score weight in attention_rescoring (attention_rescoring_lm: weight of the "
-                        "CTC + LM score of the LM search)")
-    p.add_argument("--reverse_weight", type=cli.float_range(0.0, 1.0), default=0.0,
-                   help="right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)")
-    p.add_argument("--decoding_chunk_size", type=cli.int_range(1, also=(-1,)), default=None,
-                   help="-1 full context; > 0 chunk size (0, training's random chunks, is rejected); default the "
-                        "model's own (full context, or its static_chunk_size). A size the model cannot decode at "
-                        "is refused")
-    p.add_argument("--num_decoding_left_chunks", type=cli.int_range(0, also=(-1,)), default=-1,
-                   help="left chunks seen per chunk, -1 all")
-    p.add_argument("--simulate_streaming", action="store_true",
-                   help="with a chunk size > 0: encoder chunk by chunk with caches (batch size 1)")
-    p.add_argument("--length_penalty", type=cli.finite_float, default=0.0,
-                   help="attention mode: rank the final beam by score / length ** length_penalty (> 0 favours "
-                        "longer hypotheses)")
-    p.add_argument("--max_len_ratio", type=cli.float_range(0.0, low_open=True), default=None,
-                   help="attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, "
-                        "WeNet's bound)")
-    p.add_argument("--blank_penalty", type=cli.float_range(0.0), default=0.0,
-                   help="subtracted from the blank logit before the CTC searches (>= 0)")
-    p.add_argument("--lm", type=cli.existing_file, default=None,
-                   help="word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words "
-                        "(run.sh's LM stage writes both)")
-    p.add_argument("--lm_weight", type=LM_WEIGHT, default=0.5,
-                   help="*_lm modes: weight of the LM log-probability (tune on dev)")
-    p.add_argument("--word_score", type=WORD_SCORE, default=0.0,
-                   help="*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)")
-    p.add_argument("--batch_size", type=cli.positive_int, default=16)
+    # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults; their checks are the
+    # Python API's (decode_options.DECODE_OPTIONS).
+    add_decode_arguments(p, DECODE_FLAGS)
     p.add_argument("--num_workers", type=cli.non_negative_int, default=0)
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -84,6 +58,12 @@ def get_parser() -> cli.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
+    given = {name: getattr(args, name) for name in DECODE_FLAGS}
+    try:  # the one check of the values, the modes that use them and the LM the *_lm modes need
+        args.modes, options = resolve_decode_options(args.modes, given, flags=True)
+    except UserError as e:
+        parser.error(str(e))
+    vars(args).update(options)
     if args.simulate_streaming and args.batch_size != 1:
         parser.error(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                      f"{args.batch_size}")
@@ -93,11 +73,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         parser.error(f"--reverse_weight {args.reverse_weight:g} needs a bitransformer decoder; {args.config} has "
                      f"{decoder!r} (leave --reverse_weight at 0)")
     needs_lm = [m for m in args.modes if m in LM_METHODS]
-    if needs_lm and args.lm is None:
-        parser.error(f"--modes {' '.join(needs_lm)} need a word LM: add --lm LM.arpa")
-    if args.lm is not None and not needs_lm:
-        parser.error(f"--lm {args.lm} is used by the *_lm modes only ({', '.join(LM_METHODS)}), which --modes "
-                     f"{' '.join(args.modes)} does not run; add one or leave --lm out")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     model = model_from_checkpoint(config, args.checkpoint, args.device, verify=args.verify_checkpoint)
     try:  # once, before any decoding: an option this model (its conf) would ignore is a usage error

@@ -24,15 +24,23 @@ from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.dataset.transforms import UtteranceProcessor
 from wenet_udps.decode.align import ctc_forced_align, token_times
 from wenet_udps.decode.data_list import decode_dataset, frame_shift_ms, model_from_checkpoint, rtf_line
+from wenet_udps.decode.inputs import audio_input, audio_list, check_keywords
+from wenet_udps.decode.recipe import RecipeDecoding
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import min_input_frames
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.decode_options import check_decode_options, chunk_size_for
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_options, chunk_size_for, \
+    resolve_decode_options
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.kaldi_files import read_map, utf8_lines
 
-Audio = Union[str, "os.PathLike[str]", Tuple[np.ndarray, int]]
+Audio = Union[str, "os.PathLike[str]", bytes, Tuple[np.ndarray, int]]
+# The decoding options each method takes as keywords (DECODE_OPTIONS); transcribe and stream decode one utterance,
+# and stream sets the chunking from its own arguments.
+STREAM_SET = ("batch_size", "decoding_chunk_size", "num_decoding_left_chunks", "simulate_streaming")
+KEYWORDS = {"transcribe": ("mode", "timestamps", "sample_rate") + tuple(o for o in DECODE_OPTIONS if o != "batch_size"),
+            "decode_list": ("modes", "data_type", "progress") + tuple(DECODE_OPTIONS),
+            "stream": ("chunk_size", "left_chunks", "mode") + tuple(o for o in DECODE_OPTIONS if o not in STREAM_SET)}
 
 
 @dataclass
@@ -67,14 +75,17 @@ def load_model(exp_dir: str, checkpoint: str = "final.pt", device: str = "cpu", 
     if device != "cpu" and not torch.cuda.is_available():
         raise UserError(f"device {device}: this torch sees no CUDA device; use cpu")
     config = load_config(conf)
-    return RecognitionModel(config, model_from_checkpoint(config, path, device, verify=verify), device)
+    return RecognitionModel(config, model_from_checkpoint(config, path, device, verify=verify), device,
+                            RecipeDecoding(exp_dir, path))
 
 
 class RecognitionModel:
     """A loaded model with its tokenizer and evaluation features (see the module docstring)."""
 
-    def __init__(self, config: Dict[str, Any], model: torch.nn.Module, device: str = "cpu"):
+    def __init__(self, config: Dict[str, Any], model: torch.nn.Module, device: str = "cpu",
+                 recipe: Optional[RecipeDecoding] = None):
         self.config, self.model, self.device = config, model, device
+        self.recipe = recipe  # the options stage 5 decoded this checkpoint with: the defaults (decode/recipe.py)
         self.tokenizer = init_tokenizer(config)
         self.processor = UtteranceProcessor(eval_dataset_conf(dict(config.get("dataset_conf") or {}), 1), None,
                                             min_input_frames(config))
@@ -85,13 +96,13 @@ class RecognitionModel:
         self._lm: Dict[Tuple[str, float, float, int], LmSearch] = {}
 
     def features(self, audio: Audio, sample_rate: Optional[int] = None) -> Tuple[str, torch.Tensor]:
-        """(name, (T, F) features) of a path or an (array, sample_rate) pair, as recognize computes them."""
-        if isinstance(audio, tuple):
-            audio, sample_rate = audio
-        if isinstance(audio, (str, os.PathLike)):
-            if sample_rate is not None:
-                raise UserError(f"sample_rate={sample_rate} is for an array; the file {audio} has its own rate")
-            name, sample = str(audio), {"key": str(audio), "wav": str(audio), "txt": ""}
+        """(name, (T, F) features) of one input (a path, audio file bytes, an (array, sample_rate) pair:
+        ``inputs.audio_input``), as recognize computes them."""
+        kind, audio, sample_rate = audio_input(audio, sample_rate)
+        if kind == "path":
+            name, sample = audio, {"key": audio, "wav": audio, "txt": ""}
+        elif kind == "bytes":
+            name, sample = f"the audio bytes ({len(audio)} bytes)", {"key": "bytes", "audio": audio, "txt": ""}
         else:
             # the one dtype policy of arrays, then read as a file: rate, channel policy and length alike
             name, sample = "the array", {"key": "array", "audio": array_wav_bytes(audio, sample_rate), "txt": ""}
@@ -103,44 +114,50 @@ class RecognitionModel:
             raise UserError(f"{name}: too short to decode ({out}: fewer than {self.processor.min_frames} frames)")
         return name, torch.from_numpy(out["feat"])
 
-    def decode_options(self, modes: Sequence[str], beam_size: int, lm: Optional[str] = None, lm_weight: float = 0.5,
-                       word_score: float = 0.0, batch_size: int = 1, **options: Any) -> Dict[str, Any]:
-        """``ASRModel.decode``'s keyword options for ``modes``, checked as recognize checks them (an option no mode
-        uses, a chunk size the model cannot decode at, ...: a one-line UserError)."""
-        for mode in modes:
-            if mode not in DECODING_METHODS:
-                raise UserError(f"mode {mode!r}: valid modes are {', '.join(DECODING_METHODS)}")
-        needs_lm = any(m in LM_METHODS for m in modes)
-        if (lm is not None) != needs_lm:
-            what = "an LM mode needs lm=ARPA" if lm is None else "lm= is used by the LM modes only"
-            raise UserError(f"modes {' '.join(modes)}: {what} ({', '.join(LM_METHODS)})")
-        check_decode_options(self.model.encoder, list(modes), batch_size=batch_size, **options)
+    def decode_options(self, where: str, modes: Any, given: Dict[str, Any], fixed: Optional[Dict[str, Any]] = None
+                       ) -> Tuple[List[str], int, int, Dict[str, Any]]:
+        """(modes, beam size, batch size, ``ASRModel.decode``'s other keyword options) of the keywords ``given`` to
+        the method ``where`` (and the options ``fixed`` by the method itself), through recognize's one check
+        (``decode_options.resolve_decode_options``: values, the modes that use them, the LM; then what the model
+        decodes at): a one-line UserError, or a TypeError for an unknown keyword. Options not given are the
+        recipe's decoding of this checkpoint (``decode/recipe.py``)."""
+        check_keywords(where, given, KEYWORDS[where])
+        recipe = None if self.recipe is None else (lambda ms: self.recipe.defaults(ms, given.get("lm")))
+        modes, values = resolve_decode_options(modes, {**given, **(fixed or {})}, defaults=recipe)
+        beam_size, batch_size, lm = values.pop("beam_size"), values.pop("batch_size"), values.pop("lm")
+        lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
+        check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
         if lm is not None:
             key = (lm, lm_weight, word_score, beam_size)
             if key not in self._lm:
                 self._lm[key] = LmSearch(lm, self.tokenizer, self.model.ctc.blank_id,
                                          LmSearchConfig(lm_weight=lm_weight, word_score=word_score,
                                                         beam_size=beam_size))
-            options["lm_search"] = self._lm[key]
-        return options
+            values["lm_search"] = self._lm[key]
+        return modes, beam_size, batch_size, values
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,
-                   beam_size: int = 10, ctc_weight: float = 0.0, reverse_weight: float = 0.0,
-                   timestamps: bool = False, sample_rate: Optional[int] = None, lm: Optional[str] = None,
-                   lm_weight: float = 0.5, word_score: float = 0.0, **options: Any) -> Any:
-        """Text of a file path, an (array, sample_rate) pair (or an array with ``sample_rate=``), or a list of them.
+                   timestamps: bool = False, sample_rate: Optional[int] = None, **options: Any) -> Any:
+        """Text of a file path, the bytes of an audio file, an (array, sample_rate) pair (or an array with
+        ``sample_rate=``), or a list of them (``inputs.audio_input``).
 
         ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the
-        other options are recognize's (``decoding_chunk_size``, ``simulate_streaming``, ``blank_penalty``, ...), with
-        its defaults. Returns the text (a list of texts for a list); with ``timestamps=True`` a dict ``{"text",
-        "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.
+        options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``, ...,
+        ``decode_options.DECODE_OPTIONS``) with its checks; one not given is what the recipe decoded this
+        checkpoint with (``decode/recipe.py``). Returns the text (a list of texts for a list); with
+        ``timestamps=True`` a dict ``{"text", "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds
+        from the CTC alignment of the text.
         """
-        if isinstance(audio, list):
-            return [self.transcribe(a, mode, beam_size=beam_size, ctc_weight=ctc_weight,
-                                    reverse_weight=reverse_weight, timestamps=timestamps, sample_rate=sample_rate,
-                                    lm=lm, lm_weight=lm_weight, word_score=word_score, **options) for a in audio]
-        kwargs = self.decode_options([mode], beam_size, lm, lm_weight, word_score, ctc_weight=ctc_weight,
-                                     reverse_weight=reverse_weight, **options)
+        modes, beam_size, _, kwargs = self.decode_options("transcribe", mode, options, {"batch_size": 1})
+        if len(modes) != 1:
+            raise UserError(f"mode={mode!r}: transcribe decodes in one mode; decode_list takes several")
+        items = audio_list(audio)
+        if items is not None:
+            return [self._transcribe_one(a, modes[0], beam_size, kwargs, timestamps, sample_rate) for a in items]
+        return self._transcribe_one(audio, modes[0], beam_size, kwargs, timestamps, sample_rate)
+
+    def _transcribe_one(self, audio: Audio, mode: str, beam_size: int, kwargs: Dict[str, Any], timestamps: bool,
+                        sample_rate: Optional[int]) -> Any:
         _, feats = self.features(audio, sample_rate)
         feats = feats.unsqueeze(0).to(self.device)
         lens = torch.tensor([feats.size(1)], device=self.device)
@@ -162,15 +179,14 @@ class RecognitionModel:
         return [{"token": p, "start": a, "end": b} for p, (a, b) in zip(pieces, token_times(spans,
                                                                                            self.frame_seconds))]
 
-    def decode_list(self, data_list: str, modes: Sequence[str] = ("attention_rescoring",), *,
-                    data_type: str = "raw", batch_size: int = 16, beam_size: int = 10, lm: Optional[str] = None,
-                    lm_weight: float = 0.5, word_score: float = 0.0, progress: bool = False,
-                    **options: Any) -> DecodeReport:
+    def decode_list(self, data_list: str, modes: Union[str, Sequence[str]] = ("attention_rescoring",), *,
+                    data_type: str = "raw", progress: bool = False, **options: Any) -> DecodeReport:
         """Decode a data.list (raw or shard list; a Kaldi wav.scp is read as a raw list: ``key path`` lines) with
-        every mode in ``modes`` in one pass, as recognize does; the options as for :meth:`transcribe`."""
+        every mode in ``modes`` (one name, or several) in one pass, as recognize does; the options (``batch_size``
+        too, default 16) as for :meth:`transcribe`."""
         if not os.path.isfile(data_list):
             raise UserError(f"no data list {data_list}")
-        kwargs = self.decode_options(modes, beam_size, lm, lm_weight, word_score, batch_size, **options)
+        modes, beam_size, batch_size, kwargs = self.decode_options("decode_list", modes, options)
         with tempfile.TemporaryDirectory() as tmp:
             if data_type == "raw" and not _is_json_list(data_list):  # a wav.scp: "key path" lines
                 scp, data_list = data_list, os.path.join(tmp, "data.list")
@@ -184,10 +200,11 @@ class RecognitionModel:
                             counts=stats["counts"], rtf=stats["rtf"], decode_seconds=stats["decode_seconds"],
                             audio_seconds=stats["audio_seconds"], summary=rtf_line(stats, list(modes), self.device))
 
-    def stream(self, chunk_size: int, left_chunks: int = -1, **options: Any):
-        """A chunk-by-chunk decoder of one utterance (``wenet_udps.decode.stream.StreamingDecoder``)."""
+    def stream(self, chunk_size: int, left_chunks: int = -1, mode: str = "attention_rescoring", **options: Any):
+        """A chunk-by-chunk decoder of one utterance (``wenet_udps.decode.stream.StreamingDecoder``); the options as
+        for :meth:`transcribe`, the chunking from ``chunk_size`` and ``left_chunks``."""
         from wenet_udps.decode.stream import StreamingDecoder
-        return StreamingDecoder(self, chunk_size, left_chunks, **options)
+        return StreamingDecoder(self, chunk_size, left_chunks, mode, **options)
 
 
 def _is_json_list(path: str) -> bool:

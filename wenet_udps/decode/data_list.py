@@ -79,6 +79,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     tally = DataTally()
     lm_search = (decode_kwargs or {}).get("lm_search")
     references: List[str] = []
+    audible = 0  # utterances that are not silence (see all_empty_warning)
     with torch.no_grad():
         for batch in tally.batches(loader):
             feats = batch["feats"].to(device, non_blocking=True)
@@ -87,6 +88,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
             decode_seconds += time.perf_counter() - t0
             audio_seconds += float(batch["feats_lengths"].sum()) * shift
+            audible += sum(int(not_silent(f[:n])) for f, n in zip(batch["feats"], batch["feats_lengths"].tolist()))
             for mode in modes:
                 for key, res in zip(batch["keys"], out[mode]):
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
@@ -97,9 +99,42 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     logging.info("%s", counts)
     if lm_search is not None:  # a list without transcripts (a wav.scp given to the API) has no words to check
         check_oov(lm_search.info, references, f"the references of {data_list}")
+    for mode in modes:
+        warning = all_empty_warning(mode, results[mode], audible, decode_kwargs or {})
+        if warning:
+            logging.warning("%s", warning)
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
                      "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts}
+
+
+# The mean log filterbank energy of the frames of an utterance spans more than this (nats; 2 is about 9 dB) where
+# something is said: FSDD's digits span 3 to 8, a steady tone or noise under 1, digital silence 0.
+SILENCE_SPREAD = 2.0
+
+
+def not_silent(feats: torch.Tensor) -> bool:
+    """Whether the (T, F) features of one utterance hold more than silence (see ``SILENCE_SPREAD``)."""
+    energy = feats.float().mean(dim=-1)
+    return energy.numel() > 0 and float(energy.max() - energy.min()) > SILENCE_SPREAD
+
+
+def all_empty_warning(mode: str, texts: Mapping[str, str], audible: int, kwargs: Mapping[str, Any]) -> Optional[str]:
+    """The warning for a list whose every hypothesis in ``mode`` is empty although ``audible`` of its utterances are
+    not silent, naming the option that likely caused it (issue 57, M13: ``--lm_weight 1e6`` emptied them all
+    without a word); None otherwise."""
+    if not texts or audible == 0 or any(t.strip() for t in texts.values()):
+        return None
+    if mode in LM_METHODS and "lm_search" in kwargs:
+        conf = kwargs["lm_search"].conf
+        likely = (f"--lm_weight {conf.lm_weight:g} (each word costs lm_weight x its LM cost; tuned values lie in "
+                  f"0.1-2) or --word_score {conf.word_score:g} (a word's bonus) is the likely cause")
+    elif kwargs.get("blank_penalty"):
+        likely = f"the model emits only blanks even at --blank_penalty {kwargs['blank_penalty']:g}: is it trained?"
+    else:
+        likely = "the model emits no token: is it trained, and is this its data (sample rate, features)?"
+    return (f"{mode}: all {len(texts)} hypotheses are empty, though {audible} utterance(s) are not silent; "
+            f"{likely}")
 
 
 def rtf_line(stats: Mapping[str, Any], modes: List[str], device: str) -> str:

@@ -29,13 +29,13 @@ SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penal
 class StreamingDecoder:
     """The state of one utterance: samples so far, the next chunk's first feature frame, the encoder caches."""
 
-    def __init__(self, model: Any, chunk_size: int, left_chunks: int = -1, mode: str = "attention_rescoring", *,
-                 beam_size: int = 10, lm: Optional[str] = None, lm_weight: float = 0.5, word_score: float = 0.0,
+    def __init__(self, model: Any, chunk_size: int, left_chunks: int = -1, mode: str = "attention_rescoring",
                  **options: Any):
-        self.model, self.mode, self.beam_size = model, mode, beam_size
         # recognize's check: a model not trained for streaming, or a chunk size it cannot decode at, is refused.
-        kwargs = model.decode_options([mode], beam_size, lm, lm_weight, word_score, decoding_chunk_size=chunk_size,
-                                      num_decoding_left_chunks=left_chunks, simulate_streaming=True, **options)
+        modes, self.beam_size, _, kwargs = model.decode_options(
+            "stream", mode, options, {"decoding_chunk_size": chunk_size, "num_decoding_left_chunks": left_chunks,
+                                      "simulate_streaming": True, "batch_size": 1})
+        self.model, self.mode = model, modes[0]
         self.search_options = {k: v for k, v in kwargs.items() if k in SEARCH_OPTIONS}
         encoder = model.model.encoder
         self.encoder = encoder

@@ -4,17 +4,19 @@
 (:func:`run_sh_error`), checked with those same rules before any stage: a value that would stop stage 2 or 5 half-way
 is refused at the start, naming the option.
 
-No torch here: run.sh's check starts fast.
+The two weights' rules are recognize's and the Python API's (``transformer.decode_options.DECODE_OPTIONS``), so
+run.sh refuses exactly what stage 5's recognize would.
 """
 import argparse
 from typing import Optional, Sequence
 
 from wenet_udps.lm.arpa import LmError
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
 
-LM_WEIGHT = cli.float_range(0.0)  # scale of the LM's log-probability in the *_lm modes
-WORD_SCORE = cli.finite_float     # bonus per word (negative: fewer insertions)
+LM_WEIGHT = DECODE_OPTIONS["lm_weight"].check    # scale of the LM's log-probability in the *_lm modes
+WORD_SCORE = DECODE_OPTIONS["word_score"].check  # bonus per word (negative: fewer insertions)
 DEFAULT_ORDER = 3                 # build_lm's --order and run.sh's --lm_order when not given
 
 

@@ -1,16 +1,179 @@
-"""The one check of decoding options against the model: an option that cannot take effect is refused, not ignored.
+"""The one check of decoding options: their values, the modes that use them, and what the model can decode at.
+
+Every entry point goes through it: ``recognize`` and ``bench/decode_speed.py`` (their flags are made from
+:data:`DECODE_OPTIONS`, and :func:`resolve_decode_options` runs right after parsing), the Python API
+(``transcribe``, ``decode_list``, ``stream``: the same function on the keywords) and ``ASRModel.decode``
+(:func:`check_decode_options`). A value out of range, an option given that no requested mode uses, an LM mode
+without an LM: a :class:`UserError` naming the option and what is valid (one line; exit 2 from a command, where it
+reads ``--ctc_weight``, and ``ctc_weight=`` from Python).
 
 What a model can decode at is decided from its own encoder (built from its conf): ``use_dynamic_chunk`` (any chunk
 size, or full context), ``static_chunk_size`` S > 0 without dynamic chunks (the encoder applies chunk S whatever
 is asked: S only), neither (full context only). ``recognize``, ``ASRModel.decode`` and ``export`` all call
 :func:`check_decode_options` / :func:`chunk_size_for`, so a chunk size that a path would silently replace by the
-model's own is refused on every path alike (a :class:`UserError`: one line, exit 2 from a command).
+model's own is refused on every path alike.
 """
-from typing import Iterable, Optional
+import argparse
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
+from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
+
+RESCORING = ("attention_rescoring", "attention_rescoring_lm")
+CTC_SEARCHES = tuple(m for m in DECODING_METHODS if m != "attention")
+# lm_weight scales the LM's natural-log probability of a word (3 to 10 nats for most words of an n-gram LM)
+# against the CTC log-probabilities of its units. Tuned values lie between 0.1 and 2 (run.sh's grid is 0.3 0.6 1.0,
+# docs/lm.md's AN4 grid 0 to 1); at 5 a word already costs 15 to 50 nats, more than a confident CTC spike gives,
+# so words are dropped, and far above it (1e6) every hypothesis is empty (issue 57, M13).
+LM_WEIGHT_MAX = 5.0
+
+
+@dataclass(frozen=True)
+class DecodeOption:
+    """A decoding option: ``check`` the ``wenet_udps.utils.cli`` checker of its text (its ``value`` attribute
+    checks a Python value with the same message; None: a flag), ``default``, ``modes`` the modes that use it (None:
+    every mode), ``used_by`` those modes in words, ``help``."""
+    check: Optional[Callable[[str], Any]]
+    default: Any
+    modes: Optional[Tuple[str, ...]]
+    used_by: str
+    help: str
+
+
+DECODE_OPTIONS: Dict[str, DecodeOption] = {
+    "beam_size": DecodeOption(cli.positive_int, 10, None, "", "beam of the CTC prefix and attention searches"),
+    "batch_size": DecodeOption(cli.positive_int, 16, None, "", "utterances per batch"),
+    "ctc_weight": DecodeOption(
+        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
+        "weight of the CTC prefix score against the decoder's in attention_rescoring (attention_rescoring_lm: of "
+        "the CTC + LM score of the LM search); above 1 CTC would outweigh the decoder that rescoring is for"),
+    "reverse_weight": DecodeOption(
+        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
+        "right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)"),
+    "decoding_chunk_size": DecodeOption(
+        cli.int_range(1, also=(-1,)), None, None, "",
+        "-1 full context; > 0 chunk size (0, training's random chunks, is rejected); default the model's own (full "
+        "context, or its static_chunk_size). A size the model cannot decode at is refused"),
+    "num_decoding_left_chunks": DecodeOption(cli.int_range(0, also=(-1,)), -1, None, "",
+                                             "left chunks seen per chunk, -1 all"),
+    "simulate_streaming": DecodeOption(None, False, None, "",
+                                       "with a chunk size > 0: encoder chunk by chunk with caches (batch size 1)"),
+    "length_penalty": DecodeOption(
+        cli.finite_float, 0.0, ("attention",), "attention decoding",
+        "attention mode: rank the final beam by score / length ** length_penalty (> 0 favours longer hypotheses)"),
+    "max_len_ratio": DecodeOption(
+        cli.float_range(0.0, low_open=True), None, ("attention",), "attention decoding",
+        "attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, WeNet's bound)"),
+    "blank_penalty": DecodeOption(cli.float_range(0.0), 0.0, CTC_SEARCHES, "the CTC searches (every mode but "
+                                  "attention)", "subtracted from the blank logit before the CTC searches (>= 0)"),
+    "lm": DecodeOption(
+        cli.existing_file, None, LM_METHODS, "the *_lm modes",
+        "word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words (run.sh's LM "
+        "stage writes both)"),
+    "lm_weight": DecodeOption(
+        cli.float_range(0.0, LM_WEIGHT_MAX), 0.5, LM_METHODS, "the *_lm modes",
+        f"*_lm modes: weight of the LM log-probability, in [0, {LM_WEIGHT_MAX:g}] (tune on dev; far above the "
+        f"bound every hypothesis comes out empty)"),
+    "word_score": DecodeOption(cli.finite_float, 0.0, LM_METHODS, "the *_lm modes",
+                               "*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)"),
+}
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """``--name`` for each of ``names``, checked by its :data:`DECODE_OPTIONS` checker; the default is None (not
+    given: :func:`resolve_decode_options` tells an option the user gave from one left at its default)."""
+    for name in names:
+        spec = DECODE_OPTIONS[name]
+        shown = "" if spec.default is None else f" (default {spec.default})"
+        if spec.check is None:
+            parser.add_argument(f"--{name}", action="store_true", default=None, help=spec.help)
+        else:
+            parser.add_argument(f"--{name}", type=spec.check, default=None, help=spec.help + shown)
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _spell(name: str, flags: bool, value: Any = None) -> str:
+    """How the option reads in a message: ``--name value`` (a command) or ``name=value`` (Python)."""
+    if flags:
+        return f"--{name}" if value is None else f"--{name} {_show(value)}"
+    return name if value is None else f"{name}={value!r}"
+
+
+def option_value(name: str, value: Any, flags: bool = False) -> Any:
+    """``value`` of option ``name`` checked as the command line checks its text (its range, finite); UserError
+    naming the option and the valid range otherwise."""
+    spec = DECODE_OPTIONS[name]
+    where = _spell(name, flags, value)
+    if spec.check is None:
+        if not isinstance(value, bool):
+            raise UserError(f"{where}: expected True or False")
+        return value
+    if spec.check is cli.existing_file:
+        if not isinstance(value, (str, os.PathLike)):
+            raise UserError(f"{where}: expected a file path")
+        try:
+            return spec.check(os.fspath(value))
+        except argparse.ArgumentTypeError as e:
+            raise UserError(f"{where}: {e}") from None
+    integer = spec.check.__name__ == "int"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
+        raise UserError(f"{where}: expected {'an integer' if integer else 'a number'}")
+    try:
+        return spec.check.value(int(value) if integer else float(value))
+    except argparse.ArgumentTypeError as e:
+        raise UserError(f"{where}: {e}") from None
+
+
+def _refuse_unused(modes: Sequence[str], asked: Mapping[str, Any], flags: bool) -> None:
+    """UserError for the first option in ``asked`` that none of ``modes`` uses (it would be ignored silently)."""
+    for name, value in asked.items():
+        spec = DECODE_OPTIONS[name]
+        if spec.modes is not None and not set(spec.modes) & set(modes):
+            raise UserError(f"{_spell(name, flags, value)} applies to {spec.used_by} only, which "
+                            f"{_spell('modes', flags)} {' '.join(modes)} does not run; add {spec.modes[0]} to "
+                            f"{_spell('modes', flags)} or leave the option out")
+
+
+def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str, Any], *,
+                           defaults: Optional[Callable[[List[str]], Mapping[str, Any]]] = None,
+                           flags: bool = False, empty_ok: bool = False) -> Tuple[List[str], Dict[str, Any]]:
+    """(the modes as a list, every option of :data:`DECODE_OPTIONS` with its value) after the one check.
+
+    Args:
+        modes: one mode name or several (a single string is one mode, not its letters).
+        given: the options the user gave (a command's flags not left at None, the API's keywords); each is
+            checked (range, finite, type), and one that no mode in ``modes`` uses is refused.
+        defaults: modes -> the values of options not given where they differ from the table's (the API: the
+            recipe's decoding, ``wenet_udps.decode.recipe``); applied only to options the modes use.
+        flags: spell the options as a command's flags in messages (``--ctc_weight``), else as keywords.
+        empty_ok: no mode at all is allowed (a benchmark timing something else); else a UserError.
+    """
+    modes = [modes] if isinstance(modes, str) else list(modes)
+    unknown = [m for m in modes if not isinstance(m, str) or m not in DECODING_METHODS]
+    if (not modes and not empty_ok) or unknown:
+        got = f"mode {unknown[0]!r}" if unknown else "no mode"
+        raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
+    checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
+    _refuse_unused(modes, checked, flags)
+    needs_lm = [m for m in modes if m in LM_METHODS]
+    if needs_lm and "lm" not in checked:
+        raise UserError(f"{_spell('modes', flags)} {' '.join(needs_lm)} need a word LM: add "
+                        f"{_spell('lm', flags)}{' ' if flags else '='}LM.arpa (or a KenLM binary LM.bin)")
+    values = {name: spec.default for name, spec in DECODE_OPTIONS.items()}
+    for name, value in (defaults(modes) if defaults else {}).items():
+        if DECODE_OPTIONS[name].modes is None or set(DECODE_OPTIONS[name].modes) & set(modes):
+            values[name] = value
+    values.update(checked)
+    return modes, values
 
 
 def chunking(encoder: nn.Module) -> str:
@@ -60,7 +223,8 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     """UserError naming the first option (as ``recognize`` spells it) that would do nothing with this model and
     these ``methods``; else the chunk size decoding runs at (see :func:`chunk_size_for`).
 
-    Values at their defaults (0, -1, False, None) are not options that were asked for, so they always pass.
+    Values at their defaults (0, -1, False, None) are not options that were asked for, so they always pass (the
+    entry points refuse what the user gave that no mode uses, default or not: :func:`resolve_decode_options`).
     """
     methods = list(methods)
     chunk = chunk_size_for(encoder, decoding_chunk_size)
@@ -73,16 +237,10 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     if simulate_streaming and batch_size is not None and batch_size != 1:
         raise UserError(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                         f"{batch_size}")
-    rescoring = ("attention_rescoring", "attention_rescoring_lm")
-    unused = [(ctc_weight > 0, "ctc_weight", ctc_weight, rescoring),
-              (reverse_weight > 0, "reverse_weight", reverse_weight, rescoring),
-              (length_penalty != 0, "length_penalty", length_penalty, ("attention",)),
-              (max_len_ratio is not None, "max_len_ratio", max_len_ratio, ("attention",))]
-    for asked, name, value, needs in unused:
-        if asked and not set(needs) & set(methods):
-            raise UserError(f"--{name} {value:g} applies to {' and '.join(needs)} decoding only, which --modes "
-                            f"{' '.join(methods)} does not run; add {needs[0]} to --modes or leave the option out")
-    if blank_penalty > 0 and all(m == "attention" for m in methods):
-        raise UserError(f"--blank_penalty {blank_penalty:g} applies to the CTC searches only, which --modes "
-                        f"{' '.join(methods)} does not run; leave it out")
+    # ASRModel.decode sees values only: one that differs from its default was asked for.
+    asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
+                                             ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
+                                             ("blank_penalty", blank_penalty))
+             if value != DECODE_OPTIONS[name].default}
+    _refuse_unused(methods, asked, flags=True)
     return chunk

@@ -121,30 +121,38 @@ def _number(text: str, kind: type) -> float:
 
 
 def int_range(low: Optional[int] = None, high: Optional[int] = None, *, also: Sequence[int] = ()):
-    """``type=``: an int in [low, high] (None: unbounded), or one of ``also`` (e.g. -1 meaning "all")."""
-    def check(text: str) -> int:
-        value = int(_number(text, int))
+    """``type=``: an int in [low, high] (None: unbounded), or one of ``also`` (e.g. -1 meaning "all"). Its
+    ``value`` attribute checks an int already parsed (the Python API's options), with the same message."""
+    def in_range(value: int) -> int:
         if value in also or ((low is None or value >= low) and (high is None or value <= high)):
             return value
         bounds = (f"in {low}..{high}" if low is not None and high is not None
                   else f">= {low}" if low is not None else f"<= {high}")
         extra = "".join(f" or {a}" for a in also)
         raise argparse.ArgumentTypeError(f"must be {bounds}{extra}, got {value}")
-    return _role("number")(_type("int", check, low=low, high=high, also=tuple(also)))
+
+    def check(text: str) -> int:
+        return in_range(int(_number(text, int)))
+    return _role("number")(_type("int", check, low=low, high=high, also=tuple(also), value=in_range))
 
 
 def float_range(low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False):
-    """``type=``: a finite float in [low, high] ((low, high] with ``low_open``); None: unbounded."""
-    def check(text: str) -> float:
-        value = _number(text, float)
+    """``type=``: a finite float in [low, high] ((low, high] with ``low_open``); None: unbounded. Its ``value``
+    attribute checks a float already parsed (the Python API's options), with the same message."""
+    def in_range(value: float) -> float:
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {value!r}")
         too_low = low is not None and (value <= low if low_open else value < low)
         if too_low or (high is not None and value > high):
             left = "(" if low_open else "["
             bounds = (f"in {left}{low:g}, {high:g}]" if low is not None and high is not None
                       else f"{'>' if low_open else '>='} {low:g}" if low is not None else f"<= {high:g}")
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value:g}")
         return value
-    return _role("number")(_type("float", check, low=low, high=high))
+
+    def check(text: str) -> float:
+        return in_range(_number(text, float))
+    return _role("number")(_type("float", check, low=low, high=high, value=in_range))
 
 
 positive_int = int_range(1)
