@@ -151,3 +151,13 @@ def test_lm_installs_build_tools_with_apt_and_the_lm_extra(tmp_path, calls):
     assert made[0] == "apt-get update -qq" and "cmake" in install and "libboost-program-options-dev" in install
     assert "python3 -m pip install -e .[test,lm]" in made
     assert proc.returncode != 0  # the stub python3 cannot import wenet_udps, so the check after pip fails
+
+
+def test_triton_is_no_dependency_of_a_cpu_install():
+    """Issue 57: a CPU-only install pulled triton (about 1 GB of the 2.5 GB venv). It is in the gpu and test extras
+    only (the test extra runs the kernel's interpreter tests)."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not [d for d in project["dependencies"] if d.startswith("triton")]
+    for extra in ("gpu", "test"):
+        assert [d for d in project["optional-dependencies"][extra] if d.startswith("triton")], extra
