@@ -8,7 +8,7 @@
 # depends on --cpu_jobs (or OMP_NUM_THREADS) only, not on how many runs there are, so a model's numbers do not
 # depend on which other runs this command trains.
 training_pids=() training_exps=() training_lines=()
-progress_poll=15   # seconds between two looks at the background trainings' logs (print_progress)
+progress_poll=2    # seconds between two looks at the background trainings' logs (print_progress)
 train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or in the background
   local exp=$1; shift
   if [[ ${cpu_jobs} -eq 1 ]]; then
@@ -29,7 +29,7 @@ print_progress() {
     total=$( (wc -l < "${training_exps[i]}/train.log") 2> /dev/null || echo 0)
     (( total > training_lines[i] )) || continue
     while IFS= read -r line; do
-      log "stage 4: ${training_exps[i]##*/}: ${line#*progress: }"
+      log "stage 4 progress, ${training_exps[i]##*/}: ${line#*progress: }"
     done < <(sed -n "$(( training_lines[i] + 1 )),${total}p" "${training_exps[i]}/train.log" | grep "progress: epoch")
     training_lines[i]=${total}
   done

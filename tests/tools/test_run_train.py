@@ -43,8 +43,8 @@ def test_background_trainings_show_their_progress_on_the_terminal(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     for exp in ("a", "b"):
-        mine = [ln for ln in lines if f"stage 4: {exp}: " in ln]
-        assert [re.sub(r".*stage 4: \w: ", "", ln) for ln in mine] == [
+        mine = [ln for ln in lines if f"stage 4 progress, {exp}: " in ln]
+        assert [re.sub(r".*stage 4 progress, \w: ", "", ln) for ln in mine] == [
             "epoch 0 of 0..1 done; train loss 9.00; cv loss 8.00; 1 s this epoch, about 1 s left",
             "epoch 1 of 0..1 done; train loss 7.00; cv loss 6.00; 1 s this epoch, last epoch"], proc.stderr
         trained = next(ln for ln in lines if f"stage 4: {exp} trained with seed 777 ({exp}/train.yaml)" in ln)
