@@ -35,8 +35,9 @@ print_progress() {
   done
 }
 log_trained() {  # log_trained EXP: the seed that ran, as the run's train.yaml records it (not run.sh's --seeds)
-  log "stage 4: ${1} trained with seed $(sed -n 's/^seed: //p' "${1}/train.yaml" 2> /dev/null || true)" \
-    "(${1}/train.yaml)"
+  local seed
+  seed=$(sed -n 's/^seed: //p' "${1}/train.yaml" 2> /dev/null || true)   # none on a node other than the first
+  log "stage 4: ${1} trained with seed ${seed:-unknown here} (${1}/train.yaml)"
 }
 wait_trainings() {  # wait for the background trainings, printing their progress; stop naming each one that failed
   local i failed=() running=true
