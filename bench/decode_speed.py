@@ -59,7 +59,7 @@ def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
     dataset = eval_dataset(config, tokenizer, test_data, batch_size)
     batches = list(DataLoader(dataset, batch_size=None, num_workers=0))
     shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
-    return (model, batches, shift * sum(float(b["feats_lengths"].sum()) for b in batches), shift), tokenizer
+    return (model, batches, sum(sum(b["seconds"]) for b in batches), shift), tokenizer
 
 
 def long_input(batches, frames: int):

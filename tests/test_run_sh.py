@@ -33,6 +33,11 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     for stage in range(0, 8):
         assert re.search(rf"\) stage {stage}: ", proc.stderr), f"stage {stage} did not log"
+    # Stage 4's two background trainings: each one's progress line on the terminal, and the seed that ran (issue 57)
+    for variant in ("scaled_dot", "udps"):
+        assert re.search(rf"stage 4 progress, tiny_{variant}: epoch 0 of 0\.\.0 done; train loss .*; cv loss .*, "
+                         rf"last epoch", proc.stderr), proc.stderr[-4000:]
+        assert f"stage 4: {exp}_{variant} trained with seed 777 ({exp}_{variant}/train.yaml)" in proc.stderr
     for variant, udps in (("scaled_dot", "false"), ("udps", "true")):
         d = Path(f"{exp}_{variant}")
         assert re.search(rf"^att_udps: {udps}$", (d / "train.yaml").read_text(), re.M)

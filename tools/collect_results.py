@@ -61,6 +61,7 @@ class Experiment:
     checkpoints: Dict[Tuple[str, str], str] = field(default_factory=dict)    # (set, mode) -> path
     rtf: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> real-time factor
     lms: Dict[Tuple[str, str], str] = field(default_factory=dict)            # (set, mode) -> its word LM (lm_line)
+    seed: Optional[int] = None   # the seed it trained with: train.yaml's (bin.train records the seed that ran)
 
 
 def parse_wer_file(path: Path) -> Optional[float]:
@@ -146,6 +147,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
             if train_yaml.is_file():
                 ckpt = info.get("checkpoint")
                 exp.model, exp.attention = describe_model(train_yaml, ckpt if ckpt and os.path.isfile(ckpt) else None)
+                exp.seed = read_conf(str(train_yaml)).get("seed")
             else:
                 print(f"collect_results.py: {train_yaml} not found; model unknown", file=sys.stderr)
             experiments[exp_path] = exp
@@ -328,9 +330,10 @@ def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
     return lines
 
 
-def _seeds(text: str) -> List[int]:
-    """``--seeds "1 2 3"``: the seeds trained, non-negative integers."""
-    return [cli.non_negative_int(s) for s in text.split()]
+def seeds_ran(experiments: Sequence[Experiment]) -> List[int]:
+    """The seeds the table's models trained with, each once, as their train.yaml records them (not run.sh's
+    ``--seeds``, empty for a model trained with its conf's seed)."""
+    return sorted({int(e.seed) for e in experiments if e.seed is not None})
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -342,7 +345,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--data_dir", type=cli.existing_dir, default=None,
                         help="data dir with <set>/text: enables the significance tests of seeded experiments")
     parser.add_argument("--wer_char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
-    parser.add_argument("--seeds", default=[], type=_seeds, help="the seeds trained, recorded under the table")
     parser.add_argument("--peer_results", type=cli.existing_file, default=None,
                         help="other toolkits' published results on this split (wenet_udps.results.peers)")
     args = parser.parse_args(argv)
@@ -367,7 +369,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     table = markdown_table(experiments, args.metric)
     text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{peers}{sections}\n## Made with\n\n"
-            + "\n".join(provenance_markdown(provenance(args.seeds))
+            + "\n".join(provenance_markdown(provenance(seeds_ran(experiments)))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

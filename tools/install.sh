@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs this checkout with its Python dependencies and test tools (pip install -e ".[test]", from
-# pyproject.toml) into the python3 on PATH (a venv: see README), and with --espeak_ng true also espeak-ng (apt),
+# Installs this checkout with its Python dependencies (pip install -e ., from pyproject.toml; with --test true the
+# test extra too: pytest, ruff and triton, about 1 GB, for the Triton kernel's interpreter tests) into the python3
+# on PATH (a venv: see README), and with --espeak_ng true also espeak-ng (apt),
 # which only the synthesised corpora tiny_zh and tiny_en (the main job) need, and with --lm true the word-LM tools
 # of the *_lm decoding modes and run.sh's LM stage: flashlight-text (the [lm] extra) and KenLM's lmplz and
 # build_binary, compiled from the kenlm sdist on PyPI (its build needs cmake, a C++ compiler, boost and zlib: apt)
@@ -13,7 +14,8 @@ cd "$(dirname "$0")/.."
 
 espeak_ng=false   # true: also install espeak-ng with apt (the synthesised corpora tiny_zh, tiny_en need it)
 lm=false          # true: also the word-LM tools (flashlight-text; KenLM's lmplz, build_binary into python3's bin/)
-help_message="Usage: $0 [--espeak_ng true] [--lm true]"
+test=false        # true: also the test tools (the test extra: pytest, ruff, triton)
+help_message="Usage: $0 [--espeak_ng true] [--lm true] [--test true]"
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected arguments: $* ($0 --help for usage)"
 
@@ -87,11 +89,14 @@ fi
 
 torch_version() { python3 -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true; }
 torch_before=$(torch_version)
-extras=test
-[[ ${lm} == true ]] && extras=test,lm
-log "pip install -e .[${extras}] (this checkout and pyproject.toml's dependencies, so python3 -m wenet_udps.* and" \
+extras=()
+[[ ${test} == true ]] && extras+=(test)
+[[ ${lm} == true ]] && extras+=(lm)
+target=.
+[[ ${#extras[@]} -eq 0 ]] || target=".[$(IFS=,; echo "${extras[*]}")]"
+log "pip install -e ${target} (this checkout and pyproject.toml's dependencies, so python3 -m wenet_udps.* and" \
   "tools/ work from any directory; python3: ${prefix})"
-python3 -m pip install -e ".[${extras}]"
+python3 -m pip install -e "${target}"
 torch_after=$(torch_version)
 torch_range=$(sed -n 's/^ *"torch\([^"]*\)".*/\1/p' pyproject.toml)
 if [[ -z ${torch_before} ]]; then

@@ -7,26 +7,57 @@
 # two one-thread trainings on two cores take about the time of one (measured: docs/benchmarks.md). The thread count
 # depends on --cpu_jobs (or OMP_NUM_THREADS) only, not on how many runs there are, so a model's numbers do not
 # depend on which other runs this command trains.
-training_pids=() training_exps=()
+training_pids=() training_exps=() training_lines=()
+progress_poll=2    # seconds between two looks at the background trainings' logs (print_progress)
 train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or in the background
   local exp=$1; shift
   if [[ ${cpu_jobs} -eq 1 ]]; then
-    python3 -m wenet_udps.bin.train "$@"; return
+    python3 -m wenet_udps.bin.train "$@"; log_trained "${exp}"; return
   fi
-  log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log"
-  # Appended: a resumed run's log follows the interrupted one's.
+  log "stage 4: ${exp} trains in the background (torch threads: ${cpu_threads}), log: ${exp}/train.log;" \
+    "its progress lines follow here as each epoch ends"
+  # Appended: a resumed run's log follows the interrupted one's, whose lines are not printed again.
+  training_lines+=("$( (wc -l < "${exp}/train.log") 2> /dev/null || echo 0)")
   OMP_NUM_THREADS=${cpu_threads} python3 -m wenet_udps.bin.train "$@" >> "${exp}/train.log" 2>&1 &
   training_pids+=($!) training_exps+=("${exp}")
 }
-wait_trainings() {  # wait for the background trainings; stop naming each one that failed, after all have ended
-  local i failed=()
+# print_progress: each background training's progress lines (wenet_udps.train.progress: the epoch, the losses,
+# the time left) written to its train.log since the last call, on the terminal with the model's name.
+print_progress() {
+  local i total line
+  for i in "${!training_exps[@]}"; do
+    total=$( (wc -l < "${training_exps[i]}/train.log") 2> /dev/null || echo 0)
+    (( total > training_lines[i] )) || continue
+    while IFS= read -r line; do
+      log "stage 4 progress, ${training_exps[i]##*/}: ${line#*progress: }"
+    done < <(sed -n "$(( training_lines[i] + 1 )),${total}p" "${training_exps[i]}/train.log" | grep "progress: epoch")
+    training_lines[i]=${total}
+  done
+}
+log_trained() {  # log_trained EXP: the seed that ran, as the run's train.yaml records it (not run.sh's --seeds)
+  local seed
+  seed=$(sed -n 's/^seed: //p' "${1}/train.yaml" 2> /dev/null || true)   # none on a node other than the first
+  log "stage 4: ${1} trained with seed ${seed:-unknown here} (${1}/train.yaml)"
+}
+wait_trainings() {  # wait for the background trainings, printing their progress; stop naming each one that failed
+  local i failed=() running=true
+  while [[ ${running} == true ]]; do
+    running=false
+    for i in "${!training_pids[@]}"; do
+      ! kill -0 "${training_pids[i]}" 2> /dev/null || running=true
+    done
+    [[ ${running} == false ]] || sleep "${progress_poll}"
+    print_progress
+  done
   for i in "${!training_pids[@]}"; do
-    if ! wait "${training_pids[i]}"; then
+    if wait "${training_pids[i]}"; then
+      log_trained "${training_exps[i]}"
+    else
       failed+=("${training_exps[i]}")
       tail -n 5 "${training_exps[i]}/train.log" >&2
     fi
   done
-  training_pids=() training_exps=()
+  training_pids=() training_exps=() training_lines=()
   [[ ${#failed[@]} -eq 0 ]] || die "stage 4: training failed in ${failed[*]} (see train.log there); rerun" \
     "stage 4 to resume from the last valid checkpoint"
 }
@@ -92,8 +123,8 @@ train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
   if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
   # Wait for a free slot (CPU) first, so that the line below is logged when this training starts.
   [[ -n ${gpus} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
-  log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed})${checkpoint:+, continuing from ${checkpoint}}" \
-      "${newest:+, resuming}"
+  local from=${checkpoint:+, continuing from ${checkpoint}}${newest:+, resuming}
+  log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed/#none/of the conf})${from}"
   if [[ -z ${gpus} ]]; then
     train_on_cpu "${exp}" "${args[@]}" --device cpu
   else
@@ -101,6 +132,7 @@ train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
     CUDA_VISIBLE_DEVICES=${gpus} torchrun --nnodes="${num_nodes}" --nproc_per_node="${num_gpus}" \
       --node_rank="${node_rank}" --rdzv_id=wenet_udps --rdzv_backend=c10d --rdzv_endpoint="${HOST_NODE_ADDR}" \
       -m wenet_udps.bin.train "${args[@]}" --device cuda --dist_backend nccl
+    log_trained "${exp}"
   fi
 }
 

@@ -257,6 +257,29 @@ def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
     assert f"its checkpoint {tmp_path / 'gone.pt'} no longer exists" in capsys.readouterr().err
 
 
+def test_recognize_and_sherpa_decode_count_the_same_seconds(exported, tmp_path):
+    """Issue 57: the same 60 files were 149.07 s of audio to recognize and the API (feature frames x shift) and
+    150.3 s to sherpa_decode (samples / rate). One definition now (wenet_udps.dataset.audio.duration_seconds): the
+    samples over their rate, as loaded."""
+    from wenet_udps.bin import sherpa_decode
+    from wenet_udps.decode.data_list import model_from_checkpoint
+    name, tmp, config, out, data = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    wavs = _wavs(data)
+    seconds = sum(len(w) for w in wavs.values()) / SR
+    model = model_from_checkpoint(config, str(tmp / "avg.pt"))
+    _, ours = decode_dataset(model, init_tokenizer(config), config, str(data), modes=["ctc_greedy_search"],
+                             batch_size=4, progress=False)
+    items = [json.loads(line) for line in data.read_text().splitlines()]
+    (tmp_path / "wav.scp").write_text("".join(f"{i['key']} {i['wav']}\n" for i in items))
+    theirs = sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(out), "--wav_scp",
+                                 str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
+    assert ours["audio_seconds"] == pytest.approx(seconds, rel=1e-12)
+    assert theirs["audio_seconds"] == pytest.approx(seconds, rel=1e-12)
+    assert f"s for {seconds:.2f} s of audio" in (tmp_path / "res" / "rtf").read_text()
+
+
 def test_export_refuses_to_delete_the_units_file_it_copies(exported, tmp_path):
     """A units file kept as <output_dir>/tokens.txt would be deleted before it is copied (and lost)."""
     from wenet_udps.decode.data_list import model_from_checkpoint

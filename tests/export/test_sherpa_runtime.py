@@ -81,14 +81,35 @@ def test_int8_quantization_logs_no_per_tensor_notes(exported, tmp_path, caplog):
 
     from wenet_udps.export.sherpa import quantize_int8
     tmp, _, _ = exported
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     quantize_dynamic(model_input=str(tmp / "export" / "model.onnx"), model_output=str(tmp_path / "raw.onnx"),
                      op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
     notes = [r for r in caplog.records if "not specified" in r.getMessage()]
     assert len(notes) > 5  # onnxruntime's own call logs them
+    # issue 57: and its pre-processing advice and "Ignore MatMul" notes, which the export logged too
+    assert any("pre-processing before quantization" in r.getMessage() for r in caplog.records)
+    assert any(r.getMessage().startswith("Ignore MatMul") for r in caplog.records)
     caplog.clear()
     quantize_int8(str(tmp / "export" / "model.onnx"), str(tmp_path / "int8.onnx"))
     assert (tmp_path / "int8.onnx").stat().st_size > 0
-    assert not [r for r in caplog.records if "not specified" in r.getMessage()]
+    assert not [r for r in caplog.records if "onnxruntime" in r.pathname], [r.getMessage() for r in caplog.records]
     logging.info("Quantization parameters for tensor:\"x\" not specified")  # the filter is gone after the call
     assert len(caplog.records) >= 1 and caplog.records[-1].getMessage().endswith("not specified")
+
+
+def test_quantizer_warnings_other_than_its_advice_are_kept():
+    """The filter drops the quantizer's notes and its pre-processing advice only: another warning it logs, and
+    anything logged from elsewhere, passes."""
+    import os
+
+    from wenet_udps.export.sherpa import QuantizerNotes
+
+    def record(level, message, path):
+        return logging.LogRecord("root", level, path, 1, message, None, None)
+
+    quantizer = os.path.join("site-packages", "onnxruntime", "quantization", "quantize.py")
+    keep = QuantizerNotes().filter
+    assert not keep(record(logging.INFO, "Ignore MatMul due to non float inputs /x/MatMul]", quantizer))
+    assert not keep(record(logging.WARNING, "Please consider to run pre-processing before quantization.", quantizer))
+    assert keep(record(logging.WARNING, "Model has an op the quantizer cannot handle", quantizer))
+    assert keep(record(logging.INFO, "Ignore MatMul", os.path.join("wenet_udps", "export", "sherpa.py")))

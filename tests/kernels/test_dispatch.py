@@ -109,3 +109,46 @@ def test_tracing_records_the_reference_formula(monkeypatch, no_ext):
     k_norm = torch.linalg.vector_norm(k, dim=-1)
     torch.testing.assert_close(traced(q, k, k_norm, v), udps_attention_reference(q, k, k_norm, v))
 
+
+
+NO_TRITON = '''
+import sys
+
+
+class NoTriton:
+    """Any import of triton fails, as in a CPU install (triton is in the gpu and test extras only, issue 57)."""
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            raise ModuleNotFoundError("No module named 'triton' (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, NoTriton())
+import torch
+import wenet_udps
+from wenet_udps.kernels import dispatch
+from wenet_udps.kernels.reference import udps_attention_reference
+assert not dispatch.triton_available()
+# On CUDA (a meta tensor stands in for it) a missing triton means no Triton kernel: the reference serves.
+dispatch.TRITON_DEVICES = ("meta",)
+q = torch.zeros(1, 2, 8, 4, device="meta")
+assert dispatch.choose_udps_kernel(q, q, None, 0.0, True) == "reference"
+# The CPU path: forward and backward give the reference's numbers.
+q, k, v = (torch.randn(2, 2, 70, 8, requires_grad=True) for _ in range(3))
+out = dispatch.udps_attention(q, 4.0 * k, k.norm(dim=-1), v)
+out.sum().backward()
+ref = udps_attention_reference(q.detach(), 4.0 * k.detach(), k.detach().norm(dim=-1), v.detach())
+assert torch.allclose(out, ref, atol=1e-5)
+print("triton loaded:", "triton" in sys.modules)
+'''
+
+
+def test_without_triton_the_cpu_path_works_and_cuda_gets_the_reference():
+    """A CPU install has no triton (issue 57): importing the package, the dispatch and a UDPS call must not need it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    proc = subprocess.run([sys.executable, "-c", NO_TRITON], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "triton loaded: False" in proc.stdout

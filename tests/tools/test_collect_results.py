@@ -206,9 +206,11 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
             mode_dir.mkdir(parents=True)
             (mode_dir / "text").write_text("".join(f"{k} {hyp}\n" for k in refs), encoding="utf-8")
             write_wer(mode_dir / "wer", 75.0 if name == "c_scaled_dot" else 25.0 + seed)
+            (mode_dir.parents[1] / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer", "seed": seed}),
+                                                           encoding="utf-8")
     tool = load_tool("collect_results")
     assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
-                      str(tmp_path / "data"), "--seeds", "1 2"]) == 0
+                      str(tmp_path / "data")]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     assert "| c_udps | test | 26.50 ± 0.71 (seeds 1: 26.00, 2: 27.00) |" in text
     assert "| c_scaled_dot | test | 75.00 ± 0.00 (seeds 1: 75.00, 2: 75.00) |" in text
@@ -229,9 +231,21 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
         f"checkpoint: {exp / 'c_udps_seed2' / 'avg_5.pt'}\nsha256: 0123\n", encoding="utf-8")
     write_wer(exp / "c_udps_seed2" / "test" / "ctc_greedy_search" / "wer", 30.0)
     assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
-                      str(tmp_path / "data"), "--seeds", "1 2"]) == 0
+                      str(tmp_path / "data")]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     assert "| c_udps | test | 26.00 (one seed: 1: 26.00) |" in text and "- test, attention:" not in text
+
+
+def test_results_name_the_seed_that_ran(tmp_path):
+    """Issue 57: a run without --seeds trains with its conf's seed (777 in train.yaml), but RESULTS.md said
+    "seeds: n/a". The seeds recorded are those of the models' train.yaml, each once."""
+    exp = tmp_path / "exp"
+    for name in ("c_scaled_dot", "c_udps"):
+        make_exp(exp, name, {"encoder": "transformer", "att_udps": name.endswith("udps"), "seed": 777},
+                 {("test", "attention"): 5.0}, udps=False)
+    tool = load_tool("collect_results")
+    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots")]) == 0
+    assert "\n- seeds: 777\n" in (exp / "RESULTS.md").read_text(encoding="utf-8")
 
 
 def test_seed_groups_plot_as_one_bar_with_the_std_as_error(tmp_path):

@@ -105,16 +105,26 @@ def test_no_espeak_not_root_and_no_sudo(tmp_path, calls):
 
 @pytest.mark.parametrize("espeak_ng", ["true", "false"])
 def test_all_prerequisites_met_goes_on_to_apt_then_pip(tmp_path, calls, espeak_ng):
-    # The control case: with every fact good the same stubs see pip install the package with its test extra, and
-    # espeak-ng installed with apt-get first only when asked for (AISHELL-1 and LibriSpeech users do not need it).
+    # The control case: with every fact good the same stubs see pip install the package without extras (a user's
+    # CPU install pulls no triton, issue 57), and espeak-ng installed with apt-get first only when asked for
+    # (AISHELL-1 and LibriSpeech users do not need it).
     stubs = {"python3": python_stub(calls), "df": DF_PLENTY, "apt-get": logging_stub(calls), "id": "echo 0\n"}
     env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
     proc = run_install(env, "--espeak_ng", espeak_ng)
     made = calls.read_text().splitlines()
     apt = ["apt-get update -qq", "apt-get install -y -qq espeak-ng"]
     assert made[:2] == apt if espeak_ng == "true" else not set(apt) & set(made), made
-    assert "python3 -m pip install -e .[test]" in made
+    assert "python3 -m pip install -e ." in made and not any("[test" in line for line in made), made
     assert proc.returncode != 0  # the stub python3 cannot import wenet_udps, so the final check fails
+
+
+def test_test_extra_only_when_asked_for(tmp_path, calls):
+    """--test true installs the test extra (pytest, ruff, triton for the kernel's interpreter tests); issue 57: a
+    user who only runs the recipes got triton's 1 GB from the extra install.sh always asked for."""
+    stubs = {"python3": python_stub(calls), "df": DF_PLENTY, "apt-get": logging_stub(calls), "id": "echo 0\n"}
+    env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
+    run_install(env, "--test", "true")
+    assert "python3 -m pip install -e .[test]" in calls.read_text().splitlines()
 
 
 def test_unknown_option_is_one_line(tmp_path, calls):
@@ -135,9 +145,19 @@ def test_lm_installs_build_tools_with_apt_and_the_lm_extra(tmp_path, calls):
     stubs = {"python3": python_stub(calls, prefix=str(tmp_path)), "df": DF_PLENTY, "apt-get": logging_stub(calls),
              "id": "echo 0\n"}
     env = bare_bin(tmp_path / "bin", tools=[t for t in CORE if t != "id"], stubs=stubs, python=False)
-    proc = run_install(env, "--lm", "true")
+    proc = run_install(env, "--lm", "true", "--test", "true")
     made = calls.read_text().splitlines()
     install = next(line for line in made if line.startswith("apt-get install"))
     assert made[0] == "apt-get update -qq" and "cmake" in install and "libboost-program-options-dev" in install
     assert "python3 -m pip install -e .[test,lm]" in made
     assert proc.returncode != 0  # the stub python3 cannot import wenet_udps, so the check after pip fails
+
+
+def test_triton_is_no_dependency_of_a_cpu_install():
+    """Issue 57: a CPU-only install pulled triton (about 1 GB of the 2.5 GB venv). It is in the gpu and test extras
+    only (the test extra runs the kernel's interpreter tests)."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not [d for d in project["dependencies"] if d.startswith("triton")]
+    for extra in ("gpu", "test"):
+        assert [d for d in project["optional-dependencies"][extra] if d.startswith("triton")], extra

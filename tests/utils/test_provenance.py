@@ -16,4 +16,4 @@ def test_provenance_names_commit_machine_versions_and_seeds(monkeypatch):
     assert facts["WENET_UDPS_COMPILE"] == "0"
     lines = provenance_markdown(facts)
     assert "- seeds: 1 2 3" in lines and len(lines) == len(facts)
-    assert provenance()["seeds"] == "n/a"
+    assert provenance()["seeds"] == "unknown (no train.yaml records one)"

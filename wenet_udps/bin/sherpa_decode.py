@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, Optional
 
 from wenet_udps.config import load_config
-from wenet_udps.dataset.audio import BadAudioError, load_audio, resample
+from wenet_udps.dataset.audio import BadAudioError, duration_seconds, load_audio, resample
 from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.utils import cli
@@ -142,7 +142,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         else:
             text = rt.transcribe_offline(rec, [wav], rate)[0]
         seconds += time.perf_counter() - t0
-        audio += len(wav) / rate
+        audio += duration_seconds(wav, sr)
         lines.append(f"{key} {text}\n")
     # the one rule of a pass (wenet_udps.utils.counts): nothing decoded, or too much unusable, is exit 1
     logging.info("%s", check_pass(f"decode {args.wav_scp}: {counts_line(len(lines), skipped)}", used=len(lines),
@@ -153,8 +153,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}
     with open(os.path.join(args.result_dir, "rtf"), "w", encoding="utf-8") as f:
-        f.write(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio, {args.num_threads} thread(s))\n")
-    print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.1f} s of audio); {stats['skipped']} skipped")
+        f.write(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.2f} s of audio, {args.num_threads} thread(s))\n")
+    print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.2f} s of audio); {stats['skipped']} skipped")
     return stats
 
 

@@ -56,6 +56,7 @@ from wenet_udps.train.resume_check import checked_resume, data_record
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.init_modules import init_modules, parse_prefixes
+from wenet_udps.train.progress import progress_line
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
@@ -195,6 +196,7 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
     train_loader, cv_loader = loaders
     max_epoch = int(run.config["max_epoch"])
     last = None
+    epoch_seconds = []   # this process's epochs: the progress line's estimate of the time left
     for epoch in range(start_epoch, max_epoch):
         train_set.set_epoch(epoch)
         cv_set.set_epoch(epoch)
@@ -210,13 +212,15 @@ def train_epochs(run: Run, executor: Executor, sets, loaders, loader_gen, start_
         cv, cv_data = executor.cv(cv_loader, epoch)
         cv_line = cv_set.check_tally(cv_data, f"epoch {epoch} cv")
         loss_text = " ".join(f"{k} {v:.4f}" for k, v in cv.items() if v is not None)
+        epoch_seconds.append(time.time() - t0)
         logging.info("%s", train_line)
         logging.info("%s", cv_line)
         logging.info("Epoch %d (of 0..%d) done in %.1fs: %d batches, %d steps (total %d), %d batches skipped "
-                     "(non-finite), %d fp16 overflow steps; cv %s", epoch, max_epoch - 1, time.time() - t0,
+                     "(non-finite), %d fp16 overflow steps; cv %s", epoch, max_epoch - 1, epoch_seconds[-1],
                      stats.batches, stats.steps, executor.step, stats.skipped_batches, stats.overflow_steps,
                      loss_text)
         if run.info.is_main:
+            logging.info("%s", progress_line(epoch, max_epoch, stats.losses, cv, epoch_seconds))
             executor.tb.cv(epoch, cv)
             executor.tb.epoch(epoch, stats.losses, executor.raw_model.udps_scales())
             executor.tb.flush()
@@ -243,8 +247,9 @@ def finish(run: Run, last: Optional[str]) -> None:
         last = done
         logging.info("all %d epochs were trained already", max_epoch)
     link_final(model_dir, last)
-    logging.info("training done; final.pt -> %s; UDPS Triton kernel self-check: %s", os.path.basename(last),
-                 selfcheck.summary())
+    checked = selfcheck.summary()   # empty when no Triton call was made (a CPU run): nothing to report then
+    logging.info("training done; final.pt -> %s%s", os.path.basename(last),
+                 f"; UDPS Triton kernel self-check: {checked}" if checked else "")
 
 
 def main(argv: Optional[List[str]] = None) -> None:

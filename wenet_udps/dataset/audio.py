@@ -237,3 +237,11 @@ def speed_perturb(wav: np.ndarray, sr: int, speed: float) -> np.ndarray:
     if speed == 1.0:
         return wav
     return soxr.resample(wav, sr * speed, sr).astype(np.float32, copy=False)
+
+
+def duration_seconds(wav: np.ndarray, sr: int) -> float:
+    """An utterance's duration, the one definition that every RTF and audio total uses (recognize, the API's
+    ``decode_list``, sherpa_decode): its samples over their rate, as :func:`load_audio` read them (a segment's
+    ``start``/``end`` applied, before any resampling or speed perturbation). The feature frames would undercount it
+    by one window less one shift per utterance (Kaldi's snip_edges)."""
+    return len(wav) / sr

@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from wenet_udps.dataset.audio import BadAudioError, TooLong, load_audio, resample, speed_perturb
+from wenet_udps.dataset.audio import BadAudioError, TooLong, duration_seconds, load_audio, resample, \
+    speed_perturb
 from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
@@ -124,6 +125,7 @@ class UtteranceProcessor:
         reason = filter_reason(len(wav), sr, None if label is None else len(label), self.filter_conf)
         if reason is not None:
             return reason
+        seconds = duration_seconds(wav, sr)
         # Every rate other than the configured one is converted, never misread.
         wav = resample(wav, sr, self.sample_rate)
         if len(self.speeds) > 1:
@@ -141,4 +143,4 @@ class UtteranceProcessor:
         reason = None if self.admission is None else self.admission.ctc_reason(label, feat.shape[0])
         if reason is not None:
             return reason
-        return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"]}
+        return {"key": sample["key"], "feat": feat, "label": label or [], "txt": sample["txt"], "seconds": seconds}

@@ -1,8 +1,8 @@
 """Decode a data list with one or several methods in one pass (the encoder runs once per batch): the library
 behind ``wenet_udps.bin.recognize``, ``average_model``'s WER soup, ``plot_attention``, ``wenet_udps.api`` and bench/.
 
-Writes nothing unless asked (``write_results``); the real-time factor is decoding time / audio seconds, the audio
-seconds being feature frames times the frame shift.
+Writes nothing unless asked (``write_results``); the real-time factor is decoding time / audio seconds, each
+utterance's seconds by the one definition, wenet_udps.dataset.audio.duration_seconds (as sherpa_decode counts them).
 """
 import argparse
 import logging
@@ -72,7 +72,6 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     """
     dataset = eval_dataset(config, tokenizer, data_list, batch_size, data_type)
     loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
-    shift = frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0
     results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
     decode_seconds = audio_seconds = 0.0
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
@@ -87,7 +86,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             t0 = time.perf_counter()
             out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
             decode_seconds += time.perf_counter() - t0
-            audio_seconds += float(batch["feats_lengths"].sum()) * shift
+            audio_seconds += sum(batch["seconds"])
             audible += sum(int(not_silent(f[:n])) for f, n in zip(batch["feats"], batch["feats_lengths"].tolist()))
             for mode in modes:
                 for key, res in zip(batch["keys"], out[mode]):

@@ -60,7 +60,7 @@ def provenance(seeds: Sequence[int] = ()) -> Dict[str, str]:
         "threads": str(torch.get_num_threads()),
         "ATen CPU capability": torch.backends.cpu.get_cpu_capability(),
         "compiled-code ISA": compiled_vec_isa(),
-        "seeds": " ".join(str(s) for s in seeds) or "n/a",
+        "seeds": " ".join(str(s) for s in seeds) or "unknown (no train.yaml records one)",
     }
     facts.update({name: os.environ[name] for name in NUMERIC_ENV if name in os.environ})
     return facts
