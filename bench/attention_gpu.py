@@ -121,6 +121,7 @@ def run_table(args) -> List[str]:
              f"{timer}; ratio = time / flash SDPA time; peak MiB = allocated-memory growth of one fwd+bwd.", "",
              "| dtype | T | implementation | fwd ms | fwd ratio | fwd+bwd ms | fwd+bwd ratio | peak MiB | peak ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)  # then each row as it is measured: a run cut short leaves a table
     for dtype in args.dtypes:
         for t in args.T:
             inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype), args.device)

@@ -10,16 +10,20 @@
 # log per run.sh call, b_stages.tsv (stage, seconds) and, where nvidia-smi exists, b_gpu_util.csv sampled every
 # 0.5 s during stage 4 (timestamp, utilisation %, memory MiB).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tools/log.sh
+_root=$(cd "$(dirname "$0")/.." && pwd)
+. "${_root}/tools/log.sh"
 
-config=conf/an4/train_conformer_gpu.yaml   # the training conf of both attentions
+config=                # the training conf of both attentions; empty: conf/an4/train_conformer_gpu.yaml
 decode_modes="ctc_greedy_search ctc_prefix_beam_search attention attention_rescoring"
-help_message="Usage: bash bench/gpu_an4.sh [--config CONF] [--decode_modes MODES] WORK AN4_DIR [run.sh options]"
-. tools/parse_options.sh
+declare -r help_message="Usage: bash bench/gpu_an4.sh [--config CONF] [--decode_modes MODES] WORK AN4_DIR
+       [run.sh options]"
+. "${_root}/tools/parse_options.sh"
 [[ $# -ge 2 ]] || die "expected WORK AN4_DIR [run.sh options], got $# arguments (--help)"
-work=$1 an4=$2
+work=$(realpath -m -- "$1")
+an4=$(realpath -m -- "$2")
+config=$(realpath -m -- "${config:-${_root}/conf/an4/train_conformer_gpu.yaml}")
 shift 2
+cd "${_root}"   # after the caller's paths are made absolute
 mkdir -p "${work}/logs"
 logs=${work}/logs
 common=(--corpus an4 --download_dir "${an4}" --data "${work}/data" --dir "${work}/exp/an4" --config "${config}"

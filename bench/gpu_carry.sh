@@ -6,28 +6,30 @@
 #
 #   bash bench/gpu_carry.sh AN4_DIR          # AN4_DIR: CMU's SPHERE an4/ or the folder holding it
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tools/log.sh
+_root=$(cd "$(dirname "$0")/.." && pwd)
+. "${_root}/tools/log.sh"
 
-dest=.device           # the folder the device call carries
+dest=.device           # the folder the device call carries (relative: in this checkout)
 # The runtime packages of wenet_udps that the GPU image (docs/gpu_report.md) does not have, at tested versions.
 wheels="soundfile==0.14.0 soxr==1.1.0 kaldi-native-fbank==1.23.0 cffi==2.1.1 pycparser==3.12"
-help_message="Usage: bash bench/gpu_carry.sh [--dest .device] AN4_DIR"
-. tools/parse_options.sh
+declare -r help_message="Usage: bash bench/gpu_carry.sh [--dest .device] AN4_DIR"
+. "${_root}/tools/parse_options.sh"
 [[ $# -eq 1 ]] || die "expected AN4_DIR (the SPHERE an4/ or its folder), got $# arguments"
+an4=$(realpath -m -- "$1")
+cd "${_root}"   # .device/ is this checkout's: what the device call carries
 
 if [[ -d ${dest}/an4_flac/an4 ]]; then
   log "${dest}/an4_flac/an4 exists: kept ($(find "${dest}/an4_flac/an4" -name '*.flac' | wc -l) FLAC files)"
 else
-  python3 tools/an4_to_flac.py "$1" "${dest}/an4_flac"
+  python3 tools/an4_to_flac.py "${an4}" "${dest}/an4_flac"
 fi
 mkdir -p "${dest}/whl"
 # shellcheck disable=SC2086  # wheels is a list
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "${dest}/whl" ${wheels}
-tree_bytes=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } | xargs -0 -r stat -c %s -- 2> /dev/null \
-  | awk '{ s += $1 } END { print s + 0 }')
+tree_bytes=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } \
+  | xargs -0 -r stat -c %s -- 2> /dev/null | awk '{ s += $1 } END { print s + 0 }')
 carry_bytes=$(du -sb "${dest}" | cut -f1)
 total=$(( (tree_bytes + carry_bytes) / 1048576 ))
 log "travels: working tree $(( tree_bytes / 1048576 )) MiB + ${dest} $(( carry_bytes / 1048576 )) MiB = ${total} MiB" \

@@ -53,9 +53,14 @@ def env() -> Dict[str, Any]:
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     info["commit"] = git.stdout.strip() if git.returncode == 0 else "unknown (no .git: a copy of the tree)"
     info["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
-                         capture_output=True, text=True) if info["gpu"] else None
-    info["driver"] = smi.stdout.strip() if smi is not None and smi.returncode == 0 else None
+    info["driver"] = None
+    if info["gpu"]:
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
+                                 capture_output=True, text=True)
+            info["driver"] = smi.stdout.strip() if smi.returncode == 0 else None
+        except OSError:   # no nvidia-smi: the versions above still go into the report
+            pass
     return info
 
 
@@ -129,9 +134,18 @@ def part_b(work: Path) -> Dict[str, Any]:
     return result
 
 
-def part_table(work: Path, name: str) -> Dict[str, Any]:
-    path = work / name
-    return {"table": path.read_text(), "rows": md_rows(path.read_text())} if path.is_file() else {}
+def part_table(work: Path, name: str, log: str) -> Dict[str, Any]:
+    """The benchmark's table (``--out``), or, when it was cut short before writing it, the header and rows it
+    printed as it went (logs/``log``)."""
+    path, partial = work / name, work / "logs" / log
+    if path.is_file():
+        text = path.read_text()
+    elif partial.is_file():
+        text = "\n".join(line for line in partial.read_text(errors="replace").splitlines() if line.startswith("|"))
+        text = f"(cut short: the rows measured)\n\n{text}" if text else ""
+    else:
+        text = ""
+    return {"table": text, "rows": md_rows(text)} if text else {}
 
 
 def part_e(work: Path) -> Dict[str, Any]:
@@ -167,9 +181,11 @@ def fmt(x: Optional[float], spec: str = ".2f") -> str:
 
 
 def markdown(report: Dict[str, Any]) -> str:
-    e, parts = report["env"], report["parts"]
+    parts = report["parts"]
+    e = {k: "-" for k in ("date", "torch", "triton", "cuda", "python", "cpu_cores", "commit")}
+    e.update({k: v for k, v in report["env"].items() if v is not None})   # env.json missing: dashes, not a crash
     lines = [f"# GPU report, {e['date']}{' (DRY RUN on the CPU: toy sizes, no GPU)' if report['dry_run'] else ''}",
-             "", f"GPU: {e.get('gpu') or 'none'} (driver, memory: {e.get('driver') or '-'}); torch {e['torch']}, "
+             "", f"GPU: {e.get('gpu', 'none')} (driver, memory: {e.get('driver', '-')}); torch {e['torch']}, "
              f"triton {e['triton']}, CUDA {e['cuda']}, Python {e['python']}, {e['cpu_cores']} CPU cores; commit "
              f"{e['commit']}. Made by `bash bench/gpu_report.sh` (docs/gpu_report.md).", "",
              "| part | what | status | seconds (box) |", "|---|---|---|---|"]
@@ -221,8 +237,8 @@ def write(work: Path, out: Path, dry_run: bool) -> None:
         parts[name] = {"status": status(int(rc)), "exit": int(rc), "seconds": float(seconds), "box": int(box)}
     env_file = work / "env.json"
     report = {"env": json.loads(env_file.read_text()) if env_file.is_file() else {}, "dry_run": dry_run,
-              "parts": parts, "a": part_a(work), "b": part_b(work), "c": part_table(work, "c_attention.md"),
-              "d": part_table(work, "d_train_step.md"), "e": part_e(work)}
+              "parts": parts, "a": part_a(work), "b": part_b(work), "c": part_table(work, "c_attention.md", "c.log"),
+              "d": part_table(work, "d_train_step.md", "d.log"), "e": part_e(work)}
     report["consumes"] = consumption(report["b"], report["d"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -14,25 +14,29 @@
 # OUT_DIR gets report.md and report.json (rewritten after every part, so a run cut short still leaves what it
 # measured), logs.tar.gz (every part's log) and nothing else; the data and models stay in --work.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tools/log.sh
+_root=$(cd "$(dirname "$0")/.." && pwd)
+. "${_root}/tools/log.sh"
 
-dry_run=false          # true: toy sizes on the CPU, Triton in its interpreter (tests/bench/test_gpu_report.py)
-an4=.device/an4_flac   # holds an4/: the FLAC copy (tools/an4_to_flac.py), or CMU's SPHERE tree
-wheels=.device/whl     # installed (pip --target WORK/site) when soundfile, soxr or kaldi-native-fbank is missing
+dry_run=false          # true: toy sizes on the CPU, Triton in its interpreter (tests/test_bench_gpu_report.py)
+an4=                   # holds an4/: the FLAC copy (tools/an4_to_flac.py) or CMU's SPHERE tree; empty: .device/an4_flac
+wheels=                # installed (pip --target WORK/site) when soundfile, soxr or kaldi-native-fbank is missing;
+                       # empty: .device/whl (bench/gpu_carry.sh downloads them)
 work=                  # scratch dir (data, models, logs); empty: a new temporary dir
 parts="a b c d e"      # the parts to run, in this order
 boxes=                 # time boxes in seconds, e.g. "a:90 b:250"; empty: the GPU's (or the dry run's) below
-help_message="Usage: bash bench/gpu_report.sh [options] OUT_DIR"
-. tools/parse_options.sh
+declare -r help_message="Usage: bash bench/gpu_report.sh [options] OUT_DIR"
+. "${_root}/tools/parse_options.sh"
 [[ $# -eq 1 ]] || die "expected OUT_DIR, got $# arguments (bash bench/gpu_report.sh --help)"
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-work=${work:-$(mktemp -d)}
-mkdir -p "${work}/logs"
-work=$(cd "${work}" && pwd)
+# Paths given are the caller's; then everything runs from the repository root.
+out=$(realpath -m -- "$1")
+an4=$(realpath -m -- "${an4:-${_root}/.device/an4_flac}")
+wheels=$(realpath -m -- "${wheels:-${_root}/.device/whl}")
+work=$(realpath -m -- "${work:-$(mktemp -d)}")
+for name in ${parts}; do [[ ${name} =~ ^[a-e]$ ]] || die "--parts: unknown part '${name}' (valid: a b c d e)"; done
+for b in ${boxes}; do [[ ${b} =~ ^[a-e]:[0-9]+$ ]] || die "--boxes: '${b}' is not PART:SECONDS (parts a-e)"; done
+cd "${_root}"
+mkdir -p "${out}" "${work}/logs"
 [[ -d ${an4}/an4 || -d ${an4}/etc ]] || die "--an4 ${an4}: no AN4 tree there (make it with bash bench/gpu_carry.sh)"
-an4=$(cd "${an4}" && pwd)
 export PYTHONUNBUFFERED=1
 
 # Python packages: this checkout first; the carried wheels where the image lacks them.
@@ -62,10 +66,7 @@ else
   d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3)
   e_opts=(--num_files 300 --num_long 10)
 fi
-for b in ${boxes}; do
-  [[ ${b} =~ ^([a-e]):([0-9]+)$ ]] || die "--boxes: '${b}' is not PART:SECONDS (parts a-e)"
-  box[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
-done
+for b in ${boxes}; do box[${b%%:*}]=${b#*:}; done
 a_cmd=(python3 -m pytest -m gpu -q -p no:cacheprovider --junitxml "${work}/a_pytest.xml"
        tests/kernels/test_triton_udps.py tests/train/test_gpu_smoke.py)
 # Triton compiles on the CPU: four processes compile four tests' kernels at once.
@@ -79,16 +80,20 @@ part_command() {  # part_command NAME: the command of part NAME, in the array cm
     d) cmd=(python3 bench/train_step.py --no-decode "${d_opts[@]}" --out "${work}/d_train_step.md") ;;
     e) cmd=(python3 bench/data_pipeline.py --audio_dir "${an4}" --config conf/an4/train_conformer_gpu.yaml
             "${e_opts[@]}" --json "${work}/e_data_pipeline.json") ;;
-    *) die "unknown part '$1' in --parts (valid: a b c d e)" ;;
   esac
 }
 
-report() {  # the report from what WORK holds so far; then the logs, packed
-  python3 bench/gpu_report.py write --work "${work}" --out "${out}" --dry_run "${dry_run}"
+report() {  # the report from what WORK holds so far; then the logs, packed. Never stops the run: the parts left
+  # are worth more than a report written now.
+  python3 bench/gpu_report.py write --work "${work}" --out "${out}" --dry_run "${dry_run}" \
+    || log "the report writer failed (above); the next part runs, and the logs are packed"
   tar -czf "${out}/logs.tar.gz" -C "${work}" logs parts.tsv env.json 2> /dev/null || true
 }
 
-python3 bench/gpu_report.py env > "${work}/env.json"
+if ! python3 bench/gpu_report.py env > "${work}/env.json"; then
+  log "reading the versions failed (above)"
+  echo '{}' > "${work}/env.json"
+fi
 : > "${work}/parts.tsv"
 for name in ${parts}; do
   part_command "${name}"

@@ -73,3 +73,24 @@ def test_a_part_over_its_box_is_killed_and_the_next_part_still_runs(tmp_path, fl
     assert report["parts"]["e"]["status"] == "ok" and report["e"]["rows"]
     assert "| a | native kernel tests (pytest -m gpu) | not run | - |" in md
     assert "| c | attention vs flash SDPA (bench/attention_gpu.py) | timed out |" in md
+
+
+def test_a_benchmark_cut_short_still_reports_the_rows_it_printed(tmp_path):
+    """attention_gpu.py and train_step.py print their header first and each row as measured: when the box kills
+    one before it writes its --out table, the report takes the rows from its log."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "logs").mkdir(parents=True)
+    (work / "parts.tsv").write_text("c\t124\t45.2\t45\n")
+    (work / "logs" / "c.log").write_text(
+        "Device: H100; torch 2.11\n\n| dtype | T | implementation | fwd ms | fwd ratio |\n|---|---|---|---|---|\n"
+        "| bfloat16 | 256 | sdpa flash (no mask) | 0.010 | 1.00 |\n| bfloat16 | 256 | udps triton | 0.030 | 3.00 |\n"
+        "Traceback (most recent call last):\n")
+    proc = subprocess.run([sys.executable, "bench/gpu_report.py", "write", "--work", work, "--out", out], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["parts"]["c"] == {"status": "timed out", "exit": 124, "seconds": 45.2, "box": 45}
+    assert [r["implementation"] for r in report["c"]["rows"]] == ["sdpa flash (no mask)", "udps triton"]
+    md = (out / "report.md").read_text()
+    assert "(cut short: the rows measured)" in md and "| bfloat16 | 256 | udps triton | 0.030 | 3.00 |" in md
+    assert "| b | AN4 on the GPU, both attentions (run.sh stages -1..5) | not run | - |" in md
