@@ -49,22 +49,24 @@ if ! python3 -c "import soundfile, soxr, kaldi_native_fbank" 2> /dev/null; then
 fi
 export PYTHONPATH=${PWD}${site:+:${site}}${PYTHONPATH:+:${PYTHONPATH}}
 
-# Sizes and time boxes (seconds; the GPU's add up to 450 s, so that the whole run stays within 8 minutes).
+# Sizes and time boxes (seconds; the GPU's add up to 450 s, so that the whole run stays within 8 minutes). The dry
+# run passes the GPU's options too, its toy ones after them (the later value wins), so that a misspelt GPU option
+# fails on the CPU, not on the one GPU run.
 declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20)
+b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
+c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)
+d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3)
+e_opts=(--num_files 300 --num_long 10)
 if [[ ${dry_run} == true ]]; then
   export TRITON_INTERPRET=1 WENET_UDPS_COMPILE=0
   box=([a]=120 [b]=400 [c]=120 [d]=120 [e]=60)
   tiny="max_epoch=2 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32"
   tiny+=" decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=2"
-  b_opts=(--train_override "${tiny}" --prepare_opts "--num_dev 4" --num_workers 0 --cpu_jobs 1 --beam_size 2)
-  c_opts=(--device cpu --T 16 --dtypes float16 --batch 1 --heads 2 --d-k 16)
-  d_opts=(--device cpu --dtype fp32 --confs transformer --batches 1x100 --repeats 1)
-  e_opts=(--num_files 4 --num_long 1)
-else
-  b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
-  c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)
-  d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3)
-  e_opts=(--num_files 300 --num_long 10)
+  b_opts+=(--gpus "" --train_dtype fp32 --num_workers 0 --train_override "${tiny}" --prepare_opts "--num_dev 4"
+           --cpu_jobs 1 --beam_size 2)
+  c_opts+=(--device cpu --T 16 --dtypes float16 --batch 1 --heads 2 --d-k 16)
+  d_opts+=(--device cpu --dtype fp32 --confs transformer --batches 1x100 --repeats 1)
+  e_opts+=(--num_files 4 --num_long 1)
 fi
 for b in ${boxes}; do box[${b%%:*}]=${b#*:}; done
 a_cmd=(python3 -m pytest -m gpu -q -p no:cacheprovider --junitxml "${work}/a_pytest.xml"
