@@ -5,7 +5,7 @@
 #
 # AN4_DIR holds an4/ (SPHERE, or the FLAC copy of tools/an4_to_flac.py); the options after it go to every run.sh
 # call. Stages -1 to 3 run once; stage 4 then trains the two attentions side by side, one run.sh each (its own
-# torchrun rendezvous port), since one 5 M-parameter model leaves the GPU mostly idle (host-bound steps); stage 5
+# torchrun rendezvous port), since one 4.6 M-parameter model leaves the GPU mostly idle (host-bound steps); stage 5
 # decodes test, again one run.sh per attention. Writes WORK/data, WORK/exp/an4_<attention>/, and in WORK/logs one
 # log per run.sh call, b_stages.tsv (stage, seconds) and, where nvidia-smi exists, b_gpu_util.csv sampled every
 # 0.5 s during stage 4 (timestamp, utilisation %, memory MiB).
