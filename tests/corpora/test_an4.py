@@ -177,12 +177,18 @@ def assert_same_sets(sph, flac):
             assert rx == ry == 16000 and x.dtype == y.dtype and np.array_equal(x, y), b
 
 
-def test_flac_copy_refuses_an_existing_output_and_a_tree_without_audio(tmp_path):
+def test_flac_copy_refuses_an_existing_output_an_unreadable_recording_and_a_tree_without_audio(tmp_path):
     make_an4(tmp_path / "dl")
     (tmp_path / "out" / "an4").mkdir(parents=True)
     proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("an4_to_flac.py: error: ") and "exists" in proc.stderr
+    bad = tmp_path / "dl" / "an4" / "wav" / "an4_clstk" / "mabc" / "cen2-mabc-b.sph"
+    bad.write_bytes(b"NIST_1A\n   1024\nnot a header")
+    proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out1"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and f"{bad}: " in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out1").exists() or not any((tmp_path / "out1").iterdir())   # no copy, no partial one
     for p in (tmp_path / "dl").rglob("*.sph"):
         p.unlink()
     proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out2"], cwd=ROOT,

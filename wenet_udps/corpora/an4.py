@@ -63,7 +63,9 @@ def to_flac(an4: Path, out: Path) -> int:
     number of recordings converted.
 
     Raises:
-        ValueError: ``out`` exists already, ``an4`` holds no .sph, or a recording failed the comparison.
+        ValueError: ``out`` exists already, ``an4`` holds no .sph, a .sph is unreadable, or a recording failed the
+            comparison (nothing is left behind).
+        OSError: reading or writing a file failed (a full disk, a permission).
     """
     import soundfile as sf
     if out.exists():
@@ -73,28 +75,31 @@ def to_flac(an4: Path, out: Path) -> int:
     tmp = out.with_name(out.name + ".partial")   # only a whole, checked copy appears as ``out``
     shutil.rmtree(tmp, ignore_errors=True)
     converted = 0
-    for src in sorted(an4.rglob("*")):
-        dst = tmp / src.relative_to(an4)
-        if src.is_dir():
-            dst.mkdir(parents=True, exist_ok=True)
-        elif src.suffix != ".sph":
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-        else:
-            dst = dst.with_suffix(".flac")
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                samples, rate = sf.read(str(src), dtype="int16", always_2d=True)
-                sf.write(str(dst), samples, rate, format="FLAC", subtype="PCM_16")
-                back, back_rate = sf.read(str(dst), dtype="int16", always_2d=True)
-            except (OSError, RuntimeError, sf.SoundFileError) as e:
-                raise ValueError(f"{src}: {e}") from None
-            if back_rate != rate or not np.array_equal(back, samples):
-                raise ValueError(f"{src}: its FLAC copy {dst} does not read back to the same samples")
-            converted += 1
-    if not converted:
+    try:
+        for src in sorted(an4.rglob("*")):
+            dst = tmp / src.relative_to(an4)
+            if src.is_dir():
+                dst.mkdir(parents=True, exist_ok=True)
+            elif src.suffix != ".sph":
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+            else:
+                dst = dst.with_suffix(".flac")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    samples, rate = sf.read(str(src), dtype="int16", always_2d=True)
+                    sf.write(str(dst), samples, rate, format="FLAC", subtype="PCM_16")
+                    back, back_rate = sf.read(str(dst), dtype="int16", always_2d=True)
+                except (RuntimeError, sf.SoundFileError) as e:
+                    raise ValueError(f"{src}: {e}") from None
+                if back_rate != rate or not np.array_equal(back, samples):
+                    raise ValueError(f"{src}: its FLAC copy {dst} does not read back to the same samples")
+                converted += 1
+        if not converted:
+            raise ValueError(f"{an4}: no .sph recording found under wav/")
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ValueError(f"{an4}: no .sph recording found under wav/")
+        raise
     tmp.rename(out)
     return converted
 
