@@ -19,8 +19,15 @@ norms captured outside, block mask from the lengths (norm gradients not propagat
 
     python bench/attention_gpu.py --out docs/bench_attention_gpu.md
     python bench/attention_gpu.py --tune      # block sizes / warps of the Triton kernel at one T
+
+``--device cpu`` (with ``TRITON_INTERPRET=1``, toy sizes, ``--no-flex``) only dry-runs the same table on the CPU
+(bench/gpu_report.sh --dry_run true): its times are medians of a few ``time.perf_counter`` calls, and peak memory
+is not measured (nan).
 """
 import argparse
+import math
+import statistics
+import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -62,7 +69,7 @@ class Flex:
         if key not in self.block_masks:
             def keep(b, h, i, j):
                 return j < lengths[b]
-            self.block_masks[key] = self.create_block_mask(keep, batch, None, t, t, device="cuda")
+            self.block_masks[key] = self.create_block_mask(keep, batch, None, t, t, device=q.device.type)
         qn = torch.linalg.vector_norm(q.detach(), dim=-1, dtype=torch.float32)
         kn = torch.linalg.vector_norm(k.detach(), dim=-1, dtype=torch.float32)
 
@@ -73,11 +80,22 @@ class Flex:
 
 
 def bench(fn, inputs, backward) -> float:
+    """Median milliseconds of one call (CUDA: ``do_bench``; CPU dry run: 3 timed calls after one)."""
+    if inputs[0].device.type == "cpu":
+        step(fn, *inputs, backward=backward)
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            step(fn, *inputs, backward=backward)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1e3
     return triton.testing.do_bench(lambda: step(fn, *inputs, backward=backward), warmup=25, rep=100,
                                    return_mode="median")
 
 
 def peak_mib(fn, inputs) -> float:
+    if inputs[0].device.type == "cpu":
+        return math.nan
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
@@ -96,15 +114,17 @@ def run_table(args) -> List[str]:
     if args.flex:
         impls["udps flex (alpha in q)"] = Flex()
     impls["udps reference"] = udps_call(udps_attention_reference)
-    lines = [f"Device: {torch.cuda.get_device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (Triton interpreter: a dry run)"
+    timer = "triton.testing.do_bench" if args.device == "cuda" else "3 time.perf_counter calls"
+    lines = [f"Device: {where}; torch {torch.__version__}; triton {triton.__version__}; "
              f"B={args.batch} H={args.heads} d_k={args.d_k}; key padding mask, lengths in [T/2, T]; median of "
-             "triton.testing.do_bench; ratio = time / flash SDPA time; peak MiB = allocated-memory growth of one "
-             "fwd+bwd.", "",
+             f"{timer}; ratio = time / flash SDPA time; peak MiB = allocated-memory growth of one fwd+bwd.", "",
              "| dtype | T | implementation | fwd ms | fwd ratio | fwd+bwd ms | fwd+bwd ratio | peak MiB | peak ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)  # then each row as it is measured: a run cut short leaves a table
     for dtype in args.dtypes:
         for t in args.T:
-            inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype), "cuda")
+            inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, dtype), args.device)
             rows = {}
             for name, fn in impls.items():
                 if name == "udps reference" and t > args.skip_reference_above:
@@ -133,7 +153,7 @@ def tune(args) -> List[str]:
         variants[f"dkv {m}x{n} w{w}"] = d._replace(dkv_m=m, dkv_n=n, dkv_warps=w)
     lines = ["| T | config | fwd ms | fwd+bwd ms |", "|---|---|---|---|"]
     for t in args.T:
-        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]), "cuda")
+        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]), args.device)
         flash = (bench(_flash, inputs, False), bench(_flash, inputs, True))
         lines.append(f"| {t} | flash SDPA | {flash[0]:.3f} | {flash[1]:.3f} |")
         for name, blocks in variants.items():
@@ -156,6 +176,8 @@ def main() -> None:
     parser.add_argument("--no-flex", dest="flex", action="store_false", help="skip FlexAttention (compiles per T)")
     parser.add_argument("--skip-reference-above", type=int, default=4096)
     parser.add_argument("--tune", action="store_true", help="time Triton block configurations instead")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                        help="cpu: a dry run under TRITON_INTERPRET=1 (see above)")
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     args = parser.parse_args()
     lines = tune(args) if args.tune else run_table(args)

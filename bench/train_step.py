@@ -245,6 +245,7 @@ def main() -> None:
               f"{args.repeats} interleaved repeats after one warm-up (train step: median and fastest repeat); "
               "ratio = udps / scaled-dot; ms per decoder step = time inside the decoder's incremental step only.", "",
               "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
+    print("\n".join(header), flush=True)  # then each row as it is measured: a run cut short leaves a table
     with neighbour(args.neighbour):
         rows = [row for name in args.confs for row in bench_conf(name, args)]
     table = "\n".join(header + rows)

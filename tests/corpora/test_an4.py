@@ -3,13 +3,16 @@ ESPnet's keys and dev split, bad trees that lose nothing silently, and stage -1 
 import hashlib
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
+import numpy as np
+import pytest
 import soundfile as sf
 
 from tests.recipe_trees import make_an4
-from wenet_udps.corpora.an4 import main
+from wenet_udps.corpora.an4 import main, to_flac
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,3 +139,74 @@ def test_download_refuses_an_incomplete_archive(tmp_path):
     assert proc.returncode == 1
     assert "1 training .sph / 1 lines and 1 test .sph / 1 lines (want 948/948 and 130/130)" in proc.stderr
     assert not (tmp_path / "dl" / "an4").exists()
+
+
+def prepared(an4: Path, out: Path, num_dev: int = 2):
+    """{set: [(key, audio path, text)]} of ``an4`` prepared by prepare.sh's module into ``out``."""
+    assert main([str(an4), str(out), "--num_dev", str(num_dev)]) == 0
+    sets = {}
+    for s in ("train", "dev", "test"):
+        wavs, texts = dict(table(out / s / "wav.scp")), dict(table(out / s / "text"))
+        sets[s] = [(k, wavs[k], texts[k]) for k in sorted(wavs)]
+    return sets
+
+
+def test_flac_copy_reads_as_the_sphere_tree_same_keys_split_and_samples(tmp_path):
+    """tools/an4_to_flac.py's copy, prepared as the SPHERE tree is: the same keys, split and texts, and every
+    recording the same int16 samples at the same rate; the other files copied as they are."""
+    make_an4(tmp_path / "dl")
+    proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "flac"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "8 recordings as FLAC" in proc.stdout
+    flac = tmp_path / "flac" / "an4"
+    assert not list(flac.rglob("*.sph")) and len(list(flac.rglob("*.flac"))) == 8
+    for name in ("an4_train.transcription", "an4_test.transcription"):
+        assert (flac / "etc" / name).read_bytes() == (tmp_path / "dl" / "an4" / "etc" / name).read_bytes()
+    assert_same_sets(prepared(tmp_path / "dl" / "an4", tmp_path / "d_sph"), prepared(flac, tmp_path / "d_flac"))
+
+
+def assert_same_sets(sph, flac):
+    """The same keys and texts per set, and each FLAC recording the same int16 samples at the same rate."""
+    assert sph.keys() == flac.keys()
+    for s in sph:
+        assert [(k, t) for k, _, t in sph[s]] == [(k, t) for k, _, t in flac[s]]
+        for (_, a, _), (_, b, _) in zip(sph[s], flac[s]):
+            assert a.endswith(".sph") and b.endswith(".flac")
+            (x, rx), (y, ry) = sf.read(a, dtype="int16"), sf.read(b, dtype="int16")
+            assert rx == ry == 16000 and x.dtype == y.dtype and np.array_equal(x, y), b
+
+
+def test_flac_copy_refuses_an_existing_output_an_unreadable_recording_and_a_tree_without_audio(tmp_path):
+    make_an4(tmp_path / "dl")
+    (tmp_path / "out" / "an4").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("an4_to_flac.py: error: ") and "exists" in proc.stderr
+    bad = tmp_path / "dl" / "an4" / "wav" / "an4_clstk" / "mabc" / "cen2-mabc-b.sph"
+    bad.write_bytes(b"NIST_1A\n   1024\nnot a header")
+    proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out1"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and f"{bad}: " in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out1").exists() or not any((tmp_path / "out1").iterdir())   # no copy, no partial one
+    for p in (tmp_path / "dl").rglob("*.sph"):
+        p.unlink()
+    proc = subprocess.run([sys.executable, "tools/an4_to_flac.py", tmp_path / "dl", tmp_path / "out2"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no .sph recording" in proc.stderr
+    assert not (tmp_path / "out2").exists() or not any((tmp_path / "out2").iterdir())
+
+
+REAL_AN4 = Path(os.environ.get("AN4_DIR", "/work/data/an4"))
+
+
+@pytest.mark.skipif(not (REAL_AN4 / "wav").is_dir(), reason="the real AN4 (SPHERE) is not on this machine")
+def test_real_an4_flac_copy_is_lossless_and_splits_alike(tmp_path):
+    """The whole corpus (1,078 recordings; about 15 s): ESPnet's split either way, every FLAC the same samples as
+    its SPHERE file, and the copy under half the SPHERE size (41.3 MiB measured)."""
+    assert to_flac(REAL_AN4, tmp_path / "an4") == 1078
+    size = sum(p.stat().st_size for p in (tmp_path / "an4").rglob("*.flac")) / 2 ** 20
+    assert 35 < size < 45
+    flac = prepared(tmp_path / "an4", tmp_path / "d_flac", 100)
+    assert {s: len(r) for s, r in flac.items()} == {"train": 848, "dev": 100, "test": 130}
+    assert_same_sets(prepared(REAL_AN4, tmp_path / "d_sph", 100), flac)

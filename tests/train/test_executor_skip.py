@@ -91,3 +91,18 @@ def test_non_finite_cv_loss_is_an_error_naming_the_epoch(tmp_path):
     batches = synthetic_batches(2, config["output_dim"], nan_at=1)
     with pytest.raises(NonFiniteCvLoss, match="epoch 3: the cv loss is not finite on 1 batches"):
         ex.cv(batches, epoch=3)
+
+
+def test_a_step_does_not_walk_the_model(tmp_path, monkeypatch):
+    """The BatchNorm buffers a skipped batch restores are found once per epoch, not per step (a walk over the
+    model's modules every step is host time a small model's GPU step waits for, docs/gpu_report.md); a skipped
+    batch still leaves them as they were (test_skipped_batch_leaves_no_trace)."""
+    ex, model, config = make_executor(tmp_path, encoder="conformer",
+                                      encoder_conf={**tiny_config(tmp_path / "units.txt", encoder="conformer")[
+                                          "encoder_conf"]})
+    walks = []
+    modules = type(model).modules
+    monkeypatch.setattr(model, "modules", lambda: walks.append(1) or modules(model))
+    stats = ex.train_epoch(synthetic_batches(6, config["output_dim"], nan_at=3), epoch=0)
+    assert stats.steps == 5 and stats.skipped_batches == 1
+    assert len(walks) == 1

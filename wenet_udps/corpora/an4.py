@@ -9,23 +9,32 @@ writes ``DATA_DIR/{train,dev,test}/{wav.scp,text,utt2spk}``. Keys are ESPnet's: 
 order, as ESPnet's ``subset_data_dir.sh --first``), ``train`` the others; ``test`` is the test transcription whole
 (10 speakers never in training).
 
-Nothing is lost silently: a transcript line whose ``.sph`` is missing, or without words, is skipped, counted and
+The audio may be CMU's NIST SPHERE (``<source>.sph``) or a lossless FLAC copy of it (``<source>.flac``, the same
+samples: :func:`to_flac`, ``tools/an4_to_flac.py``; 41 MiB instead of 90, what travels to a GPU machine): the same
+keys, split and samples either way.
+
+Nothing is lost silently: a transcript line whose recording is missing, or without words, is skipped, counted and
 named in one warning per reason; a malformed line or a duplicate key is an error naming the file and line.
 """
 import re
+import shutil
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from wenet_udps.corpora.common import warn_skipped, write_kaldi_dir
 from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import utf8_lines
 
 SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
+# The audio of one utterance, in the order looked for: CMU's SPHERE, then the FLAC copy of to_flac.
+AUDIO_SUFFIXES = (".sph", ".flac")
 # "<s> WORDS </s> (an251-fash-b)"; the sentence marks are optional (the test transcription has none).
 LINE = re.compile(r"^(?P<words>.*?)\s*\((?P<source>[^()\s]+)\)$")
-Row = Tuple[str, str, str]  # key, .sph path, words
+Row = Tuple[str, str, str]  # key, audio path, words
 
 
 def espnet_key(source: str) -> Tuple[str, str]:
@@ -35,6 +44,64 @@ def espnet_key(source: str) -> Tuple[str, str]:
         raise ValueError(f"utterance id {source!r} is not <prompt>-<speaker>-<session>")
     prompt, speaker, session = parts
     return f"{speaker}-{prompt}-{session}", speaker
+
+
+def audio_path(an4: Path, name: str, speaker: str, source: str) -> Path:
+    """The recording of utterance ``source`` of set ``name``: the first of :data:`AUDIO_SUFFIXES` that exists
+    (the ``.sph`` path when none does)."""
+    folder = an4 / "wav" / SETS[name] / speaker
+    for suffix in AUDIO_SUFFIXES:
+        if (folder / f"{source}{suffix}").is_file():
+            return folder / f"{source}{suffix}"
+    return folder / f"{source}{AUDIO_SUFFIXES[0]}"
+
+
+def to_flac(an4: Path, out: Path) -> int:
+    """Copy the AN4 tree ``an4`` (SPHERE) to ``out`` with every ``.sph`` as FLAC (16-bit, same rate): the other
+    files (transcriptions, LICENSE) as they are. Each FLAC is read back and compared with its SPHERE samples, so the
+    copy is lossless or nothing: a mismatch or an unreadable ``.sph`` is an error naming the file. Returns the
+    number of recordings converted.
+
+    Raises:
+        ValueError: ``out`` exists already, ``an4`` holds no .sph, a .sph is unreadable, or a recording failed the
+            comparison (nothing is left behind).
+        OSError: reading or writing a file failed (a full disk, a permission).
+    """
+    import soundfile as sf
+    if out.exists():
+        raise ValueError(f"{out} exists: delete it, or use it as it is")
+    if not (an4 / "etc").is_dir() or not (an4 / "wav").is_dir():
+        raise ValueError(f"{an4} has no etc/ and wav/: not an unpacked AN4 tree (recipes/an4/download.sh)")
+    tmp = out.with_name(out.name + ".partial")   # only a whole, checked copy appears as ``out``
+    shutil.rmtree(tmp, ignore_errors=True)
+    converted = 0
+    try:
+        for src in sorted(an4.rglob("*")):
+            dst = tmp / src.relative_to(an4)
+            if src.is_dir():
+                dst.mkdir(parents=True, exist_ok=True)
+            elif src.suffix != ".sph":
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+            else:
+                dst = dst.with_suffix(".flac")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    samples, rate = sf.read(str(src), dtype="int16", always_2d=True)
+                    sf.write(str(dst), samples, rate, format="FLAC", subtype="PCM_16")
+                    back, back_rate = sf.read(str(dst), dtype="int16", always_2d=True)
+                except (RuntimeError, sf.SoundFileError) as e:
+                    raise ValueError(f"{src}: {e}") from None
+                if back_rate != rate or not np.array_equal(back, samples):
+                    raise ValueError(f"{src}: its FLAC copy {dst} does not read back to the same samples")
+                converted += 1
+        if not converted:
+            raise ValueError(f"{an4}: no .sph recording found under wav/")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    tmp.rename(out)
+    return converted
 
 
 def read_set(an4: Path, name: str, skipped: Dict[str, List[str]]) -> List[Row]:
@@ -60,13 +127,13 @@ def read_set(an4: Path, name: str, skipped: Dict[str, List[str]]) -> List[Row]:
         tokens = m["words"].split()
         tokens = tokens[tokens[:1] == ["<s>"]:len(tokens) - (tokens[-1:] == ["</s>"])]
         words = " ".join(tokens)
-        sph = an4 / "wav" / SETS[name] / speaker / f"{m['source']}.sph"
+        audio = audio_path(an4, name, speaker, m["source"])
         if not words:
             skipped["empty transcript"].append(where)
-        elif not sph.is_file():
-            skipped["transcript line without audio"].append(f"{where} ({sph} missing)")
+        elif not audio.is_file():
+            skipped["transcript line without audio"].append(f"{where} ({audio} missing, nor a .flac copy)")
         else:
-            rows.append((key, str(sph.resolve()), words))
+            rows.append((key, str(audio.resolve()), words))
     return rows
 
 
