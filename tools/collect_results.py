@@ -35,6 +35,7 @@ from wenet_udps.results.peers import read_peer_results, section as peer_section
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import one_line
@@ -357,6 +358,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
         sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
+    except ReferencesError:  # --data_dir's text is not what a result was decoded with: one line, exit 2 (run_cli)
+        raise
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"collect_results.py: {e}", file=sys.stderr)
         return 1

@@ -13,6 +13,8 @@ Number, Japanese, Other). Differences from WeNet's script:
   were missing, and how many hypotheses had no reference (ignored by both);
 - a UTF-8 byte-order mark at the start of a file is dropped (WeNet reads it into the first key, so that
   utterance silently goes unscored);
+- a hypothesis file of our decoders (a ``decode.info`` beside it) is scored only against the references it was
+  decoded with (wenet_udps.scoring.references): another set's or data dir's text is a user error naming both;
 - duplicate keys, invalid UTF-8 and an empty reference file are errors; the key is the first whitespace-separated
   field of a line in both modes; WeNet's --maxw, --cluster and --splitfile options are not offered.
 """
@@ -22,6 +24,7 @@ from typing import Optional, Sequence
 
 from wenet_udps.utils import cli
 from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
+from wenet_udps.scoring.references import check_references
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -55,6 +58,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not refs:
         print(f"compute-wer.py: {args.ref}: no utterances", file=sys.stderr)
         return 1
+    check_references(refs, args.ref, hyps, args.hyp)   # what is scored is what was decoded: a user error otherwise
     report = score(refs, hyps, char=bool(args.char), case_sensitive=bool(args.case_sensitive), ignore=ignore,
                    remove_tags=bool(args.remove_tag), missing=args.missing)
     if report.total.N == 0:  # "0.00 %" over no reference token would hide every insertion

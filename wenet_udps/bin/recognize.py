@@ -23,6 +23,7 @@ from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args,
     rtf_line, write_results
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
+from wenet_udps.scoring.references import reference_record
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.transformer.decode_options import check_decode_options
@@ -127,6 +128,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
                                     decode_kwargs=kwargs, num_workers=args.num_workers)
+    # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
+    source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
     for path in write_results(results, args.result_dir, source, lm_source):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)

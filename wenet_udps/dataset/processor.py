@@ -167,7 +167,8 @@ def make_batches(samples: Iterable[Dict], batch_conf: Optional[Dict[str, Any]]) 
 
 def pad_batch(samples: List[Dict]) -> Dict[str, Any]:
     """Collate, longest utterance first (as WeNet): feats (B, T, F) float32 zero-padded, feats_lengths (B,)
-    int32, target (B, L) int64 padded with -1, target_lengths (B,) int32, keys List[str]."""
+    int32, target (B, L) int64 padded with -1, target_lengths (B,) int32, keys List[str], txts List[str] (the
+    transcripts as the list carries them: a decode records what its hypotheses are scored against)."""
     order = sorted(range(len(samples)), key=lambda i: -samples[i]["feat"].shape[0])
     samples = [samples[i] for i in order]
     feat_lens = [s["feat"].shape[0] for s in samples]
@@ -178,6 +179,6 @@ def pad_batch(samples: List[Dict]) -> Dict[str, Any]:
     for i, s in enumerate(samples):
         feats[i, :feat_lens[i]] = s["feat"]
         target[i, :label_lens[i]] = s["label"]
-    return {"keys": [s["key"] for s in samples], "feats": torch.from_numpy(feats),
+    return {"keys": [s["key"] for s in samples], "txts": [s["txt"] for s in samples], "feats": torch.from_numpy(feats),
             "feats_lengths": torch.tensor(feat_lens, dtype=torch.int32), "target": torch.from_numpy(target),
             "target_lengths": torch.tensor(label_lens, dtype=torch.int32)}

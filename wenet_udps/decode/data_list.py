@@ -60,7 +60,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
-        "skipped", "counts"}`` (utterances decoded, skipped ones, the count line recognize logs).
+        "skipped", "counts", "references"}`` (utterances decoded, skipped ones, the count line recognize logs, and
+        {key: transcript in the list} of the decoded ones: ``scoring.references.reference_record``).
     Raises:
         DataError: no utterance decoded, or more unusable than ``dataset_conf.max_bad_fraction``
             (``wenet_udps.utils.counts``).
@@ -72,6 +73,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     decode_seconds = audio_seconds = 0.0
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
     tally = DataTally()
+    references: Dict[str, str] = {}
     with torch.no_grad():
         for batch in tally.batches(loader):
             feats = batch["feats"].to(device, non_blocking=True)
@@ -83,13 +85,15 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             for mode in modes:
                 for key, res in zip(batch["keys"], out[mode]):
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
+            references.update(zip(batch["keys"], batch["txts"]))
             bar.update(len(batch["keys"]))
     bar.close()
     counts = dataset.check_tally(tally, "decode")  # exit 1 when nothing (or too little) was decoded
     logging.info("%s", counts)
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
-                     "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts}
+                     "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts,
+                     "references": references}
 
 
 def rtf_line(stats: Mapping[str, Any], modes: List[str], device: str) -> str:
