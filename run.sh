@@ -38,7 +38,9 @@ data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
 fsdd_dir=               # fsdd only: a local copy of FSDD's recordings/ (skips the download)
 download_opts=          # extra options for recipes/<corpus>/download.sh, e.g. "--subset 100" (librispeech 100 h)
-prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd)
+prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd);
+                        # "--allow_partial true": use a copy with fewer utterances than the corpus as published
+                        # (an4 librispeech mini_librispeech aishell fsdd; refused otherwise; RESULTS.md says so)
 train_set=              # corpus settings, empty: recipes/<corpus>/settings.sh's. Training set, e.g. train_100
 dev_set=                # cross-validation set of training
 test_sets=              # sets decoded and scored in stage 5, e.g. "dev_clean dev_other test_clean test_other"

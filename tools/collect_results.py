@@ -31,7 +31,8 @@ import yaml
 from wenet_udps.model_builder import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
-from wenet_udps.results.peers import read_peer_results, section as peer_section
+from wenet_udps.corpora.common import partial_notes
+from wenet_udps.results.peers import partial_note, read_peer_results, section as peer_section
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
@@ -351,9 +352,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.data_dir = Path(args.data_dir) if args.data_dir else None
     out = Path(args.out) if args.out else args.exp_dir / "RESULTS.md"
     plots_dir = Path(args.plots_dir) if args.plots_dir else args.exp_dir / "plots"
+    partial = partial_notes(args.data_dir) if args.data_dir else []   # --allow_partial's record, said plainly
     # A malformed line is a usage error naming it (run_cli), before any work.
-    peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char)) \
-        if args.peer_results else ""
+    peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char),
+                         partial=partial) if args.peer_results else ""
     try:  # a bad train.yaml, wer file or utt2spk: one line naming it
         experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
@@ -368,7 +370,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{out} not written", file=sys.stderr)
         return 1
     table = markdown_table(experiments, args.metric)
-    text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
+    text = (f"# Results\n\n{partial_note(partial)}{args.metric} (%) from compute-wer, "
+            f"`{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{peers}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(args.seeds))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
