@@ -150,6 +150,13 @@ def mark_partial(set_dir: Path, lines: Iterable[str]) -> None:
         path.unlink()
 
 
+def published_sizes(recipe: str) -> str:
+    """The published sizes run.sh's stage 0 is checked against for ``recipe`` (its stamp records them, so a data
+    dir prepared before they were checked is prepared again); "" for a recipe without them (tiny_*)."""
+    sizes = PUBLISHED.get("librispeech" if recipe == "mini_librispeech" else recipe, {})
+    return " ".join(f"{part}={n}" for part, n in sorted(sizes.items()))
+
+
 def partial_notes(data_dir: Path) -> List[str]:
     """Every line of the ``partial_corpus`` records of ``data_dir``'s sets, once each."""
     return sorted({line for f in Path(data_dir).glob(f"*/{PARTIAL_FILE}")
