@@ -177,6 +177,15 @@ def test_an4_recipe(tmp_path):
     for s in ("dev", "test"):
         for mode in MODES:
             assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+    # Issue 57, S15: each result records the references it was decoded with (stage 5's compute-wer and stage 7's
+    # collect_results --data_dir check them); a result without the record is decoded again, not skipped.
+    info = exp / "test" / "attention" / "decode.info"
+    assert f"test_data: {tmp_path / 'data' / 'test' / 'data.list'}\n" in info.read_text()
+    assert "refs_sha256: " in info.read_text() and "refs_decoded: 3\n" in info.read_text()
+    info.write_text("".join(x for x in info.read_text().splitlines(True) if not x.startswith("refs_")))
+    again = ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps",
+                      "false", "--train_override", TINY, "--stage", 5, "--stop_stage", 5))
+    assert f"stage 5: decode test with {exp}/avg_1.pt" in again and "refs_sha256: " in info.read_text()
     # Stage 7 (14 s; stage 6's export left out): RESULTS.md has our WER, then ESPnet's published rows with their
     # source (settings.sh's peer_results), then our letter CER.
     ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps", "false",
@@ -189,4 +198,5 @@ def test_an4_recipe(tmp_path):
     assert "**Partial corpus**" in results and "an4 test: 3 of its 130 utterances" in results
     assert "no: our results are of a partial copy |" in results
     assert re.search(r"^\| ESPnet \| .* \| test \| none \| 7\.6 \| 3\.6 \| characters, word spaces included \| "
-                     r"ESPnet egs2/an4/asr1/README\.md \(espnet 0\.10\.5a1, 2021-12-25\) \|$", results, re.M)
+                     r"ESPnet egs2/an4/asr1/README\.md \(espnet 0\.10\.5a1, 2021-12-25\) \| no: our results are of a "
+                     r"partial copy \|$", results, re.M)
