@@ -11,7 +11,8 @@ its references, as :func:`reference_record` makes them:
   short for the encoder: counted as deletions when scored).
 
 Every scorer reads hypotheses through :func:`read_hypotheses` (compute-wer.py, and with ``--data_dir`` the
-significance, speaker and site-ablation sections of collect_results and the LOSO report): references other than
+significance, speaker and site-ablation sections of collect_results and the LOSO report), or checks a decode made in
+the same process with :func:`check_record` (average_model's greedy soup with ``--ref_text``): references other than
 those (another set, another data dir, an edited text) are a ``UserError`` naming both files. A hypothesis file
 without a ``decode.info`` (another toolkit's) is scored unchecked; one whose ``decode.info`` records no references
 (decoded before they were recorded) is refused with the command that decodes it again.
@@ -58,6 +59,14 @@ def check_references(refs: Mapping[str, str], ref_path: str, hyps: Mapping[str, 
         raise ReferencesError(f"{hyp_path}: its decode.info records no references, so {ref_path} cannot be checked "
                         f"against what was decoded (decoded by an older version, or by sherpa_decode of a wav.scp "
                         f"without a text beside it); {REDECODE}")
+    check_record(refs, ref_path, hyps, info, hyp_path)
+
+
+def check_record(refs: Mapping[str, str], ref_path: str, hyps: Mapping[str, str], record: Mapping[str, str],
+                 hyp_path: str) -> None:
+    """ReferencesError unless ``refs`` are those of ``record`` (:func:`reference_record`), the decode that gave
+    ``hyps`` (named ``hyp_path``)."""
+    info = record
     where = f"{ref_path} are not the references of {info.get('test_data', '?')}, which {hyp_path} was decoded from"
     if len(hyps) != int(info.get("refs_decoded", len(hyps))):
         raise ReferencesError(f"{hyp_path} holds {len(hyps)} hypotheses, but {info['refs_decoded']} utterances were "
