@@ -74,7 +74,7 @@ train_run() {
   newest=$(newest_checkpoint "${exp}")
   [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
   if [[ ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] && stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
-    log "stage 4: ${exp}/final.pt exists, trained with the same settings, skipping"; return 0
+    log "stage 4: ${exp}/final.pt exists, skipping (trained with the same settings)"; return 0
   fi
   args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
         --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
