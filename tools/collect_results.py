@@ -14,7 +14,9 @@ and checkpoint, one column per decoding mode, then an RTF column per mode whose 
 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table
 with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). ``--peer_results``: other
 toolkits' published results on the same split, in a table of their own with their sources
-(wenet_udps.results.peers; a malformed line is a usage error naming it). Plots (PNG): losses (per
+(wenet_udps.results.peers; a malformed line is a usage error naming it). ``--data_dir``: its texts must be those the
+hypotheses were decoded with (wenet_udps.scoring.references: a user error naming both otherwise), and a data dir made
+from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
 step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import json

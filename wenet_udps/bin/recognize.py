@@ -11,8 +11,10 @@ With ``--lm LM.arpa`` or ``--lm LM.bin`` (a word n-gram LM: ARPA, or a KenLM bin
 ``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
 
 Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
-and prints the real-time factor: decoding time / audio seconds, the audio seconds being feature frames times the
-frame shift. Score with ``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
+and ``decode.info`` (the checkpoint, the options, and the list and references decoded: what the hypotheses may be
+scored against, wenet_udps.scoring.references), and prints the real-time factor: decoding time / audio seconds,
+the audio seconds being feature frames times the frame shift. Score with
+``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
 """
 import argparse
 import logging
