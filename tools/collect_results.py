@@ -19,7 +19,6 @@ hypotheses were decoded with (wenet_udps.scoring.references: a user error naming
 from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
 step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
-import json
 import os
 import re
 import sys
@@ -33,6 +32,7 @@ import yaml
 from wenet_udps.model_builder import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
+from wenet_udps.results.preflight import gpu_check_lines
 from wenet_udps.corpora.common import partial_notes
 from wenet_udps.results.peers import partial_note, read_peer_results, section as peer_section
 from wenet_udps.results import speakers
@@ -314,22 +314,6 @@ def ablation_section(experiments: Sequence[Experiment], args) -> str:
     modes, sets = modes_and_sets(experiments)
     return site_ablation.section([e.name for e in experiments], args.exp_dir, args.data_dir, sets, modes,
                                  args.metric, list(SITES), char=bool(args.wer_char))
-
-
-def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
-    """The GPU preflight's verdict (run.sh --gpus writes <exp>/gpu_check.json) of each experiment that has one."""
-    lines = []
-    for exp in experiments:
-        path = exp.path / "gpu_check.json"
-        if path.is_file():
-            try:
-                report = json.loads(path.read_text(encoding="utf-8"))
-                verdict = (f"{'passed' if report['ok'] else 'FAILED'} on {report['device']} ({report['date']}, "
-                           f"torch {report['torch']}, triton {report['triton']}, CUDA {report['cuda']})")
-            except (ValueError, KeyError) as e:
-                verdict = f"unreadable ({type(e).__name__}: {e})"
-            lines.append(f"- GPU preflight of {exp.name}: {verdict}, {path}")
-    return lines
 
 
 def _seeds(text: str) -> List[int]:
