@@ -73,7 +73,8 @@ train_run() {
   train_key "${udps}" "${seed}" "${init}"
   newest=$(newest_checkpoint "${exp}")
   [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
-  if [[ ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] && stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
+  if [[ ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] \
+      && stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
     log "stage 4: ${exp}/final.pt exists, skipping (trained with the same settings)"; return 0
   fi
   args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
