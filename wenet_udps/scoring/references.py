@@ -56,9 +56,9 @@ def check_references(refs: Mapping[str, str], ref_path: str, hyps: Mapping[str, 
     if not info:
         return
     if "refs_sha256" not in info:
-        raise ReferencesError(f"{hyp_path}: its decode.info records no references, so {ref_path} cannot be checked "
-                        f"against what was decoded (decoded by an older version, or by sherpa_decode of a wav.scp "
-                        f"without a text beside it); {REDECODE}")
+        raise ReferencesError(f"{hyp_path}: its decode.info records no references, so {ref_path} cannot be "
+                              f"checked against what was decoded (decoded by an older version, or by sherpa_decode of "
+                              f"a wav.scp without a text beside it); {REDECODE}")
     check_record(refs, ref_path, hyps, info, hyp_path)
 
 
@@ -66,25 +66,24 @@ def check_record(refs: Mapping[str, str], ref_path: str, hyps: Mapping[str, str]
                  hyp_path: str) -> None:
     """ReferencesError unless ``refs`` are those of ``record`` (:func:`reference_record`), the decode that gave
     ``hyps`` (named ``hyp_path``)."""
-    info = record
-    where = f"{ref_path} are not the references of {info.get('test_data', '?')}, which {hyp_path} was decoded from"
-    if len(hyps) != int(info.get("refs_decoded", len(hyps))):
-        raise ReferencesError(f"{hyp_path} holds {len(hyps)} hypotheses, but {info['refs_decoded']} utterances were "
-                        f"decoded (its decode.info): the file was changed since; {REDECODE}")
+    where = f"{ref_path} are not the references of {record.get('test_data', '?')}, which {hyp_path} was decoded from"
+    if len(hyps) != int(record.get("refs_decoded", len(hyps))):
+        raise ReferencesError(f"{hyp_path} holds {len(hyps)} hypotheses, but {record['refs_decoded']} utterances were "
+                              f"decoded (its decode.info): the file was changed since; {REDECODE}")
     missing = [k for k in hyps if k not in refs]
     if missing:
         raise ReferencesError(f"{where}: {len(missing)} of its {len(hyps)} decoded utterances have no reference there "
-                        f"(the first: {missing[0]}); score against the text of that list's data dir")
+                              f"(the first: {missing[0]}); score against the text of that list's data dir")
     here = refs_digest((k, refs[k]) for k in hyps)
-    if here != info["refs_sha256"]:
+    if here != record["refs_sha256"]:
         raise ReferencesError(f"{where}: the transcripts of the {len(hyps)} decoded utterances differ (SHA-256 "
-                        f"{info['refs_sha256'][:12]} when decoded, {here[:12]} here); score against the text of "
-                        f"that list's data dir")
+                              f"{record['refs_sha256'][:12]} when decoded, {here[:12]} here); score against the text "
+                              f"of that list's data dir")
     extra = [k for k, text in refs.items() if k not in hyps and text.strip()]
-    skipped = int(info.get("refs_skipped", 0))
+    skipped = int(record.get("refs_skipped", 0))
     if len(extra) > skipped:
         raise ReferencesError(f"{where}: it has {len(extra)} utterances that were not decoded (the first: {extra[0]}), "
-                        f"and the decode skipped only {skipped}; they would be scored as deletions")
+                              f"and the decode skipped only {skipped}; they would be scored as deletions")
 
 
 def read_hypotheses(hyp_path: str, refs: Mapping[str, str], ref_path: str) -> Dict[str, str]:
