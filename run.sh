@@ -38,7 +38,9 @@ data=                   # data dir; empty: data/<corpus>
 download_dir=           # where stage -1 downloads and stage 0 reads; empty: downloads/<corpus>
 fsdd_dir=               # fsdd only: a local copy of FSDD's recordings/ (skips the download)
 download_opts=          # extra options for recipes/<corpus>/download.sh, e.g. "--subset 100" (librispeech 100 h)
-prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd)
+prepare_opts=           # extra options for recipes/<corpus>/prepare.sh, e.g. "--num_train 100" (tiny_*, fsdd);
+                        # "--allow_partial true": use a copy with fewer utterances than the corpus as published
+                        # (an4 librispeech mini_librispeech aishell fsdd; refused otherwise; RESULTS.md says so)
 train_set=              # corpus settings, empty: recipes/<corpus>/settings.sh's. Training set, e.g. train_100
 dev_set=                # cross-validation set of training
 test_sets=              # sets decoded and scored in stage 5, e.g. "dev_clean dev_other test_clean test_other"
@@ -65,7 +67,10 @@ train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
                         # model with the config's seed (train's default), in <exp>
-checkpoint=             # continue training one model from this checkpoint; default: its newest valid epoch_N/step_N.pt
+checkpoint=             # continue training one model from this checkpoint ({seed}: each of --seeds, e.g.
+                        # exp/x_udps_seed{seed}/epoch_9.pt); default: its newest valid epoch_N/step_N.pt. A rerun
+                        # may change max_epoch (--train_override max_epoch=N trains a finished run on); any other
+                        # change of data or conf is refused (bin.train's resume check), --force true trains afresh
 enc_init=               # fine-tuning: a new model starts with --enc_init_mods copied from this checkpoint; {attention}
                         # becomes each model's attention (e.g. exp/mini_librispeech/train_conformer_{attention}/avg_5.pt)
 enc_init_mods=encoder.  # comma-separated module-name prefixes copied from --enc_init (WeNet's train.py options)
@@ -110,7 +115,9 @@ Stages (--stage N --stop_stage N reruns one):
       --lm_text holding a dev/test sentence (a character LM where scoring is by character: Mandarin), or the
       published LM decompressed; then its KenLM binary lm.bin and words lm.bin.words, which stage 5 decodes with
    3  data.list (raw) or tar shards per set
-   4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml
+   4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml; a rerun
+      resumes, and may change max_epoch (--train_override max_epoch=N trains a finished run on); another change of
+      data or conf is refused, naming it (bin.train's resume check), unless --force true trains afresh
    5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
       --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
       (<exp>/<set>/<mode>_<tag> with --lm_tag)
@@ -136,6 +143,7 @@ check_lm_values
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir
+check_seeds; check_checkpoint   # before describe_variants reads the first seed's checkpoint
 if runs_stage 4 7; then tmp=$(mktemp -d); describe_variants; fi
 plan_runs
 cpu_threads=${OMP_NUM_THREADS:-$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))}   # see tools/run_train.sh

@@ -72,10 +72,11 @@ require_file() {
   [[ -f $1 ]] || die "$1 not found: $2"
 }
 
-# check_kaldi_dir DIR: wav.scp and text exist, are non-empty and list the same keys (read by the one reader of Kaldi
-# files, as every tool reads them: a BOM, tabs, duplicate keys are decided there).
+# check_kaldi_dir DIR [--part CORPUS:PART --allow_partial true|false]: wav.scp and text exist, are non-empty and list
+# the same keys (read by the one reader of Kaldi files, as every tool reads them: a BOM, tabs, duplicate keys are
+# decided there); with --part, DIR holds that part of a corpus whole (wenet_udps.corpora.common.check_counts).
 check_kaldi_dir() {
   local n
-  n=$(python3 -m wenet_udps.corpora.common "$1") || exit 1
+  n=$(python3 -m wenet_udps.corpora.common "$@") || exit 1
   log "$1: ${n} utterances"
 }

@@ -17,6 +17,7 @@ MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_
 LIBRI_SETS = ["dev_clean", "dev_other", "test_clean", "test_other"]
 # Eager UDPS tiles: compiling them costs ~30 s on a cold cache, and the numbers are the same.
 ENV = dict(os.environ, WENET_UDPS_COMPILE="0")
+PARTIAL = ["--prepare_opts", "--allow_partial true"]   # the fake trees hold a few utterances of each part
 
 
 def run_sh(*args):
@@ -37,7 +38,7 @@ def test_aishell_recipe(tmp_path):
     # --config without --att_udps trains what the conf says; a site-set override makes only the encoder UDPS,
     # and the exp dir and table row say so.
     common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-              "--dir", prefix, "--config", "conf/aishell/train_conformer.yaml"]
+              "--dir", prefix, "--config", "conf/aishell/train_conformer.yaml", *PARTIAL]
     overrides = TINY + " save_interval=1 att_udps=enc_self"
     log = ok(run_sh(*common, "--stage", 0, "--stop_stage", 7, "--train_override", overrides))
     exp = Path(f"{prefix}_udps_enc_self")
@@ -69,15 +70,15 @@ def test_aishell_recipe(tmp_path):
     assert f"resuming from {exp}/step_3.pt" in (exp / "train.log").read_text() and (exp / "final.pt").is_file()
     assert f"log: {exp}/train.log" in resumed
 
-    # Changed settings never reuse or overwrite a finished run silently ...
+    # Changed settings never reuse or overwrite a finished run silently: another batch size is refused, by
+    # bin.train's resume check, before anything is written ...
     more = overrides.replace("max_epoch=1", "max_epoch=2")
-    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more)
-    assert refused.returncode == 1
-    assert "max_epoch=2" in refused.stderr and f"--checkpoint {exp}/" in refused.stderr.splitlines()[-1]
-    # ... but a hand-given checkpoint continues training; averaging follows the new checkpoints and mode.
-    cont = ok(run_sh(*common, "--stage", 4, "--stop_stage", 5, "--train_override", more,
-                     "--checkpoint", exp / "epoch_0.pt", "--average_mode", "latest"))
-    assert f"continuing from {exp}/epoch_0.pt" in cont and (exp / "epoch_1.pt").is_file()
+    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more + " accum_grad=2")
+    assert refused.returncode == 1 and "accum_grad: 1 -> 2" in refused.stderr.splitlines()[-1]
+    # ... but more epochs (issue 57, M10: as bin.train allows) train on from the newest checkpoint; averaging
+    # follows the new checkpoints and mode.
+    cont = ok(run_sh(*common, "--stage", 4, "--stop_stage", 5, "--train_override", more, "--average_mode", "latest"))
+    assert (exp / "epoch_1.pt").is_file() and (exp / "train.log").read_text().count("auto: resuming from") == 2
     assert "average 2 checkpoints (latest)" in cont and "skipping decoding" not in cont
 
 
@@ -88,7 +89,7 @@ def test_lock_and_resume_through_run_sh(tmp_path):
     make_aishell(tmp_path / "dl")
     prefix = tmp_path / "exp" / "ai"
     common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-              "--dir", prefix, "--att_udps", "false", "--train_override", TINY + " save_interval=1"]
+              "--dir", prefix, "--att_udps", "false", "--train_override", TINY + " save_interval=1", *PARTIAL]
     ok(run_sh(*common, "--stage", 0, "--stop_stage", 4))
     exp = Path(f"{prefix}_scaled_dot")
     # Interrupted after step 4: the epoch's checkpoint never came, and step_4.pt was cut short by the crash.
@@ -120,7 +121,7 @@ def test_lock_and_resume_through_run_sh(tmp_path):
 
 def libri_common(tmp_path, *extra):
     return ["--corpus", "librispeech", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-            "--dir", tmp_path / "exp" / "ls", "--nbpe", 40, "--train_override", TINY, *extra]
+            "--dir", tmp_path / "exp" / "ls", "--nbpe", 40, "--train_override", TINY, *PARTIAL, *extra]
 
 
 @pytest.mark.slow
@@ -165,9 +166,10 @@ def test_an4_recipe(tmp_path):
     train = [(f"{g}{s:03d}", [f"an{100 + 10 * s + u}" for u in range(4)]) for s in range(8) for g in "fm"]
     make_an4(tmp_path / "dl", train=train, test=(("fcaw", ("an409", "cen3", "cen4")),))
     log = ok(run_sh("--corpus", "an4", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-                    "--dir", tmp_path / "exp" / "an4", "--att_udps", "false", "--prepare_opts", "--num_dev 8",
-                    "--train_override", TINY, "--stage", -1, "--stop_stage", 5))
-    assert "using it as it is, nothing downloaded" in log
+                    "--dir", tmp_path / "exp" / "an4", "--att_udps", "false", "--prepare_opts",
+                    "--num_dev 8 --allow_partial true", "--train_override", TINY, "--stage", -1, "--stop_stage", 5))
+    assert "nothing downloaded; stage 0 checks that it is the whole corpus" in log
+    assert "a partial copy, used as asked (--allow_partial true): an4 test: 3 of its 130 utterances" in log
     assert (tmp_path / "data" / "lang_bpe" / "train_unigram30.model").is_file()
     dev = [line.split()[0] for line in (tmp_path / "data" / "dev" / "text").read_text().splitlines()]
     assert dev == sorted(dev) and len(dev) == 8 and {k.split("-")[0] for k in dev} == {"f000", "f001"}
@@ -175,6 +177,15 @@ def test_an4_recipe(tmp_path):
     for s in ("dev", "test"):
         for mode in MODES:
             assert re.search(r"^Overall -> [0-9.]+ %", (exp / s / mode / "wer").read_text(), re.M)
+    # Issue 57, S15: each result records the references it was decoded with (stage 5's compute-wer and stage 7's
+    # collect_results --data_dir check them); a result without the record is decoded again, not skipped.
+    info = exp / "test" / "attention" / "decode.info"
+    assert f"test_data: {tmp_path / 'data' / 'test' / 'data.list'}\n" in info.read_text()
+    assert "refs_sha256: " in info.read_text() and "refs_decoded: 3\n" in info.read_text()
+    info.write_text("".join(x for x in info.read_text().splitlines(True) if not x.startswith("refs_")))
+    again = ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps",
+                      "false", "--train_override", TINY, "--stage", 5, "--stop_stage", 5))
+    assert f"stage 5: decode test with {exp}/avg_1.pt" in again and "refs_sha256: " in info.read_text()
     # Stage 7 (14 s; stage 6's export left out): RESULTS.md has our WER, then ESPnet's published rows with their
     # source (settings.sh's peer_results), then our letter CER.
     ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps", "false",
@@ -183,5 +194,9 @@ def test_an4_recipe(tmp_path):
     ours, peers, cer = (results.index(h) for h in ("| attention_rescoring WER |", "## Published results",
                                                     "| attention_rescoring CER |"))
     assert ours < peers < cer and re.search(r"^\| an4_scaled_dot \| test \| [0-9.]+ \|", results, re.M)
+    # a partial copy (issue 57, S13): said under the title, and ESPnet's rows marked as not comparable
+    assert "**Partial corpus**" in results and "an4 test: 3 of its 130 utterances" in results
+    assert "no: our results are of a partial copy |" in results
     assert re.search(r"^\| ESPnet \| .* \| test \| none \| 7\.6 \| 3\.6 \| characters, word spaces included \| "
-                     r"ESPnet egs2/an4/asr1/README\.md \(espnet 0\.10\.5a1, 2021-12-25\) \|$", results, re.M)
+                     r"ESPnet egs2/an4/asr1/README\.md \(espnet 0\.10\.5a1, 2021-12-25\) \| no: our results are of a "
+                     r"partial copy \|$", results, re.M)

@@ -14,10 +14,11 @@ and checkpoint, one column per decoding mode, then an RTF column per mode whose 
 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table
 with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). ``--peer_results``: other
 toolkits' published results on the same split, in a table of their own with their sources
-(wenet_udps.results.peers; a malformed line is a usage error naming it). Plots (PNG): losses (per
+(wenet_udps.results.peers; a malformed line is a usage error naming it). ``--data_dir``: its texts must be those the
+hypotheses were decoded with (wenet_udps.scoring.references: a user error naming both otherwise), and a data dir made
+from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
 step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
-import json
 import os
 import re
 import sys
@@ -31,10 +32,13 @@ import yaml
 from wenet_udps.model_builder import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
-from wenet_udps.results.peers import read_peer_results, section as peer_section
+from wenet_udps.results.preflight import gpu_check_lines
+from wenet_udps.corpora.common import partial_notes
+from wenet_udps.results.peers import partial_note, read_peer_results, section as peer_section
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import one_line
@@ -314,22 +318,6 @@ def ablation_section(experiments: Sequence[Experiment], args) -> str:
                                  args.metric, list(SITES), char=bool(args.wer_char))
 
 
-def gpu_check_lines(experiments: Sequence[Experiment]) -> List[str]:
-    """The GPU preflight's verdict (run.sh --gpus writes <exp>/gpu_check.json) of each experiment that has one."""
-    lines = []
-    for exp in experiments:
-        path = exp.path / "gpu_check.json"
-        if path.is_file():
-            try:
-                report = json.loads(path.read_text(encoding="utf-8"))
-                verdict = (f"{'passed' if report['ok'] else 'FAILED'} on {report['device']} ({report['date']}, "
-                           f"torch {report['torch']}, triton {report['triton']}, CUDA {report['cuda']})")
-            except (ValueError, KeyError) as e:
-                verdict = f"unreadable ({type(e).__name__}: {e})"
-            lines.append(f"- GPU preflight of {exp.name}: {verdict}, {path}")
-    return lines
-
-
 def seeds_ran(experiments: Sequence[Experiment]) -> List[int]:
     """The seeds the table's models trained with, each once, as their train.yaml records them (not run.sh's
     ``--seeds``, empty for a model trained with its conf's seed)."""
@@ -352,13 +340,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.data_dir = Path(args.data_dir) if args.data_dir else None
     out = Path(args.out) if args.out else args.exp_dir / "RESULTS.md"
     plots_dir = Path(args.plots_dir) if args.plots_dir else args.exp_dir / "plots"
+    partial = partial_notes(args.data_dir) if args.data_dir else []   # --allow_partial's record, said plainly
     # A malformed line is a usage error naming it (run_cli), before any work.
-    peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char)) \
-        if args.peer_results else ""
+    peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char),
+                         partial=partial) if args.peer_results else ""
     try:  # a bad train.yaml, wer file or utt2spk: one line naming it
         experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
         sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
+    except ReferencesError:  # --data_dir's text is not what a result was decoded with: one line, exit 2 (run_cli)
+        raise
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"collect_results.py: {e}", file=sys.stderr)
         return 1
@@ -367,7 +358,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{out} not written", file=sys.stderr)
         return 1
     table = markdown_table(experiments, args.metric)
-    text = (f"# Results\n\n{args.metric} (%) from compute-wer, `{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
+    text = (f"# Results\n\n{partial_note(partial)}{args.metric} (%) from compute-wer, "
+            f"`{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
             f"{table}{peers}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(seeds_ran(experiments)))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")

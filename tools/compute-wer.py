@@ -18,6 +18,8 @@ Number, Japanese, Other). Differences from WeNet's script:
   ``--punctuation remove``; the default ``keep``/``keep`` leaves the texts as WeNet scores them. What was changed is
   counted on stderr; ``--punctuation refuse`` refuses a mark in a reference (naming its line) and leaves one in a
   hypothesis as it is;
+- a hypothesis file of our decoders (a ``decode.info`` beside it) is scored only against the references it was
+  decoded with (wenet_udps.scoring.references): another set's or data dir's text is a user error naming both;
 - duplicate keys, invalid UTF-8 and an empty reference file are errors; the key is the first whitespace-separated
   field of a line in both modes; WeNet's --maxw, --cluster and --splitfile options are not offered.
 """
@@ -29,6 +31,7 @@ from typing import Dict, Optional, Sequence
 from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.kaldi_files import read_table
 from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
+from wenet_udps.scoring.references import check_references
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -74,6 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not refs:
         print(f"compute-wer.py: {args.ref}: no utterances", file=sys.stderr)
         return 1
+    check_references(refs, args.ref, hyps, args.hyp)   # what is scored is what was decoded: a user error otherwise
     norm = text_norm.from_args(args)
     refs = normalised(refs, args.ref, norm)
     # a hypothesis is scored as decoded: a mark in it came from a unit, and stage 2 refused or declared those

@@ -14,11 +14,14 @@ stage_download() {  # stage -1: recipes/<corpus>/download.sh (tiny_* synthesise 
 }
 
 stage_prepare() {  # stage 0: wav.scp and text per set (recipes/<corpus>/prepare.sh), then the texts normalised
-  local source_dir key norm_key
+  local source_dir key norm_key sizes
   # Canonical paths: ../shared/x and /work/shared/x (or a symlink to it) name one source, so no needless re-prepare.
   source_dir=$(canonical_path "${download_dir}")
+  # The corpus' published sizes, which prepare.sh holds the copy to: a dir prepared before they were checked is redone.
+  sizes=$(python3 -c "import sys; from wenet_udps.corpora.common import published_sizes as p
+print(p(sys.argv[1]))" "${corpus}")
   key=$(stamp_text corpus="${corpus}" download_dir="${source_dir}" fsdd_dir="${fsdd_dir:+$(canonical_path "${fsdd_dir}")}" \
-        prepare_opts="${prepare_opts}")
+        prepare_opts="${prepare_opts}" ${sizes:+"published=${sizes}"})
   # Texts normalised under another declaration are prepared again (upper case cannot be undone); a dir prepared
   # before normalisation existed is normalised where it is.
   norm_key=$(stamp_text text_case="${text_case}" text_punctuation="${text_punctuation}")

@@ -41,6 +41,14 @@ average_run() {  # average_run EXP: stage 5's averaged checkpoint of EXP (sets a
   [[ ${keep_checkpoints} == all ]] || prune_checkpoints "$1"
 }
 
+# records_refs DIR SUFFIX MODE...: each DIR/<MODE><SUFFIX>/decode.info records the references its hypotheses were
+# decoded with (wenet_udps.scoring.references); one decoded before they were recorded cannot be scored: redone.
+records_refs() {
+  local dir=$1 suffix=$2 mode
+  shift 2
+  for mode in "$@"; do grep -q '^refs_sha256:' "${dir}/${mode}${suffix}/decode.info" 2> /dev/null || return 1; done
+}
+
 decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
   local exp=$1 x=$2 result_dir=$1/$2 key mode device=cpu
   [[ -z ${gpus} ]] || device=cuda
@@ -48,7 +56,8 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
   key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
         beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
         decoding_chunk_size="${decoding_chunk_size}" num_decoding_left_chunks="${num_decoding_left_chunks}")
-  if stamp_ok "${result_dir}/.decode.stamp" "${key}"; then
+  # shellcheck disable=SC2086  # decode_modes is a list
+  if stamp_ok "${result_dir}/.decode.stamp" "${key}" && records_refs "${result_dir}" "" ${decode_modes}; then
     log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
   else
     log "stage 5: decode ${x} with ${avg} (${decode_modes})"

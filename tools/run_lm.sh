@@ -166,7 +166,9 @@ lm_decode() {
     key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weight="${lm_weight}" \
           word_score="${word_score}" beam_size="${beam_size}" ctc_weight="${ctc_weight}" \
           list="$(file_sum "${data}/${x}/$(list_name)")")
-    if stamp_ok "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}"; then
+    # shellcheck disable=SC2086  # lm_modes is a list
+    if stamp_ok "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}" \
+        && records_refs "${exp}/${x}" "${suffix}" ${lm_modes}; then
       log "stage 5: ${exp}/${x} decoded with the same LM and weights, skipping"
     else
       log "stage 5: decode ${x} with ${avg} and $(lm_file) (${lm_modes})"

@@ -156,7 +156,7 @@ describe_variants() {
   desc=(--config "${config}")
   for o in "${overrides_given[@]}"; do desc+=(--override "${o}"); done
   for udps in ${variants}; do desc+=(--variant "${udps}"); done
-  [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "${checkpoint}")
+  [[ -n ${checkpoint} && ${stage} -le 4 ]] && desc+=(--checkpoint "$(checkpoint_of "$(first_seed)")")
   described=$(python3 -m wenet_udps.bin.describe --porcelain "${desc[@]}" 2> "${tmp}/describe.err") \
     || die "$(tail -n 1 "${tmp}/describe.err")"
   while read -r udps label streaming; do
@@ -187,11 +187,29 @@ check_seeds() {
   seeds=${normal}
 }
 
+# check_checkpoint: --checkpoint continues one model. With --seeds each seed's model continues from its own
+# checkpoint, so the path names it with {seed} (bin.train refuses a checkpoint of another seed: the seed is part of
+# the conf its resume check compares).
+check_checkpoint() {
+  local s
+  [[ -n ${checkpoint} ]] || return 0
+  if [[ -n ${seeds} ]]; then
+    [[ ${checkpoint} == *"{seed}"* ]] || die "--checkpoint continues one model, and --seeds trains one per seed:" \
+      "write {seed} where each seed's path differs, e.g. --checkpoint exp/x_udps_seed{seed}/epoch_9.pt"
+    for s in ${seeds}; do
+      [[ -f $(checkpoint_of "${s}") ]] || die "--checkpoint: $(checkpoint_of "${s}") (seed ${s}) is not a file"
+    done
+  else
+    [[ ${checkpoint} != *"{seed}"* ]] || die "--checkpoint ${checkpoint}: {seed} stands for each of --seeds, and" \
+      "no --seeds is given"
+    [[ -f ${checkpoint} ]] || die "--checkpoint: ${checkpoint} is not a file"
+  fi
+}
+
 # plan_runs: sets runs, "<variant>:<seed>" per model trained ("none": the config's seed, exp dir without suffix).
 plan_runs() {
   local s udps
   check_seeds
-  [[ -z ${seeds} || -z ${checkpoint} ]] || die "--checkpoint continues one model; it cannot go with --seeds"
   runs=()
   # Seed by seed: with --cpu_jobs 2 a seed's two variants train side by side and their pair is complete first.
   for s in ${seeds:-none}; do for udps in ${variants}; do runs+=("${udps}:${s}"); done; done
@@ -210,6 +228,7 @@ run_exp() {  # run_exp VARIANT:SEED -> its exp dir
   if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
 }
 first_seed() { local s; read -r -a s <<< "${seeds}"; echo "${s[0]:-none}"; }
+checkpoint_of() { echo "${checkpoint//\{seed\}/$1}"; }  # checkpoint_of SEED -> --checkpoint for it ({seed} replaced)
 list_name() { if [[ ${data_type} == raw ]]; then echo data.list; else echo data.list.shards; fi; }
 # A stage that needs an earlier stage's output stops here, before any long work, saying which stage makes it.
 require() {  # require FILE STAGE

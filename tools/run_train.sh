@@ -94,25 +94,22 @@ train_key() {
   [[ -z ${init} ]] || train_stamp+=$'\n'$(stamp_text enc_init="$(file_sum "${init}")" enc_init_mods="${enc_init_mods}")
 }
 
-train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
-  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o num_gpus
+# train_run VARIANT:SEED: start (or resume, or skip) one training. Whether a run with other settings may go on is
+# bin.train's one rule (wenet_udps.train.resume_check), asked here before training (--check_resume): max_epoch (and
+# log_interval, save_interval) may change, so a finished run extended with --train_override max_epoch=N trains on
+# from its newest checkpoint; any other change of data or conf would mix two runs and is refused, naming it.
+train_run() {
+  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o num_gpus resume
   exp=$(run_exp "$1")
   [[ -z ${enc_init} ]] || init=$(enc_init_of "${udps}")
+  resume=$(checkpoint_of "${seed}")
   train_key "${udps}" "${seed}" "${init}"
   newest=$(newest_checkpoint "${exp}")
   [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
-  if [[ ${force} == false && -z ${checkpoint} && ${trained} == true ]] \
-      && ! stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
-    die "stage 4: ${exp} holds a run trained with other settings ($(stamp_change "${exp}/.train.stamp" "${train_stamp}"));" \
-        "continue it with --checkpoint ${newest:-${exp}/final.pt}, train afresh there with --force true," \
-        "or train elsewhere with --dir"
+  if [[ ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] \
+      && stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
+    log "stage 4: ${exp}/final.pt exists, skipping (trained with the same settings)"; return 0
   fi
-  if [[ ${force} == false && -z ${checkpoint} && -f ${exp}/final.pt ]]; then
-    log "stage 4: ${exp}/final.pt exists, skipping"; return 0
-  fi
-  mkdir -p "${exp}"
-  [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
-  stamp_write "${exp}/.train.stamp" "${train_stamp}"
   args=(--config "${config}" --data_type "${data_type}" --train_data "${data}/${train_set}/$(list_name)"
         --cv_data "${data}/${dev_set}/$(list_name)" --model_dir "${exp}" --num_workers "${num_workers}"
         --dtype "${train_dtype}")
@@ -120,10 +117,20 @@ train_run() {  # train_run VARIANT:SEED: start (or resume, or skip) one training
   [[ ${seed} == none ]] || args+=(--seed "${seed}")
   [[ -z ${init} ]] || args+=(--enc_init "${init}" --enc_init_mods "${enc_init_mods}")
   # Without --checkpoint, train resumes from the newest checkpoint that verifies (falling back past a damaged one).
-  if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${checkpoint:-auto}"); fi
+  if [[ ${force} == true ]]; then args+=(--force); else args+=(--checkpoint "${resume:-auto}"); fi
+  if [[ ${force} == false && ${trained} == true ]] && ! stamp_ok "${exp}/.train.stamp" "${train_stamp}" \
+      && ! python3 -m wenet_udps.bin.train "${args[@]}" --device cpu --check_resume 2> "${tmp}/resume.err" > /dev/null
+  then
+    die "stage 4: ${exp} holds a run trained with other settings: $(tail -n 1 "${tmp}/resume.err" \
+      | sed 's/^wenet_udps.bin.train: error: //; s/; resume with .*//'); keep its settings (max_epoch may change)," \
+      "train afresh there with --force true, or train elsewhere with --dir"
+  fi
+  mkdir -p "${exp}"
+  [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
+  stamp_write "${exp}/.train.stamp" "${train_stamp}"
   # Wait for a free slot (CPU) first, so that the line below is logged when this training starts.
   [[ -n ${gpus} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
-  local from=${checkpoint:+, continuing from ${checkpoint}}${newest:+, resuming}
+  local from=${resume:+, continuing from ${resume}}${newest:+, resuming}
   log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed/#none/of the conf})${from}"
   if [[ -z ${gpus} ]]; then
     train_on_cpu "${exp}" "${args[@]}" --device cpu

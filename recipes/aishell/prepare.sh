@@ -7,7 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
 . "${root}/recipes/common.sh"
-help_message="Usage: $0 DOWNLOAD_DIR DATA_DIR"
+allow_partial=false  # true: use sets with fewer utterances than published (sets marked, RESULTS.md says so)
+help_message="Usage: $0 [--allow_partial true] DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
 prepare_args data_aishell "$@"
@@ -39,5 +40,5 @@ for x in train dev test; do
   for f in wav.scp text; do
     LC_ALL=C sort -k1,1 -o "${data_dir}/${x}/${f}" "${data_dir}/${x}/${f}"
   done
-  check_kaldi_dir "${data_dir}/${x}"
+  check_kaldi_dir "${data_dir}/${x}" --part "aishell:${x}" --allow_partial "${allow_partial}"
 done

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Usage: recipes/an4/download.sh [--mirror URL] [--sha256 SUM] DIR
 # Downloads CMU AN4 (an4_sphere.tar.gz, NIST SPHERE, 64 MB) into DIR and unpacks it to DIR/an4, sha256-checked, then
-# checks it holds the whole corpus (948 training and 130 test recordings and transcript lines). A DIR that already
-# holds an4/ (with etc/ and wav/) is a copy of your own: it is used as it is and nothing is written into it.
+# checks it holds the whole corpus (948 training and 130 test utterances with audio and transcript:
+# python -m wenet_udps.corpora.an4 --check). A DIR that already holds an4/ (with etc/ and wav/) is a copy of your own:
+# nothing is written into it, and stage 0 (prepare.sh) holds it to the same count check, refusing a partial copy
+# unless --allow_partial true (run.sh --prepare_opts "--allow_partial true").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
@@ -18,17 +20,10 @@ help_message="Usage: $0 [--mirror URL] [--sha256 SUM] [--keep_archives true] DIR
 [[ $# -eq 1 ]] || die "expected the download directory, got $# arguments ($0 --help for usage)"
 dir=$1
 
-# count_an4 AN4_DIR: "<train .sph> <train lines> <test .sph> <test lines>"
-count_an4() {
-  local a=$1
-  echo "$(find "${a}/wav/an4_clstk" -name '*.sph' | wc -l) $(grep -c . "${a}/etc/an4_train.transcription")" \
-       "$(find "${a}/wav/an4test_clstk" -name '*.sph' | wc -l) $(grep -c . "${a}/etc/an4_test.transcription")"
-}
-
 if [[ -d ${dir}/an4 ]]; then
   [[ -d ${dir}/an4/etc && -d ${dir}/an4/wav ]] || die "${dir}/an4 exists but has no etc/ and wav/: it is not an" \
     "unpacked an4_sphere.tar.gz; move it away and rerun"
-  log "${dir}/an4 exists: using it as it is, nothing downloaded"
+  log "${dir}/an4 exists: nothing downloaded; stage 0 checks that it is the whole corpus"
   exit 0
 fi
 fetch "${mirror}/an4_sphere.tar.gz" "${dir}" "${sha256}"
@@ -36,10 +31,8 @@ log "unpacking an4_sphere.tar.gz"
 rm -rf "${dir}/.unpack_an4"
 mkdir -p "${dir}/.unpack_an4"
 tar -xzf "${dir}/an4_sphere.tar.gz" -C "${dir}/.unpack_an4"
-counts=$(count_an4 "${dir}/.unpack_an4/an4")
-[[ ${counts} == "948 948 130 130" ]] || die "an4_sphere.tar.gz unpacked to ${counts% * * *} training .sph /" \
-  "$(cut -d' ' -f2 <<<"${counts}") lines and $(cut -d' ' -f3 <<<"${counts}") test .sph / ${counts##* } lines" \
-  "(want 948/948 and 130/130): delete ${dir}/an4_sphere.tar.gz and rerun"
+python3 -m wenet_udps.corpora.an4 --check "${dir}/.unpack_an4/an4" \
+  || die "an4_sphere.tar.gz is not the whole corpus: delete ${dir}/an4_sphere.tar.gz and rerun"
 mv "${dir}/.unpack_an4/an4" "${dir}/an4"   # only a whole, checked corpus appears as DIR/an4
 rm -rf "${dir}/.unpack_an4"
 [[ ${keep_archives} == true ]] || rm -f "${dir}/an4_sphere.tar.gz"

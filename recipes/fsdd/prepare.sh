@@ -21,6 +21,7 @@ dev_speaker=none    # a training speaker held out as dev alone (a speaker-disjoi
 test_indices=0-4
 train_indices=5-49
 noise=1             # add white/pink noise at 20-40 dB SNR
+allow_partial=false # true: use a copy in which a speaker lacks some of their 500 recordings (sets marked)
 help_message="Usage: $0 [options] DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
@@ -30,7 +31,8 @@ require_dir "${src}" "run recipes/fsdd/download.sh DIR (or --fsdd_dir RECORDINGS
 python3 -m wenet_udps.corpora.fsdd --fsdd_dir "${src}" \
   --out "${data_dir}" --rate "${rate}" --seed "${seed}" --num_train "${num_train}" --num_dev "${num_dev}" \
   --num_test "${num_test}" --test_indices "${test_indices}" --train_indices "${train_indices}" --noise "${noise}" \
-  --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}" --dev_speaker "${dev_speaker}"
+  --unseen_speaker "${unseen_speaker}" --num_test_unseen "${num_test_unseen}" --dev_speaker "${dev_speaker}" \
+  --allow_partial "${allow_partial}"
 sets="train dev test"; [[ ${unseen_speaker} != none ]] && sets+=" test_unseen"
 for x in ${sets}; do
   check_kaldi_dir "${data_dir}/${x}"

@@ -8,7 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
 . "${root}/recipes/common.sh"
-help_message="Usage: $0 DOWNLOAD_DIR DATA_DIR"
+allow_partial=false  # true: use parts with fewer utterances than published (sets marked, RESULTS.md says so)
+help_message="Usage: $0 [--allow_partial true] DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
 prepare_args LibriSpeech "$@"
@@ -20,7 +21,7 @@ src=$(cd "${src}" && pwd)
 
 # prepare_part PART SET: one LibriSpeech part -> DATA_DIR/SET (skipped utterances are counted and named).
 prepare_part() {
-  python3 -m wenet_udps.corpora.librispeech "${src}/$1" "${data_dir}/$2"
+  python3 -m wenet_udps.corpora.librispeech --allow_partial "${allow_partial}" "${src}/$1" "${data_dir}/$2"
   check_kaldi_dir "${data_dir}/$2"
 }
 

@@ -14,7 +14,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 test_speakers="4680 1867"   # F, M
 dev_speakers="19 2136"      # F, M; used only without dev-clean-2
-help_message="Usage: $0 [--test_speakers IDS] [--dev_speakers IDS] DOWNLOAD_DIR DATA_DIR"
+allow_partial=false         # true: use parts with fewer utterances than published (sets marked, RESULTS.md says so)
+help_message="Usage: $0 [--test_speakers IDS] [--dev_speakers IDS] [--allow_partial true] DOWNLOAD_DIR DATA_DIR"
 . "${root}/tools/parse_options.sh"
 
 prepare_args LibriSpeech "$@"
@@ -22,7 +23,10 @@ require_dir "${src}/train-clean-5" "download mini LibriSpeech with recipes/mini_
 for s in ${dev_speakers}; do
   [[ " ${test_speakers} " != *" ${s} "* ]] || die "speaker ${s} is in both --dev_speakers and --test_speakers"
 done
-part() { python3 -m wenet_udps.corpora.librispeech "${src}/$1" "${data_dir}/$2" "${@:3}"; check_kaldi_dir "${data_dir}/$2"; }
+part() {
+  python3 -m wenet_udps.corpora.librispeech --allow_partial "${allow_partial}" "${src}/$1" "${data_dir}/$2" "${@:3}"
+  check_kaldi_dir "${data_dir}/$2"
+}
 
 part train-clean-5 test --speakers "${test_speakers}"
 if [[ -d ${src}/dev-clean-2 ]]; then

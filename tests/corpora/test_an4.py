@@ -15,6 +15,7 @@ from tests.recipe_trees import make_an4
 from wenet_udps.corpora.an4 import main, to_flac
 
 ROOT = Path(__file__).resolve().parents[2]
+PARTIAL = ["--allow_partial", "true"]   # the tiny trees hold a few of AN4's 948 + 130 utterances
 
 
 def sh(*args, env=None):
@@ -27,7 +28,7 @@ def table(path: Path):
 
 def test_keys_text_and_speakers_are_espnets(tmp_path):
     make_an4(tmp_path / "dl")
-    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "1"]) == 0
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "1", *PARTIAL]) == 0
     test = tmp_path / "data" / "test"
     assert table(test / "text") == [["fcaw-an409-b", "ALPHA BRAVO"], ["fcaw-cen3-b", "BRAVO CHARLIE"]]
     assert table(test / "utt2spk") == [["fcaw-an409-b", "fcaw"], ["fcaw-cen3-b", "fcaw"]]
@@ -40,18 +41,19 @@ def test_keys_text_and_speakers_are_espnets(tmp_path):
 
 def test_dev_is_the_first_training_utterances_in_key_order(tmp_path):
     make_an4(tmp_path / "dl")
-    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "4"]) == 0
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "data"), "--num_dev", "4", *PARTIAL]) == 0
     dev = [k for k, _ in table(tmp_path / "data" / "dev" / "text")]
     train = [k for k, _ in table(tmp_path / "data" / "train" / "text")]
     # byte order of <speaker>-<prompt>-<session>, not the transcription's order nor the prompt's
     assert dev == ["fash-an251-b", "fash-an253-b", "fash-cen1-b", "fbbh-an261-b"]
     assert train == ["mabc-an300-b", "mabc-cen2-b"]
-    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "d2"), "--num_dev", "6"]) == 1   # nothing left to train
+    # nothing left to train
+    assert main([str(tmp_path / "dl" / "an4"), str(tmp_path / "d2"), "--num_dev", "6", *PARTIAL]) == 1
 
 
 def test_prepare_sh_writes_three_checked_sets(tmp_path):
     make_an4(tmp_path / "dl")
-    proc = sh("recipes/an4/prepare.sh", "--num_dev", "2", tmp_path / "dl", tmp_path / "data")
+    proc = sh("recipes/an4/prepare.sh", "--num_dev", "2", "--allow_partial", "true", tmp_path / "dl", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr
     counts = {s: len(table(tmp_path / "data" / s / "wav.scp")) for s in ("train", "dev", "test")}
     assert counts == {"train": 4, "dev": 2, "test": 2}
@@ -65,7 +67,7 @@ def test_missing_audio_and_empty_lines_are_skipped_counted_and_named(tmp_path, c
     (an4 / "wav" / "an4_clstk" / "mabc" / "cen2-mabc-b.sph").unlink()
     with open(an4 / "etc" / "an4_train.transcription", "a") as f:
         f.write("<s> </s> (an262-fbbh-b)\n")
-    assert main([str(an4), str(tmp_path / "data"), "--num_dev", "1"]) == 0
+    assert main([str(an4), str(tmp_path / "data"), "--num_dev", "1", *PARTIAL]) == 0
     err = capsys.readouterr().err
     assert "skipped 1 utterance(s), transcript line without audio" in err and "cen2-mabc-b.sph missing" in err
     assert "skipped 1 utterance(s), empty transcript" in err and "an4_train.transcription:7" in err
@@ -78,17 +80,17 @@ def test_malformed_or_duplicate_lines_are_one_error_naming_file_and_line(tmp_pat
     trans = an4 / "etc" / "an4_test.transcription"
     original = trans.read_text()
     trans.write_text(original + "NO ID HERE\n")
-    assert main([str(an4), str(tmp_path / "d1"), "--num_dev", "1"]) == 1
+    assert main([str(an4), str(tmp_path / "d1"), "--num_dev", "1", *PARTIAL]) == 1
     assert f"{trans}:3: expected" in capsys.readouterr().err
     trans.write_text(original + "ALPHA (an409-fcaw-b)\n")
-    assert main([str(an4), str(tmp_path / "d2"), "--num_dev", "1"]) == 1
+    assert main([str(an4), str(tmp_path / "d2"), "--num_dev", "1", *PARTIAL]) == 1
     err = capsys.readouterr().err
     assert f"{trans}:3: duplicate utterance an409-fcaw-b (first at {trans}:2)" in err
     trans.write_text(original + "ALPHA (an409_fcaw)\n")
-    assert main([str(an4), str(tmp_path / "d3"), "--num_dev", "1"]) == 1
+    assert main([str(an4), str(tmp_path / "d3"), "--num_dev", "1", *PARTIAL]) == 1
     assert "is not <prompt>-<speaker>-<session>" in capsys.readouterr().err
     trans.write_bytes(b"\xef\xbb\xbf" + original.encode() + b"\xff (an410-fcaw-b)\n")   # a BOM, then a bad byte
-    assert main([str(an4), str(tmp_path / "d4"), "--num_dev", "1"]) == 1
+    assert main([str(an4), str(tmp_path / "d4"), "--num_dev", "1", *PARTIAL]) == 1
     assert f"{trans}:3: not UTF-8" in capsys.readouterr().err
     assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
 
@@ -98,7 +100,7 @@ def test_download_uses_a_local_copy_and_writes_nothing(tmp_path):
     before = sorted(str(p) for p in (tmp_path / "dl").rglob("*"))
     proc = sh("recipes/an4/download.sh", tmp_path / "dl")
     assert proc.returncode == 0, proc.stderr
-    assert "using it as it is, nothing downloaded" in proc.stderr
+    assert "nothing downloaded; stage 0 checks that it is the whole corpus" in proc.stderr
     assert sorted(str(p) for p in (tmp_path / "dl").rglob("*")) == before
     (tmp_path / "odd" / "an4").mkdir(parents=True)
     proc = sh("recipes/an4/download.sh", tmp_path / "odd")
@@ -137,7 +139,7 @@ def test_download_refuses_an_incomplete_archive(tmp_path):
     mirror, env, sha = served_archive(tmp_path, (("fash", ("an251",)),), (("fcaw", ("an409",)),))
     proc = sh("recipes/an4/download.sh", "--mirror", mirror, "--sha256", sha, tmp_path / "dl", env=env)
     assert proc.returncode == 1
-    assert "1 training .sph / 1 lines and 1 test .sph / 1 lines (want 948/948 and 130/130)" in proc.stderr
+    assert "an4 test: 1 of its 130 utterances; an4 train: 1 of its 948 utterances" in proc.stderr
     assert not (tmp_path / "dl" / "an4").exists()
 
 
@@ -210,3 +212,30 @@ def test_real_an4_flac_copy_is_lossless_and_splits_alike(tmp_path):
     flac = prepared(tmp_path / "an4", tmp_path / "d_flac", 100)
     assert {s: len(r) for s, r in flac.items()} == {"train": 848, "dev": 100, "test": 130}
     assert_same_sets(prepared(REAL_AN4, tmp_path / "d_sph", 100), flac)
+
+
+def test_a_partial_copy_is_refused_unless_asked_for_and_then_marked(tmp_path):
+    """Issue 57, S13: a local copy holding half the test audio (65 of 130) ran on with one warning, and RESULTS.md
+    set its 65-utterance test beside ESPnet's 130. Now it is held to the download's count check."""
+    whole_train = [(f"s{s:02d}", [f"an{s * 100 + u}" for u in range(12)]) for s in range(79)]   # 948
+    whole_test = [(f"t{s}", [f"an{s * 100 + u}" for u in range(13)]) for s in range(10)]         # 130
+    an4 = make_an4(tmp_path / "dl", train=whole_train, test=whole_test, audio=False) / "an4"
+    assert sh("recipes/an4/download.sh", tmp_path / "dl").returncode == 0   # a local copy: stage 0 decides
+    assert main([str(an4), "--check"]) == 0
+    for sph in sorted((an4 / "wav" / "an4test_clstk").rglob("*.sph"))[::2]:   # 65 of the 130 test files
+        sph.unlink()
+    proc = sh("recipes/an4/prepare.sh", tmp_path / "dl", tmp_path / "data")
+    assert proc.returncode == 2 and not (tmp_path / "data" / "test").exists()
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("an4: error: ") and f"{an4} is not the whole corpus (an4 test: 65 of its 130 " \
+        "utterances)" in line and '--prepare_opts "--allow_partial true"' in line
+    proc = sh("recipes/an4/prepare.sh", "--allow_partial", "true", tmp_path / "dl", tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert "a partial copy, used as asked (--allow_partial true): an4 test: 65 of its 130 utterances" in proc.stderr
+    for s in ("train", "dev", "test"):
+        assert (tmp_path / "data" / s / "partial_corpus").read_text() == "an4 test: 65 of its 130 utterances\n"
+    assert len(table(tmp_path / "data" / "test" / "text")) == 65
+    # the whole copy prepared again: no mark is left behind
+    make_an4(tmp_path / "dl", train=whole_train, test=whole_test, audio=False)
+    assert sh("recipes/an4/prepare.sh", tmp_path / "dl", tmp_path / "data").returncode == 0
+    assert not list((tmp_path / "data").glob("*/partial_corpus"))

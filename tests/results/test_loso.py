@@ -100,13 +100,23 @@ def test_sign_test_counts_each_fold_and_seed(tmp_path):
 
 def test_a_mode_decoded_with_a_replaced_checkpoint_is_an_error(tmp_path):
     """The rule of issue 36 item 10 in the LOSO report: no fold's hypotheses from a model that no longer exists."""
+    from wenet_udps.scoring.references import reference_record
+    from wenet_udps.utils.cli import UserError
     from wenet_udps.utils.source_info import model_source, write_source
     exp, data = make(tmp_path, {(f, "scaled_dot", 1): perfect(f) for f in REFS})
     ckpt = exp / "bob_scaled_dot_seed1" / "avg_2.pt"
     ckpt.write_bytes(b"first model")
+    ref = data / "bob" / "test_unseen" / "text"
     write_source(str(exp / "bob_scaled_dot_seed1" / "test_unseen" / "attention" / "decode.info"),
-                 model_source(str(ckpt), str(ckpt)))
+                 {**model_source(str(ckpt), str(ckpt)),
+                  **reference_record(str(ref), {f"bob_u{i}": t for i, t in enumerate(REFS["bob"])}, 0)})
     assert loso.load(exp, data, ["attention"]).folds == ["ann", "bob"]
+    # issue 57, S15: a fold's text other than the one its hypotheses were decoded with is refused
+    original = ref.read_text()
+    ref.write_text(original.replace(REFS["bob"][0], "NINE"))
+    with pytest.raises(UserError, match=rf"{ref} are not the references of {ref}, which .*bob_scaled_dot_seed1"):
+        loso.load(exp, data, ["attention"])
+    ref.write_text(original)
     ckpt.write_bytes(b"retrained")
     with pytest.raises(ValueError, match=r"bob_scaled_dot_seed1/test_unseen/attention/text is stale, its checkpoint "
                                          r".*avg_2.pt has been replaced since"):

@@ -458,6 +458,18 @@ def test_published_results_print_beside_ours_with_their_source(tmp_path, capsys)
     assert "## Published results" in capsys.readouterr().out   # and in the log, beside our table
     assert tool.main(common) == 0
     assert "Published results" not in (exp / "RESULTS.md").read_text(encoding="utf-8")
+    assert "Partial corpus" not in text and "comparable" not in text
+    # Issue 57, S13: data prepared from a partial copy (--allow_partial true) says so, and the published rows are
+    # marked as not comparable
+    (tmp_path / "data" / "test" / "partial_corpus").write_text("an4 test: 65 of its 130 utterances\n")
+    assert tool.main(common + ["--peer_results", str(peers)]) == 0
+    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
+    assert text.startswith("# Results\n\n**Partial corpus**: these results come from a copy of the corpus with fewer "
+                           "utterances than published (prepared with --allow_partial true): an4 test: 65 of its 130 "
+                           "utterances. They do not compare with results on the whole corpus.")
+    assert "| Kit README (v1, 2021-12-25) | no: our results are of a partial copy |" in text
+    assert "**Not comparable**: this project's results come from a partial copy of the corpus (an4 test: 65 of its " \
+        "130 utterances)" in text
 
 
 def test_a_malformed_peer_results_line_is_one_usage_error_naming_it(tmp_path, capsys, monkeypatch):

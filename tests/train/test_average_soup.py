@@ -160,3 +160,26 @@ def test_force_retires_the_averages_of_the_deleted_run_and_hides_their_results(t
     assert {p.name for p in abandoned.iterdir()} == {"avg_5.pt", "avg_5.yaml", "avg_5.pt.stamp", "tensorboard"}
     assert load_tool("collect_results").collect(tmp_path / "exp") == []
     assert f"its checkpoint {exp / 'avg_5.pt'} no longer exists" in capsys.readouterr().err
+
+
+def test_greedy_soup_refuses_a_ref_text_other_than_its_dev_sets(tmp_path, fsdd_dir):
+    """Issue 57, S15: the greedy soup ranks candidates by their WER against --ref_text; another set's text ranked
+    them by the wrong references without a word. The one reference check (wenet_udps.scoring.references)."""
+    from wenet_udps.scoring.references import ReferencesError
+    units = tmp_path / "units.txt"
+    write_units(units)
+    config = finalize_config(tiny_config(units))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    fake_run(tmp_path, [1.0, 2.0], config)
+    dev = tmp_path / "dev.list"
+    items = write_data_list(fsdd_dir, dev, 3)
+    right, other = tmp_path / "text", tmp_path / "other_text"
+    right.write_text("".join(f"{i['key']} {i['txt']}\n" for i in items))
+    other.write_text("".join(f"{i['key']} {i['txt']} ONE\n" for i in items))
+    common = ["--method", "greedy_soup", "--soup_metric", "wer", "--src_path", str(tmp_path), "--num", "2",
+              "--dev_data", str(dev), "--batch_size", "3", "--decode_mode", "ctc_greedy_search"]
+    average_model.main(common + ["--dst_model", str(tmp_path / "soup.pt"), "--ref_text", str(right)])
+    with pytest.raises(ReferencesError, match=rf"{other} are not the references of {dev}, which the greedy soup's "
+                                              r"decode was decoded from: the transcripts of the 3 decoded"):
+        average_model.main(common + ["--dst_model", str(tmp_path / "soup2.pt"), "--ref_text", str(other)])
+    assert not (tmp_path / "soup2.pt").exists()

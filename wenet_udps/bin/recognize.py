@@ -11,8 +11,10 @@ With ``--lm LM.arpa`` or ``--lm LM.bin`` (a word n-gram LM: ARPA, or a KenLM bin
 ``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
 
 Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
-and prints the real-time factor: decoding time / audio seconds, the audio seconds being feature frames times the
-frame shift. Score with ``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
+and ``decode.info`` (the checkpoint, the options, and the list and references decoded: what the hypotheses may be
+scored against, wenet_udps.scoring.references), and prints the real-time factor: decoding time / audio seconds,
+the audio seconds being feature frames times the frame shift. Score with
+``tools/compute-wer.py --char=1|0 data/test/text <result_dir>/<mode>/text``.
 """
 import argparse
 import logging
@@ -23,6 +25,7 @@ from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args,
     rtf_line, write_results
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
+from wenet_udps.scoring.references import reference_record
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, check_decode_options, \
@@ -103,6 +106,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
                                     decode_kwargs=kwargs, num_workers=args.num_workers)
+    # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
+    source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
     for path in write_results(results, args.result_dir, source, lm_source):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)

@@ -7,7 +7,8 @@
 A ``segments`` file beside the wav.scp is cut as in training and decoding (``kaldi_data.scp_utterances``); the
 export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
 Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
-``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info), and
+``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info, and the references: the
+``text`` beside the wav.scp, wenet_udps.scoring.references), and
 prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read (the one reader:
 ``dataset_conf.channel`` of --config for multi-channel audio, a cut file skipped and counted) and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
@@ -23,6 +24,8 @@ from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import BadAudioError, duration_seconds, load_audio, resample
 from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
+from wenet_udps.scoring.references import reference_record
+from wenet_udps.scoring.tokens import read_text
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
@@ -119,8 +122,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_source(os.path.join(args.export_dir, "export.info"))
-    if source:  # an export made before export.info existed: nothing to record
-        write_source(os.path.join(args.result_dir, "decode.info"), source)
+    if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
             logging.warning("%s was exported from another model than the experiment's now: %s; results tables "
@@ -128,6 +130,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     audio = seconds = 0.0
     skipped: Dict[str, int] = {}
     lines = []
+    decoded: List[str] = []
     for key, path, start, end in rows:
         try:
             wav, sr = load_audio(path, start, end, name=key, channel=channel)
@@ -144,12 +147,21 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         seconds += time.perf_counter() - t0
         audio += duration_seconds(wav, sr)
         lines.append(f"{key} {text}\n")
+        decoded.append(key)
     # the one rule of a pass (wenet_udps.utils.counts): nothing decoded, or too much unusable, is exit 1
     logging.info("%s", check_pass(f"decode {args.wav_scp}: {counts_line(len(lines), skipped)}", used=len(lines),
                                   total=len(rows), unusable=sum(skipped.values()),
                                   max_bad_fraction=max_bad_fraction(config)))
     with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
         out.writelines(lines)
+    # The references are the data dir's: the text beside the wav.scp (scoring.references checks them when scored).
+    text = os.path.join(os.path.dirname(args.wav_scp), "text")
+    if os.path.isfile(text):
+        refs = read_text(text)
+        source = {**source, **reference_record(args.wav_scp, {k: refs.get(k, "") for k in decoded},
+                                               sum(skipped.values()))}
+    if source:
+        write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}
     with open(os.path.join(args.result_dir, "rtf"), "w", encoding="utf-8") as f:

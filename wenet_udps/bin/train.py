@@ -102,6 +102,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--dtype", default="fp32", choices=list(AMP_DTYPES), help="fp16: autocast + GradScaler")
     p.add_argument("--use_amp", action="store_true", help="same as --dtype fp16")
     p.add_argument("--tensorboard_dir", default=None, type=cli.output_dir, help="default: MODEL_DIR/tensorboard")
+    p.add_argument("--check_resume", action="store_true", help="only check that --checkpoint may be resumed with "
+                   "this data and conf (max_epoch may change; run.sh stage 4 asks first), write nothing, exit")
     add_verify_flag(p)
     return p
 
@@ -137,9 +139,9 @@ def set_up(args: argparse.Namespace) -> Run:
     return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype)
 
 
-def choose_checkpoint(run: Run) -> None:
-    """Resolve ``--checkpoint`` (``auto``: newest valid, falling back past broken ones), claim the dir, set the
-    run id (a resumed run keeps its own)."""
+def resolve_checkpoint(run: Run) -> bool:
+    """Load ``--checkpoint`` (``auto``: newest valid, falling back past broken ones) and, for a resume, check that
+    its data and conf are the run's (``resume_check``: RunDirError unless ``--force``); True when it resumes."""
     args = run.args
     units = run.config["tokenizer_conf"].get("symbol_table_path")
     if args.checkpoint == "auto":
@@ -150,10 +152,20 @@ def choose_checkpoint(run: Run) -> None:
         run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint, verify=args.verify_checkpoint,
                                                                    units=units)
     resumes = "optimizer" in run.ckpt
-    run.data = data_record(args.train_data, args.cv_data)
+    cmvn = (run.config.get("cmvn_conf") or {}).get("cmvn_file") if run.config.get("cmvn") else None
+    run.data = data_record(args.train_data, args.cv_data, cmvn)
+    ran = ran_with(run)
+    if args.check_resume:  # run.sh asks from one process: the process count is compared when the training starts
+        ran.pop("world_size")
     if resumes:  # refused when its data or conf differ from the checkpoint's record (--force: recorded)
-        run.resume_changes = checked_resume(run.ckpt_path, run.ckpt, run.config, run.data, ran_with(run),
-                                            run.args.force)
+        run.resume_changes = checked_resume(run.ckpt_path, run.ckpt, run.config, run.data, ran, run.args.force)
+    return resumes
+
+
+def choose_checkpoint(run: Run) -> None:
+    """:func:`resolve_checkpoint`, then claim the dir and set the run id (a resumed run keeps its own)."""
+    args = run.args
+    resumes = resolve_checkpoint(run)
     if run.info.is_main:
         claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
         if resumes:
@@ -255,6 +267,9 @@ def finish(run: Run, last: Optional[str]) -> None:
 def main(argv: Optional[List[str]] = None) -> None:
     args = get_parser().parse_args(argv)
     run = set_up(args)
+    if args.check_resume:
+        logging.info("--check_resume: %s", "resuming is allowed" if resolve_checkpoint(run) else "nothing to resume")
+        return
     os.makedirs(args.model_dir, exist_ok=True)
     lock = RunLock(args.model_dir) if run.info.is_main else None
     try:

@@ -14,7 +14,10 @@ samples: :func:`to_flac`, ``tools/an4_to_flac.py``; 41 MiB instead of 90, what t
 keys, split and samples either way.
 
 Nothing is lost silently: a transcript line whose recording is missing, or without words, is skipped, counted and
-named in one warning per reason; a malformed line or a duplicate key is an error naming the file and line.
+named in one warning per reason; a malformed line or a duplicate key is an error naming the file and line. A copy
+without all 948 training and 130 test utterances is refused (``wenet_udps.corpora.common.check_counts``) unless
+``--allow_partial true``, which marks the sets (``partial_corpus``) so that RESULTS.md says so. ``--check`` only
+checks that AN4_DIR is whole (recipes/an4/download.sh): nothing is written.
 """
 import re
 import shutil
@@ -25,7 +28,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from wenet_udps.corpora.common import warn_skipped, write_kaldi_dir
+from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, boolean, check_counts, mark_partial, warn_skipped, \
+    write_kaldi_dir
 from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import utf8_lines
 
@@ -155,28 +159,42 @@ def write_set(out_dir: Path, rows: List[Row]) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = cli.ArgumentParser(prog="an4", description=__doc__.split("\n\n")[0])
     parser.add_argument("an4_dir", type=cli.existing_dir, help="the unpacked an4/ folder (holds etc/ and wav/)")
-    parser.add_argument("out_dir", type=cli.output_dir, help="data dir to write: train/, dev/, test/")
+    parser.add_argument("out_dir", type=cli.output_dir, nargs="?", help="data dir to write: train/, dev/, test/")
     parser.add_argument("--num_dev", type=int, default=100,
                         help="training utterances, first in key order, that form dev (ESPnet: 100)")
+    parser.add_argument("--allow_partial", type=boolean, default=False, help=ALLOW_PARTIAL_HELP)
+    parser.add_argument("--check", action="store_true", help="only check that AN4_DIR is whole; write nothing")
     args = parser.parse_args(argv)
-    an4, out = Path(args.an4_dir), Path(args.out_dir)
+    if (args.out_dir is None) != args.check:
+        parser.error("give OUT_DIR, or --check without it")
+    an4 = Path(args.an4_dir)
     skipped: Dict[str, List[str]] = defaultdict(list)
     try:
         train = read_set(an4, "train", skipped)
         test = read_set(an4, "test", skipped)
         if not test:
             raise ValueError(f"{an4}: no test utterance with both audio and a transcript")
-        dev, train = split_dev(train, args.num_dev)
     except (OSError, UnicodeDecodeError, ValueError) as e:
         print(f"an4: error: {e}", file=sys.stderr)
         return 1
     warn_skipped(skipped, an4)
+    # a partial copy is refused here (a UserError: one line, exit 2) unless asked for
+    partial = check_counts("an4", {"train": len(train), "test": len(test)}, an4, allow_partial=args.allow_partial)
+    if args.check:
+        return 0
+    try:
+        dev, train = split_dev(train, args.num_dev)
+    except ValueError as e:
+        print(f"an4: error: {e}", file=sys.stderr)
+        return 1
+    out = Path(args.out_dir)
     for name, rows in (("train", train), ("dev", dev), ("test", test)):
         write_set(out / name, rows)
+        mark_partial(out / name, partial)
         speakers = {k.split("-", 1)[0] for k, _, _ in rows}
         print(f"{out / name}: {len(rows)} utterances of {len(speakers)} speaker(s)", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "an4")

@@ -1,12 +1,20 @@
-"""Pieces shared by the corpus builders: noise, level, Kaldi data dirs.
+"""Pieces shared by the corpus builders: noise, level, Kaldi data dirs, and the one check of a corpus' size.
 
 ``python -m wenet_udps.corpora.common DIR`` checks a prepared Kaldi dir for the recipes' prepare.sh (prints its
-number of utterances).
+number of utterances); with ``--part CORPUS:PART`` it also holds the dir to that part's published size.
+
+A copy of a corpus with a published size (``PUBLISHED``: AN4, LibriSpeech and mini LibriSpeech parts, AISHELL-1,
+FSDD's speakers) is whole or refused, whether stage -1 downloaded it or it was there already: a part with another
+number of utterances (with audio and a transcript) stops stage 0 (:func:`check_counts`), unless the user asks for
+the copy as it is with ``--allow_partial true`` (run.sh ``--prepare_opts "--allow_partial true"``). Then every set
+made from it gets a ``partial_corpus`` file naming the parts and counts (:func:`mark_partial`), and
+tools/collect_results.py says so in RESULTS.md, marking the published results as not comparable.
 """
+import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -15,6 +23,20 @@ from wenet_udps.utils.kaldi_files import read_table
 
 NOISE_KINDS = ("white", "pink")
 SHOWN = 3  # problem examples a stage-0 warning names per reason
+# Utterances with audio and a transcript in each part of a corpus as published; a copy with another number is
+# partial (or another release). LibriSpeech's parts include mini LibriSpeech's (OpenSLR 31); FSDD counts per
+# speaker (10 digits x 50 recordings; its releases differ in speakers, not in a speaker's recordings).
+PUBLISHED: Dict[str, Dict[str, int]] = {
+    "an4": {"train": 948, "test": 130},
+    "librispeech": {"dev-clean": 2703, "dev-other": 2864, "test-clean": 2620, "test-other": 2939,
+                    "train-clean-100": 28539, "train-clean-360": 104014, "train-other-500": 148688,
+                    "dev-clean-2": 1089, "train-clean-5": 1519},
+    "aishell": {"train": 120098, "dev": 14326, "test": 7176},
+    "fsdd": {speaker: 500 for speaker in ("george", "jackson", "lucas", "nicolas", "theo", "yweweler")},
+}
+PARTIAL_FILE = "partial_corpus"  # in a prepared set: the parts of a partial copy it was made from, one a line
+ALLOW_PARTIAL_HELP = ("true: use a copy with fewer (or more) utterances than the corpus as published; its sets are "
+                      "marked, and RESULTS.md says their results do not compare with published ones")
 
 
 def colored_noise(kind: str, num_samples: int, rng: np.random.Generator) -> np.ndarray:
@@ -101,12 +123,70 @@ def check_kaldi_dir(data_dir: Path) -> int:
     return len(scp)
 
 
+def check_counts(corpus: str, found: Mapping[str, int], where: "str | Path", *, allow_partial: bool) -> List[str]:
+    """``found``: utterances per part of ``corpus`` in the copy at ``where``. Returns a line per part whose number
+    is not the published one (parts without a published size are not checked); a UserError naming them unless
+    ``allow_partial``, else one warning each."""
+    published = PUBLISHED.get(corpus, {})
+    short = [f"{corpus} {part}: {n} of its {published[part]} utterances" for part, n in sorted(found.items())
+             if part in published and n != published[part]]
+    if short and not allow_partial:
+        raise cli.UserError(f"{where} is not the whole corpus ({'; '.join(short)}): fetch it again with its "
+                            f"download.sh, or, to use this copy as it is, pass --allow_partial true (run.sh: "
+                            f"--prepare_opts \"--allow_partial true\"); RESULTS.md then says its results do not "
+                            f"compare with published ones")
+    for line in short:
+        print(f"warning: {where}: a partial copy, used as asked (--allow_partial true): {line}", file=sys.stderr)
+    return short
+
+
+def mark_partial(set_dir: Path, lines: Iterable[str]) -> None:
+    """Record in ``set_dir`` the partial parts it was made from; a set made from a whole copy has no record."""
+    lines = sorted(set(lines))
+    path = Path(set_dir) / PARTIAL_FILE
+    if lines:
+        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    elif path.exists():
+        path.unlink()
+
+
+def published_sizes(recipe: str) -> str:
+    """The published sizes run.sh's stage 0 is checked against for ``recipe`` (its stamp records them, so a data
+    dir prepared before they were checked is prepared again); "" for a recipe without them (tiny_*)."""
+    sizes = PUBLISHED.get("librispeech" if recipe == "mini_librispeech" else recipe, {})
+    return " ".join(f"{part}={n}" for part, n in sorted(sizes.items()))
+
+
+def partial_notes(data_dir: Path) -> List[str]:
+    """Every line of the ``partial_corpus`` records of ``data_dir``'s sets, once each."""
+    return sorted({line for f in Path(data_dir).glob(f"*/{PARTIAL_FILE}")
+                   for line in f.read_text(encoding="utf-8").splitlines() if line.strip()})
+
+
+def boolean(text: str) -> bool:
+    """``true`` / ``false``, as the recipes' shell options are written."""
+    if text not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text == "true"
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = cli.ArgumentParser(description="Check a prepared Kaldi dir (wav.scp and text list the same keys); "
                                             "print its number of utterances.")
     parser.add_argument("data_dir", type=cli.existing_dir, help="Kaldi data dir holding wav.scp and text")
+    parser.add_argument("--part", default=None, metavar="CORPUS:PART",
+                        help="the corpus part the dir holds whole: its size must be the published one")
+    parser.add_argument("--allow_partial", type=boolean, default=False, help=ALLOW_PARTIAL_HELP)
     args = parser.parse_args(argv)
-    print(check_kaldi_dir(Path(args.data_dir)))
+    n = check_kaldi_dir(Path(args.data_dir))
+    if args.part:
+        corpus, _, part = args.part.partition(":")
+        if part not in PUBLISHED.get(corpus, {}):
+            parser.error(f"--part {args.part}: no published size; known: "
+                         + " ".join(f"{c}:{p}" for c, parts in PUBLISHED.items() for p in parts))
+        mark_partial(Path(args.data_dir), check_counts(corpus, {part: n}, args.data_dir,
+                                                       allow_partial=args.allow_partial))
+    print(n)
 
 
 if __name__ == "__main__":

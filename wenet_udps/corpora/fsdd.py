@@ -10,7 +10,9 @@ train and dev use ``--train_indices`` (default 5-49), so no test recording is ev
 of that speaker alone (every recording index), so the two test sets measure in-distribution and unseen-speaker
 error side by side. ``--unseen_speaker none`` keeps every speaker in train (no ``test_unseen``).
 Writes ``OUT/<set>/{wav.scp,text,sources}`` (``sources``: the FSDD files of each utterance) and the wavs under
-``OUT/wav/<set>/``. Transcripts are digit words (``THREE ONE FOUR``).
+``OUT/wav/<set>/``. Transcripts are digit words (``THREE ONE FOUR``). A known speaker with other than their 500
+recordings (a partial copy) is refused (``wenet_udps.corpora.common.check_counts``) unless ``--allow_partial true``,
+which marks every set made (``partial_corpus``) so that RESULTS.md says so.
 """
 import argparse
 import re
@@ -24,7 +26,9 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from wenet_udps.corpora.common import NOISE_KINDS, add_noise, speech_power, to_int16, write_kaldi_dir
+from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, NOISE_KINDS, add_noise, boolean, check_counts, \
+    mark_partial, speech_power, to_int16, write_kaldi_dir
+from wenet_udps.utils import cli
 
 FSDD_RATE = 8000
 DIGIT_WORDS = ("ZERO", "ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE")
@@ -47,6 +51,16 @@ def parse_range(text: str) -> range:
     if hi < lo:
         raise argparse.ArgumentTypeError(f"empty index range {text!r}")
     return range(lo, hi + 1)
+
+
+def speaker_counts(fsdd_dir: Path) -> Dict[str, int]:
+    """Recordings per speaker in ``fsdd_dir`` (every index)."""
+    counts: Dict[str, int] = defaultdict(int)
+    for path in fsdd_dir.iterdir():
+        m = FILE_RE.match(path.name)
+        if m:
+            counts[m.group(2)] += 1
+    return dict(counts)
 
 
 def scan_recordings(fsdd_dir: Path, indices: range) -> Inventory:
@@ -151,16 +165,18 @@ def hold_out(pools: Dict[str, Inventory], everything: Inventory, speaker: Option
 def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], rate: int = FSDD_RATE,
           test_indices: range = range(0, 5), train_indices: range = range(5, 50), min_digits: int = 2,
           max_digits: int = 7, noise: bool = True, snr_range: Tuple[float, float] = (20.0, 40.0),
-          unseen_speaker: Optional[str] = None, dev_speaker: Optional[str] = None) -> Dict[str, float]:
+          unseen_speaker: Optional[str] = None, dev_speaker: Optional[str] = None,
+          allow_partial: bool = False) -> Dict[str, float]:
     """Write train, dev, test (and ``test_unseen`` with ``unseen_speaker``); returns seconds of audio per split.
 
-    ``counts`` needs an entry for every split written."""
+    ``counts`` needs an entry for every split written. A partial copy: a UserError unless ``allow_partial``."""
     if set(test_indices) & set(train_indices):
         raise ValueError(f"test indices {test_indices.start}-{test_indices.stop - 1} overlap train indices "
                          f"{train_indices.start}-{train_indices.stop - 1}")
     if not 1 <= min_digits <= max_digits:
         raise ValueError(f"need 1 <= min_digits <= max_digits, got {min_digits}, {max_digits}")
     pools = {"train": scan_recordings(fsdd_dir, train_indices), "test": scan_recordings(fsdd_dir, test_indices)}
+    partial = check_counts("fsdd", speaker_counts(fsdd_dir), fsdd_dir, allow_partial=allow_partial)
     pools["dev"] = pools["train"]
     everything = scan_recordings(fsdd_dir, range(min(test_indices.start, train_indices.start),
                                                  max(test_indices.stop, train_indices.stop)))
@@ -177,6 +193,7 @@ def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], r
             split, counts[split], pools[split], out_dir, rng, cache, rate=rate, min_digits=min_digits,
             max_digits=max_digits, noise=noise, snr_range=snr_range)
         write_kaldi_dir(out_dir / split, rows)
+        mark_partial(out_dir / split, partial)
         (out_dir / split / "sources").write_text("".join(s + "\n" for s in sorted(sources)), encoding="utf-8")
     return seconds
 
@@ -203,6 +220,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--noise", type=int, default=1, choices=[0, 1], help="add white/pink noise")
     parser.add_argument("--snr_min", type=float, default=20.0)
     parser.add_argument("--snr_max", type=float, default=40.0)
+    parser.add_argument("--allow_partial", type=boolean, default=False, help=ALLOW_PARTIAL_HELP)
     args = parser.parse_args(argv)
     counts = {"train": args.num_train, "dev": args.num_dev, "test": args.num_test,
               UNSEEN_SPLIT: args.num_test_unseen}
@@ -213,7 +231,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         test_indices=args.test_indices, train_indices=args.train_indices,
                         min_digits=args.min_digits, max_digits=args.max_digits, noise=bool(args.noise),
                         snr_range=(args.snr_min, args.snr_max), unseen_speaker=unseen,
-                        dev_speaker=None if args.dev_speaker == "none" else args.dev_speaker)
+                        dev_speaker=None if args.dev_speaker == "none" else args.dev_speaker,
+                        allow_partial=args.allow_partial)
+    except cli.UserError:   # a partial copy: one line, exit 2 (run_cli)
+        raise
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -223,4 +244,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "fsdd")

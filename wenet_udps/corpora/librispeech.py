@@ -7,6 +7,9 @@ Used by the LibriSpeech and mini LibriSpeech recipes' stage 0. Nothing is lost s
 has no transcript line (a missing ``.trans.txt`` included), and a transcript line without audio or without words,
 is skipped, counted, and named in one warning per reason; a duplicate key or a malformed line is an error naming the
 file and line. Speakers asked for but absent are an error (a typo would otherwise move a speaker into training).
+A part of the published corpora (``dev-clean``, ``train-clean-5``, ...) with another number of utterances is refused
+(``wenet_udps.corpora.common.check_counts``) unless ``--allow_partial true``, which marks OUT_DIR
+(``partial_corpus``) so that RESULTS.md says so.
 """
 import argparse
 import sys
@@ -15,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from wenet_udps.corpora.common import warn_skipped, write_kaldi_dir
+from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, boolean, check_counts, mark_partial, warn_skipped, \
+    write_kaldi_dir
 from wenet_udps.utils import cli
 from wenet_udps.utils.kaldi_files import read_table
 
@@ -101,6 +105,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("out_dir", type=cli.output_dir, help="Kaldi data dir to write (wav.scp, text, utt2spk)")
     parser.add_argument("--speakers", type=speaker_set, default=None, help="only these speaker ids (space-separated)")
     parser.add_argument("--exclude_speakers", type=speaker_set, default=set(), help="leave these speakers out")
+    parser.add_argument("--allow_partial", type=boolean, default=False, help=ALLOW_PARTIAL_HELP)
     args = parser.parse_args(argv)
     args.part_dir, args.out_dir = Path(args.part_dir), Path(args.out_dir)
     try:
@@ -110,11 +115,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"librispeech: error: {e}", file=sys.stderr)
         return 1
     warn_skipped(part.skipped, args.part_dir)
+    # the whole part, before any speaker is selected: a partial copy is refused here unless asked for
+    partial = check_counts("librispeech", {args.part_dir.resolve().name: len(part.rows)}, args.part_dir,
+                           allow_partial=args.allow_partial)
     if not rows:
         print(f"librispeech: error: {args.part_dir}: no utterance with both audio and a transcript"
               f"{' for the speakers asked for' if args.speakers else ''}", file=sys.stderr)
         return 1
     write_kaldi_dir(args.out_dir, rows)
+    mark_partial(args.out_dir, partial)
     # utt2spk (Kaldi's): results are also reported per speaker (tools/collect_results.py).
     (args.out_dir / "utt2spk").write_text("".join(f"{k} {speaker_of(k)}\n" for k, _, _ in sorted(rows)),
                                           encoding="utf-8")
@@ -124,4 +133,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run_cli(main, "librispeech")

@@ -61,7 +61,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
-        "skipped", "counts"}`` (utterances decoded, skipped ones, the count line recognize logs).
+        "skipped", "counts", "references"}`` (utterances decoded, skipped ones, the count line recognize logs, and
+        {key: transcript in the list} of the decoded ones: ``scoring.references.reference_record``).
     With an LM search among ``decode_kwargs`` (the ``*_lm`` modes), the references of the utterances decoded are
     checked against the LM's words once the pass ends (``lm.arpa.check_oov``, check_lm's check): one warning naming
     the list and the LM when too many of their words are not LM words (the search can output LM words only).
@@ -77,7 +78,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     bar = tqdm(desc="decode", unit="utt", disable=not progress)
     tally = DataTally()
     lm_search = (decode_kwargs or {}).get("lm_search")
-    references: List[str] = []
+    references: Dict[str, str] = {}
     audible = 0  # utterances that are not silence (see all_empty_warning)
     with torch.no_grad():
         for batch in tally.batches(loader):
@@ -91,20 +92,21 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             for mode in modes:
                 for key, res in zip(batch["keys"], out[mode]):
                     results[mode][key] = tokenizer.detokenize(res.tokens)[0]
+            references.update(zip(batch["keys"], batch["txts"]))
             bar.update(len(batch["keys"]))
-            references.extend(batch["txts"] if lm_search is not None else ())
     bar.close()
     counts = dataset.check_tally(tally, "decode")  # exit 1 when nothing (or too little) was decoded
     logging.info("%s", counts)
     if lm_search is not None:  # a list without transcripts (a wav.scp given to the API) has no words to check
-        check_oov(lm_search.info, references, f"the references of {data_list}")
+        check_oov(lm_search.info, list(references.values()), f"the references of {data_list}")
     for mode in modes:
         warning = all_empty_warning(mode, results[mode], audible, decode_kwargs or {})
         if warning:
             logging.warning("%s", warning)
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
-                     "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts}
+                     "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts,
+                     "references": references}
 
 
 # The mean log filterbank energy of the frames of an utterance spans more than this (nats; 2 is about 9 dB) where

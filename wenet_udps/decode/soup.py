@@ -11,6 +11,7 @@ import torch
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.data_list import decode_dataset
 from wenet_udps.scoring import error_rate, read_text
+from wenet_udps.scoring.references import check_record, reference_record
 from wenet_udps.train.average import average_state_dicts
 from wenet_udps.train.executor import loss_sums
 
@@ -53,10 +54,14 @@ class SoupEvaluator:
         self.model.load_state_dict(average_state_dicts(paths, self.s.get("verify", True)))
         s = self.s
         if s["metric"] == "wer":
-            results, _ = decode_dataset(self.model, self.tokenizer, self.config, s["dev_data"],
-                                        modes=[s["decode_mode"]], data_type=s["data_type"],
-                                        batch_size=s["batch_size"], beam_size=s["beam_size"],
-                                        decode_kwargs=_decode_kwargs(s), progress=False)
+            results, stats = decode_dataset(self.model, self.tokenizer, self.config, s["dev_data"],
+                                            modes=[s["decode_mode"]], data_type=s["data_type"],
+                                            batch_size=s["batch_size"], beam_size=s["beam_size"],
+                                            decode_kwargs=_decode_kwargs(s), progress=False)
+            if s.get("ref_text"):   # another set's text would rank the candidates by the wrong references
+                check_record(self.refs, s["ref_text"], results[s["decode_mode"]],
+                             reference_record(s["dev_data"], stats["references"], stats["skipped"]),
+                             "the greedy soup's decode")
             return error_rate(self.refs, results[s["decode_mode"]], char=s["wer_char"])
         dataset = self.init_dataset(s["data_type"], s["dev_data"], self.tokenizer, self.dataset_conf,
                                     partition=False, min_frames=self.min_input_frames(self.config),

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
 from wenet_udps.scoring.significance import Comparison, compare, mean_std, rate, sign_count, utterance_errors
+from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
 from wenet_udps.utils.source_info import read_source, stale_reason
@@ -66,7 +67,8 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
     confused: Dict[str, Dict[str, Dict[str, Counter]]] = {}
     sums: Dict[str, str] = {}
     for fold in folds:
-        refs = read_text(str(data_root / fold / TEST_SET / "text"))
+        ref = data_root / fold / TEST_SET / "text"
+        refs = read_text(str(ref))
         mine = {base[len(fold) + 1:]: members for base, members in groups.items() if base.startswith(fold + "_")}
         if not mine:
             raise ValueError(f"fold {fold}: no {fold}_<variant>_seed<N> models in {exp_root}")
@@ -80,7 +82,7 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
                     if stale:
                         raise ValueError(f"{hyp} is stale, {stale}: decode the fold again (run.sh --loso true "
                                          f"--stage 5)")
-                    report = score(refs, read_text(str(hyp)), char=False)
+                    report = score(refs, read_hypotheses(str(hyp), refs, str(ref)), char=False)
                     errors.setdefault(variant, {}).setdefault(seed, {}).setdefault(mode, {})[fold] = \
                         utterance_errors(report)
                     confused.setdefault(variant, {}).setdefault(mode, {}).setdefault(fold, Counter()).update(

@@ -97,23 +97,39 @@ def read_peer_results(path: str) -> List[PeerResult]:
     return rows
 
 
-def section(rows: Sequence[PeerResult], path: str, *, wer_char: bool) -> str:
+def partial_note(partial: Sequence[str]) -> str:
+    """RESULTS.md's warning, under its title, that the data came from a partial copy of the corpus (``partial``: the
+    parts and counts, ``wenet_udps.corpora.common.partial_notes``); "" for a whole copy."""
+    if not partial:
+        return ""
+    return ("**Partial corpus**: these results come from a copy of the corpus with fewer utterances than published "
+            f"(prepared with --allow_partial true): {'; '.join(partial)}. They do not compare with results on the "
+            "whole corpus.\n\n")
+
+
+def section(rows: Sequence[PeerResult], path: str, *, wer_char: bool, partial: Sequence[str] = ()) -> str:
     """RESULTS.md's table of published results (empty without rows), with where they come from and which of its
-    rates compare with this project's."""
+    rates compare with this project's; ``partial`` (the parts of a partial copy this project's results come from)
+    marks every row as not comparable."""
     if not rows:
         return ""
     ours = ("characters, as compute-wer.py --char 1 counts them (no spaces; a Latin-script word is one unit)"
             if wer_char else "letters, without word spaces (the CER section, wenet_udps.results.speakers.letters)")
-    header = ["toolkit", "model", "decoding", "set", "LM", "WER", "CER", "CER counts", "source"]
+    header = ["toolkit", "model", "decoding", "set", "LM", "WER", "CER", "CER counts", "source"] \
+        + (["comparable"] if partial else [])
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for r in rows:
         name = r.set if r.published_set == r.set else f"{r.set} (their {r.published_set})"
-        cells = [r.toolkit, r.model, r.decoding, name, r.lm, _cell(r.wer), _cell(r.cer), r.cer_counts, r.source]
+        cells = [r.toolkit, r.model, r.decoding, name, r.lm, _cell(r.wer), _cell(r.cer), r.cer_counts, r.source] \
+            + (["no: our results are of a partial copy"] if partial else [])
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return ("\n## Published results on the same split\n\n"
             f"Other toolkits' published numbers (%) on the same utterances, from `{path}`, as their sources give "
             f"them. This project's CER counts {ours}; a published CER that counts something else (its CER counts "
-            "column) is another measure: there only the WER compares directly.\n\n" + "\n".join(lines) + "\n")
+            "column) is another measure: there only the WER compares directly."
+            + (f" **Not comparable**: this project's results come from a partial copy of the corpus "
+               f"({'; '.join(partial)}), these from the whole corpus." if partial else "")
+            + "\n\n" + "\n".join(lines) + "\n")
 
 
 def _cell(value: Optional[float]) -> str:

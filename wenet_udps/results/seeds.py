@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_count, utterance_errors
+from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import score
 from wenet_udps.utils.source_info import read_source, stale_reason
@@ -86,9 +87,10 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
                     # no test over a hypothesis of a replaced or removed checkpoint (left out of the table too)
                     if any(stale_reason(read_source(str(p.parent / "decode.info")), sums) for h in hyps for p in h):
                         continue
-                    refs = as_text(read_text(str(ref)))
-                    runs = [[utterance_errors(score(refs, as_text(read_text(str(p))), char=char)) for p in h]
-                            for h in hyps]
+                    written = read_text(str(ref))
+                    refs = as_text(written)
+                    runs = [[utterance_errors(score(refs, as_text(read_hypotheses(str(p), written, str(ref))),
+                                                    char=char)) for p in h] for h in hyps]
                     counts = sign_counts(runs[0], runs[1], (utt2spk or {}).get(s))
                     lines.append(f"- {s}, {m}: {compare(runs[0], runs[1]).describe(base, other)}; {other} {counts}")
     return lines

@@ -11,6 +11,7 @@ from typing import Collection, Dict, List, Mapping, Sequence, Tuple
 
 from wenet_udps.results.seeds import group_by_seed, seeds_table
 from wenet_udps.scoring.significance import mean_std
+from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import error_rate
 from wenet_udps.utils.kaldi_files import read_map
@@ -54,8 +55,9 @@ def letter_cer(exp_dir: Path, data_dir: Path, results: Results, sets: Sequence[s
             for m in modes:
                 hyp = exp_dir / name / s / m / "text"
                 if (s, m) in current and ref.is_file() and hyp.is_file():
-                    out.setdefault(name, {})[(s, m)] = error_rate(letters(read_text(str(ref))),
-                                                                  letters(read_text(str(hyp))), char=False)
+                    refs = read_text(str(ref))
+                    hyps = read_hypotheses(str(hyp), refs, str(ref))
+                    out.setdefault(name, {})[(s, m)] = error_rate(letters(refs), letters(hyps), char=False)
     return out
 
 
@@ -79,16 +81,15 @@ def speaker_table(exp_dir: Path, data_dir: Path, results: Results, sets: Sequenc
         spk_file, ref_file = data_dir / s / "utt2spk", data_dir / s / "text"
         if not spk_file.is_file() or not ref_file.is_file():
             continue
-        utt2spk, refs = read_utt2spk(spk_file), read_text(str(ref_file))
-        if letter:
-            refs = letters(refs)
+        utt2spk, written = read_utt2spk(spk_file), read_text(str(ref_file))
+        refs = letters(written) if letter else written
         for group, members in groups_of(list(results)).items():
             cells: Dict[str, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
             for name in members:
                 for m in modes:
                     hyp = exp_dir / name / s / m / "text"
                     if (s, m) in results[name] and hyp.is_file():
-                        hyps = read_text(str(hyp))
+                        hyps = read_hypotheses(str(hyp), written, str(ref_file))
                         for spk, r in by_speaker(refs, letters(hyps) if letter else hyps, utt2spk,
                                                  char=char and not letter).items():
                             cells[spk][m].append(r)

@@ -26,6 +26,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
+from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import Report, score
 
@@ -156,7 +157,7 @@ def compare_files(ref: str, baseline: Sequence[str], system: Sequence[str], *, c
     refs = read_text(ref)
 
     def runs(paths):
-        return [utterance_errors(score(refs, read_text(p), char=char)) for p in paths]
+        return [utterance_errors(score(refs, read_hypotheses(p, refs, ref), char=char)) for p in paths]
 
     return compare(runs(baseline), runs(system), **kwargs)
 

@@ -6,7 +6,9 @@ with that record; a difference is refused, naming each key with both values, unl
 records the differences (``resume_changes``: epoch, step and the list) in every later checkpoint's YAML, so the
 record never reads as if the run had always had them. Optimizer and schedule settings (``optim_conf.*``,
 ``scheduler_conf.*``) may change without ``--force``: a resume applies them on purpose
-(``scheduler.restore_with_config``); they are recorded alike.
+(``scheduler.restore_with_config``); they are recorded alike. ``max_epoch`` may change (``MAY_CHANGE``): raised, the
+run trains on from its newest checkpoint (extending a finished run, WeNet's usual way); lowered, ``final.pt`` points
+at epoch ``max_epoch - 1``. run.sh's stage 4 asks this same check (``bin.train --check_resume``) before it trains.
 """
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -21,10 +23,11 @@ MAY_CHANGE = frozenset({"max_epoch", "log_interval", "save_interval", "tokenizer
 APPLIED_ON_RESUME = ("optim_conf.", "scheduler_conf.")
 
 
-def data_record(train_data: str, cv_data: str) -> Dict[str, Dict[str, str]]:
-    """``{"train_data": {"path", "sha256"}, "cv_data": {...}}`` of the two lists."""
-    return {name: {"path": path, "sha256": file_sha256(path)}
-            for name, path in (("train_data", train_data), ("cv_data", cv_data))}
+def data_record(train_data: str, cv_data: str, cmvn: Optional[str] = None) -> Dict[str, Dict[str, str]]:
+    """``{"train_data": {"path", "sha256"}, "cv_data": {...}}`` of the two lists, and ``"cmvn"`` of the global CMVN
+    stats when there are some (recomputed stats under the same path would change the features)."""
+    files = (("train_data", train_data), ("cv_data", cv_data)) + ((("cmvn", cmvn),) if cmvn else ())
+    return {name: {"path": path, "sha256": file_sha256(path)} for name, path in files}
 
 
 def _flat(value: Any, prefix: str = "") -> Dict[str, Any]:
