@@ -26,7 +26,7 @@ def an4_with_punctuation(root: Path) -> Path:
 
 def test_stage0_normalises_as_declared_and_counts(tmp_path):
     dl, data = an4_with_punctuation(tmp_path / "dl"), tmp_path / "data"
-    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1"]
+    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1 --allow_partial true"]
     refused = run(*common, "--stage", "0", "--stop_stage", "0")
     last = refused.stderr.strip().splitlines()[-1]
     assert refused.returncode != 0 and f"{data}/train/text:" in last and "--text_punctuation" in last
@@ -62,7 +62,7 @@ def test_stage2_reports_undeclared_punctuation_in_a_prepared_text(tmp_path):
 
 def test_a_dir_prepared_before_normalisation_is_not_prepared_again(tmp_path):
     dl, data = an4_with_punctuation(tmp_path / "dl"), tmp_path / "data"
-    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1", "--stage", "0",
+    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1 --allow_partial true", "--stage", "0",
               "--stop_stage", "0", "--text_punctuation", "keep"]
     assert run(*common).returncode == 0
     (data / ".text_norm.stamp").unlink()   # as a dir of an earlier version has it

@@ -33,7 +33,18 @@ def test_runs_stage_says_whether_the_run_reaches_a_stage(first, last, n, m, has)
     assert proc.stdout.strip() == ("yes" if has else "no"), proc.stderr
 
 
-def test_plan_runs_refuses_seeds_with_a_checkpoint():
-    proc = bash('variants="false" seeds="1" checkpoint=x.pt enc_init= stage=4 stop_stage=4; plan_runs')
-    assert proc.returncode == 1
-    assert "--checkpoint continues one model; it cannot go with --seeds" in proc.stderr
+def test_check_checkpoint_with_seeds_needs_a_path_per_seed(tmp_path):
+    """Issue 57, M10: --checkpoint with --seeds continues each seed's own model, named by {seed}; a single path with
+    --seeds, {seed} without --seeds, or a seed whose checkpoint is missing is refused before anything runs."""
+    for s in (1, 2):
+        (tmp_path / f"x_seed{s}.pt").write_bytes(b"")
+    each = tmp_path / "x_seed{seed}.pt"
+    cases = [
+        ('seeds="1"', "x.pt", 1, "write {seed} where each seed's path differs"),
+        ('seeds=""', each, 1, "{seed} stands for each of --seeds, and no --seeds is given"),
+        ('seeds="1 3"', each, 1, f"{tmp_path / 'x_seed3.pt'} (seed 3) is not a file"),
+        ('seeds="1 2"', each, 0, ""),
+    ]
+    for seeds, checkpoint, rc, message in cases:
+        proc = bash(f'{seeds} checkpoint="{checkpoint}"; check_checkpoint')
+        assert proc.returncode == rc and message in proc.stderr, (seeds, proc.stderr)
