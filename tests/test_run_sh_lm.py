@@ -158,7 +158,8 @@ def test_lm_options_without_the_lm_or_badly_named_are_refused(tmp_path, args, me
 @pytest.mark.parametrize("args,message", [
     (["--lm_weights", ""], "--lm_weights is empty"),
     (["--word_scores", " "], "--word_scores is empty"),
-    (["--lm_weights", "0.3 -1"], "--lm_weights '0.3 -1': -1 is not a recognize --lm_weight (must be in [0, 5], got -1)"),
+    (["--lm_weights", "0.3 -1"],
+     "--lm_weights '0.3 -1': -1 is not a recognize --lm_weight (must be in [0, 5], got -1)"),
     (["--lm_weights", "0.5 nan"], "nan is not a recognize --lm_weight (expected a finite number"),
     (["--word_scores", "0 x"], "--word_scores '0 x': x is not a recognize --word_score (expected a number"),
     (["--lm_prune", "0 x"], "--lm_prune takes integers (lmplz --prune counts, e.g. '0 1 1'), got 'x'"),

@@ -62,8 +62,8 @@ def test_stage2_reports_undeclared_punctuation_in_a_prepared_text(tmp_path):
 
 def test_a_dir_prepared_before_normalisation_is_not_prepared_again(tmp_path):
     dl, data = an4_with_punctuation(tmp_path / "dl"), tmp_path / "data"
-    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1 --allow_partial true", "--stage", "0",
-              "--stop_stage", "0", "--text_punctuation", "keep"]
+    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1 --allow_partial true",
+              "--stage", "0", "--stop_stage", "0", "--text_punctuation", "keep"]
     assert run(*common).returncode == 0
     (data / ".text_norm.stamp").unlink()   # as a dir of an earlier version has it
     proc = run(*common)
