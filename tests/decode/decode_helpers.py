@@ -7,7 +7,7 @@ from typing import List
 import numpy as np
 import soundfile as sf
 
-from tests.train.train_helpers import WORDS
+from tests.train.train_helpers import WORDS, make_model_dir
 
 
 def write_clips(tmp_path: Path, n: int, sample_rate: int = 8000) -> List[Path]:
@@ -35,3 +35,11 @@ def read_hyps(path: Path) -> dict:
         key, _, text = line.partition(" ")
         out[key] = text
     return out
+
+
+def make_exp(tmp_path: Path, clips: int) -> dict:
+    """A one-epoch UDPS experiment dir with ``clips`` test clips and their data list: {dir, conf, ckpt, clips, list}."""
+    conf, ckpt = make_model_dir(tmp_path, att_udps=True)
+    paths = write_clips(tmp_path, clips)
+    return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": paths,
+            "list": write_list(paths, tmp_path / "test.list")}

@@ -5,9 +5,9 @@ import pytest
 import soundfile as sf
 
 import wenet_udps
-from tests.decode.decode_helpers import read_hyps, write_clips, write_list
+from tests.decode.decode_helpers import make_exp, read_hyps
 from tests.lm.lm_helpers import need_flashlight, need_lmplz
-from tests.train.train_helpers import WORDS, make_model_dir
+from tests.train.train_helpers import WORDS
 from wenet_udps.bin import recognize
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM
 from wenet_udps.utils.cli import UserError
@@ -22,10 +22,7 @@ def options(mode):
 
 @pytest.fixture
 def exp(tmp_path):
-    conf, ckpt = make_model_dir(tmp_path, att_udps=True)
-    clips = write_clips(tmp_path, 3)
-    return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": clips,
-            "list": write_list(clips, tmp_path / "test.list")}
+    return make_exp(tmp_path, 3)
 
 
 def recognize_texts(exp, modes, out, *extra):

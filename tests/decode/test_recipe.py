@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import wenet_udps
-from tests.decode.decode_helpers import read_hyps, write_clips, write_list
+from tests.decode.decode_helpers import make_exp, read_hyps
 from tests.lm.lm_helpers import need_flashlight, need_lmplz
-from tests.train.train_helpers import WORDS, make_model_dir
+from tests.train.train_helpers import WORDS
 from wenet_udps.bin import recognize
 from wenet_udps.decode.recipe import RUN_SH_DEFAULTS
 from wenet_udps.lm.build import build_arpa
@@ -27,10 +27,7 @@ def test_the_fallback_defaults_are_run_sh_s():
 
 @pytest.fixture
 def exp(tmp_path):
-    conf, ckpt = make_model_dir(tmp_path, att_udps=True)
-    clips = write_clips(tmp_path, 2)
-    return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": clips,
-            "list": write_list(clips, tmp_path / "test.list")}
+    return make_exp(tmp_path, 2)
 
 
 def stage5(exp, result_dir, *extra):
