@@ -125,6 +125,32 @@ def test_streaming_matches_chunked_decoding(exported):
     assert len(differ) <= 1 and all(abs(len(got[k]) - len(ours[k])) <= 1 for k in differ), (got, ours)
 
 
+def test_a_streaming_transformer_keeps_the_conv_cache_input(tmp_path, fsdd_dir):
+    """A Transformer has no convolution, so its forward_chunk never reads conv_cache; the exporter used to drop the
+    unused input, and the runtime, which feeds all six, refused the file ("Invalid input name: conv_cache")."""
+    from wenet_udps.export.sherpa import export_sherpa, sherpa_parity
+    import onnx
+    write_units(tmp_path / "units.txt")
+    raw = tiny_config(tmp_path / "units.txt", att_udps=True, encoder="transformer")
+    raw["encoder_conf"]["use_dynamic_chunk"] = True
+    config = finalize_config(raw)
+    torch.manual_seed(0)
+    model = build_model(config).eval()
+    out = tmp_path / "sherpa"
+    export_sherpa(model, config["input_dim"], str(tmp_path / "units.txt"), str(out), chunk_size=CHUNK,
+                  left_chunks=LEFT)
+    for name in ("model-streaming.onnx", "model-streaming.int8.onnx"):
+        assert [i.name for i in onnx.load(str(out / name)).graph.input] == [
+            "x", "offset", "required_cache_size", "attn_cache", "conv_cache", "attn_mask"], name
+    feats = torch.randn(1, 67, config["input_dim"], generator=torch.Generator().manual_seed(1))
+    report = sherpa_parity(model, str(out), feats, torch.tensor([67]), CHUNK, LEFT)
+    assert report["model-streaming.onnx"] < 1e-4, report
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 1)
+    rec = rt.online_recognizer(str(out), config, chunk_size=CHUNK, left_chunks=LEFT)
+    assert isinstance(rt.transcribe_online(rec, next(iter(_wavs(data).values())), SR, rt.tail_seconds(str(out), CHUNK)),
+                      str)
+
 def test_feature_kwargs_follow_training_and_refuse_what_sherpa_cannot_do():
     conf = {"dataset_conf": {"resample_conf": {"resample_rate": 8000},
                              "fbank_conf": {"num_mel_bins": 40, "frame_shift": 10, "frame_length": 25}}}

@@ -57,7 +57,9 @@ class SherpaStreaming(nn.Module):
     and adds each step's output frames; ``forward_chunk`` counts output frames from 0, so C is taken off here and
     the positions equal those of our own chunked decoding. ``required_cache_size`` is fixed at export (the caches'
     size is baked into the graph); the runtime's input is multiplied by 0 only so that the exporter keeps it
-    (the runtime feeds six inputs by position).
+    (the runtime feeds six inputs by position). An encoder without convolution modules (a Transformer) leaves
+    ``conv_cache`` unused, and the exporter would drop an unused input, which the runtime then refuses ("Invalid
+    input name: conv_cache"); its empty (L, 1, D, 0) cache is passed through as ``next_conv_cache`` instead.
     """
 
     def __init__(self, model: nn.Module, chunk_size: int, left_chunks: int):
@@ -67,11 +69,12 @@ class SherpaStreaming(nn.Module):
                              f"got chunk_size={chunk_size}, left_chunks={left_chunks}")
         self.model = model
         self.cache_size = chunk_size * left_chunks
+        self.conv_unused = initial_caches(model, chunk_size, left_chunks)[1].size(3) == 0
 
     def forward(self, x, offset, required_cache_size, attn_cache, conv_cache, attn_mask):
         out, att, cnn = self.model.encoder.forward_chunk(x, offset - self.cache_size + 0 * required_cache_size,
                                                          self.cache_size, attn_cache, conv_cache, attn_mask)
-        return self.model.ctc_activation(out), att, cnn
+        return self.model.ctc_activation(out), att, conv_cache if self.conv_unused else cnn
 
 
 def is_streaming(model: nn.Module) -> bool:
