@@ -201,9 +201,3 @@ def finalize_config(config: Mapping[str, Any], *, symbol_table: Optional[str] = 
     config["input_dim"] = feature_dim(config.get("dataset_conf") or {})
     config["output_dim"] = init_tokenizer(config).vocab_size()
     return config
-
-
-def save_yaml(config: Mapping[str, Any], path: str) -> None:
-    """Write ``config`` as YAML atomically (temp file in the same directory, then rename)."""
-    from wenet_udps.train.checkpoint import atomic_write_bytes
-    atomic_write_bytes(path, yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True).encode("utf-8"))

@@ -22,7 +22,8 @@ import wenet_udps
 from tests.tools.load import run_tool
 from tests.train.train_helpers import ROOT, make_model_dir, run_env
 from wenet_udps.bin import export, recognize, sherpa_decode
-from wenet_udps.config import load_config, save_yaml
+from wenet_udps.config import load_config
+from wenet_udps.train.checkpoint import save_yaml
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.data_list import eval_dataset
 from wenet_udps.text import init_tokenizer

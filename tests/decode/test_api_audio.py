@@ -8,7 +8,8 @@ import torch
 import wenet_udps
 from tests.decode.decode_helpers import write_clips
 from tests.train.train_helpers import make_model_dir
-from wenet_udps.config import load_config, save_yaml
+from wenet_udps.config import load_config
+from wenet_udps.train.checkpoint import save_yaml
 from wenet_udps.utils.cli import UserError
 
 

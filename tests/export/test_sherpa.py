@@ -10,7 +10,8 @@ import torch
 
 from wenet_udps.bin import export
 from wenet_udps.decode.data_list import decode_dataset, eval_dataset
-from wenet_udps.config import finalize_config, load_config, save_yaml
+from wenet_udps.config import finalize_config, load_config
+from wenet_udps.train.checkpoint import save_yaml
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.model_builder import build_model

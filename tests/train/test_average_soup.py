@@ -6,8 +6,8 @@ from wenet_udps.bin import average_model
 from wenet_udps.decode.soup import SoupEvaluator
 from wenet_udps.model_builder import build_model
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
-from wenet_udps.train.checkpoint import load_checkpoint, save_checkpoint
-from wenet_udps.config import finalize_config, save_yaml
+from wenet_udps.train.checkpoint import load_checkpoint, save_checkpoint, save_yaml
+from wenet_udps.config import finalize_config
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 

@@ -3,10 +3,11 @@ import pytest
 import torch
 
 from wenet_udps.bin import average_model, recognize
-from wenet_udps.config import finalize_config, save_yaml
+from wenet_udps.config import finalize_config
 from wenet_udps.model_builder import build_model
 from wenet_udps.text.base_tokenizer import UnitsError, units_fingerprint
-from wenet_udps.train.checkpoint import CheckpointError, link_final, load_checkpoint, save_checkpoint
+from wenet_udps.train.checkpoint import CheckpointError, link_final, load_checkpoint, save_checkpoint, \
+    save_yaml
 from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 

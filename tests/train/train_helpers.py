@@ -9,7 +9,8 @@ from typing import Dict, List
 import torch
 import yaml
 
-from wenet_udps.config import finalize_config, save_yaml
+from wenet_udps.config import finalize_config
+from wenet_udps.train.checkpoint import save_yaml
 from wenet_udps.model_builder import build_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,11 +23,10 @@ import os
 from typing import Dict, List, Optional
 
 import torch
-import yaml
 
 from wenet_udps.decode.soup import ParallelEvaluator
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
-from wenet_udps.train.checkpoint import add_verify_flag, atomic_write_bytes, read_info, sidecar, write_checkpoint
+from wenet_udps.train.checkpoint import add_verify_flag, read_info, save_yaml, sidecar, write_checkpoint
 from wenet_udps.train.run_dir import check_derived_output
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM
@@ -104,7 +103,7 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
     save_state(average_state_dicts(soup, args.verify_checkpoint), args.dst_model, soup)
     info = {"metric": args.soup_metric, "value": metric, "ingredients": soup, "candidates": candidates,
             "history": history}
-    atomic_write_bytes(args.dst_model + ".soup.yaml", yaml.safe_dump(info, sort_keys=False).encode("utf-8"))
+    save_yaml(info, args.dst_model + ".soup.yaml")
     logging.info("greedy soup of %d/%d checkpoints (%s %.4f) -> %s", len(soup), len(candidates),
                  args.soup_metric, metric, args.dst_model)
     return soup

@@ -61,6 +61,11 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def save_yaml(config: Mapping[str, Any], path: str) -> None:
+    """Write ``config`` as YAML atomically (train.yaml, a checkpoint's yaml)."""
+    atomic_write_bytes(path, yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True).encode("utf-8"))
+
+
 def seed_all(seed: int) -> None:
     """Seed Python's, numpy's and torch's global generators."""
     random.seed(seed)
@@ -128,7 +133,7 @@ def write_checkpoint(path: str, state: Mapping[str, Any], info: Mapping[str, Any
         raise CheckpointError(f"{path} not saved ({e.strerror or e}); every checkpoint saved before is intact "
                               f"(each is written to a temporary file first, then renamed)") from e
     try:
-        atomic_write_bytes(sidecar(path), yaml.safe_dump(info, sort_keys=False, allow_unicode=True).encode("utf-8"))
+        save_yaml(info, sidecar(path))
     except OSError as e:  # without its .yaml the new file cannot be verified: remove it, keep the earlier ones
         os.unlink(path)
         raise CheckpointError(f"{sidecar(path)} not saved ({e.strerror or e}); {path} removed with it, every "
