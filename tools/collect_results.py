@@ -4,26 +4,25 @@
 Usage: collect_results.py --exp_dir exp [--out exp/RESULTS.md] [--plots_dir exp/plots] [--metric CER|WER]
                           [--peer_results recipes/<corpus>/peer_results.tsv]
 
-Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: only its last ``Overall -> X %`` line is used) for
-every decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder
-type, the attention label what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``,
-wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a
-``checkpoint: PATH`` line) in the mode, set or experiment folder; a result whose checkpoint has been replaced or
-removed since (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set
-and checkpoint, one column per decoding mode, then an RTF column per mode whose folder has an ``rtf`` file (stage
-7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get their own table
-with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites). ``--peer_results``: other
-toolkits' published results on the same split, in a table of their own with their sources
+Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: only its last ``Overall -> X %`` line is used) for every
+decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder type, the
+attention label what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``,
+wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a ``checkpoint:
+PATH`` line) in the mode, set or experiment folder; a result whose checkpoint has been replaced or removed since
+(wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set and checkpoint
+(wenet_udps.results.table), one column per decoding mode, then an RTF column per mode whose folder has an ``rtf``
+file (stage 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get
+their own table with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites).
+``--peer_results``: other toolkits' published results on the same split, in a table of their own with their sources
 (wenet_udps.results.peers; a malformed line is a usage error naming it). ``--data_dir``: its texts must be those the
-hypotheses were decoded with (wenet_udps.scoring.references: a user error naming both otherwise), and a data dir made
-from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
+hypotheses were decoded with (wenet_udps.scoring.references: a user error naming both otherwise), and a data dir
+made from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
 step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import os
 import re
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -37,9 +36,10 @@ from wenet_udps.corpora.common import partial_notes
 from wenet_udps.results.peers import partial_note, read_peer_results, section as peer_section
 from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
+from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
+    shown_path
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
 from wenet_udps.scoring.references import ReferencesError
-from wenet_udps.scoring.significance import mean_std
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
@@ -47,27 +47,6 @@ from wenet_udps.utils.source_info import read_source, stale_reason
 
 OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
-# WeNet's order of decoding modes, an LM mode of run.sh --lm_tag T (<mode>_T) after the untagged ones; others follow
-# alphabetically.
-MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
-              "ctc_prefix_beam_search_lm", "attention_rescoring_lm")
-
-
-@dataclass
-class Experiment:
-    """One ``EXP/<name>`` folder: what model it is and its error rates."""
-
-    name: str
-    path: Path
-    model: str = "?"
-    attention: str = "?"
-    wer: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> %
-    checkpoints: Dict[Tuple[str, str], str] = field(default_factory=dict)    # (set, mode) -> path
-    rtf: Dict[Tuple[str, str], float] = field(default_factory=dict)          # (set, mode) -> real-time factor
-    lms: Dict[Tuple[str, str], str] = field(default_factory=dict)            # (set, mode) -> its word LM (lm_line)
-    seed: Optional[int] = None   # the seed it trained with: train.yaml's (bin.train records the seed that ran)
-
-
 def parse_wer_file(path: Path) -> Optional[float]:
     """Error rate (%) from the last ``Overall -> X %`` line, or None when there is none."""
     value = None
@@ -122,12 +101,6 @@ def read_decode_info(*dirs: Path) -> Dict[str, str]:
     return {}
 
 
-def shown_path(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it (run.sh's exp/... paths)."""
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
-
-
 def collect(exp_dir: Path) -> List[Experiment]:
     """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``."""
     experiments: Dict[Path, Experiment] = {}
@@ -166,62 +139,6 @@ def collect(exp_dir: Path) -> List[Experiment]:
     return sorted(experiments.values(), key=lambda e: (e.model, e.attention, e.name))
 
 
-def lm_line(info: Dict[str, str]) -> str:
-    """The word LM of an ``*_lm`` result, from its decode.info: path, order, size, SHA-256 and the weights."""
-    return (f"{shown_path(info['lm'])} ({info.get('lm_order', '?')}-gram, {info.get('lm_size', '?')} bytes, SHA-256 "
-            f"{info.get('lm_sha256', '?')[:12]}; lm_weight {info.get('lm_weight', '?')}, word_score "
-            f"{info.get('word_score', '?')})")
-
-
-def lm_lines(experiments: Sequence[Experiment]) -> List[str]:
-    """One line per word LM the table's ``*_lm`` columns used, with the experiments and sets decoded with it."""
-    users: Dict[str, List[str]] = {}
-    for e in experiments:
-        for (test_set, _), lm in sorted(e.lms.items()):
-            where = f"{e.name} {test_set}"
-            if where not in users.setdefault(lm, []):
-                users[lm].append(where)
-    return [f"- word LM {lm}: {', '.join(where)}" for lm, where in sorted(users.items())]
-
-
-def mode_sort_key(mode: str) -> Tuple[int, str, int, str]:
-    """(group, LM tag, position in MODE_ORDER, name): WeNet's modes, then each tagged LM's, then any other."""
-    for lm_mode in MODE_ORDER[-2:]:
-        if mode.startswith(lm_mode + "_"):
-            return (1, mode[len(lm_mode) + 1:], MODE_ORDER.index(lm_mode), mode)
-    return (0, "", MODE_ORDER.index(mode), mode) if mode in MODE_ORDER else (2, "", 0, mode)
-
-
-def set_sort_key(name: str) -> Tuple[bool, str]:
-    """dev sets before test sets (WeNet's tables), then by name."""
-    return (not name.startswith("dev"), name)
-
-
-def modes_and_sets(experiments: Sequence[Experiment]) -> Tuple[List[str], List[str]]:
-    keys = {k for e in experiments for k in e.wer}
-    return (sorted({m for _, m in keys}, key=mode_sort_key), sorted({t for t, _ in keys}, key=set_sort_key))
-
-
-def markdown_table(experiments: Sequence[Experiment], metric: str) -> str:
-    """One row per experiment and scored set, one column per decoding mode (``metric`` in %), then the RTF of the
-    modes that measured one."""
-    modes, sets = modes_and_sets(experiments)
-    timed = [m for m in modes if any(k[1] == m for e in experiments for k in e.rtf)]
-    header = (["model", "attention type", "set"] + [f"{m} {metric}" for m in modes] + [f"{m} RTF" for m in timed]
-              + ["exp", "checkpoint"])
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for e in experiments:
-        for s in sets:
-            # A row holds the results of one checkpoint only: two models never share a row.
-            for ckpt in sorted({e.checkpoints[k] for k in e.wer if k[0] == s}):
-                cells = [e.model, e.attention, s] + [f"{e.wer[(s, m)]:.2f}" if e.checkpoints.get((s, m)) == ckpt
-                                                     else "-" for m in modes]
-                cells += [f"{e.rtf[(s, m)]:.4f}" if e.checkpoints.get((s, m)) == ckpt and (s, m) in e.rtf else "-"
-                          for m in timed]
-                lines.append("| " + " | ".join(cells + [str(e.path), ckpt]) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def read_scalars(exp_path: Path) -> Dict[str, List[Tuple[int, float]]]:
     """All scalar series under ``exp_path/tensorboard`` (any depth), as tag -> [(step, value)] sorted by step."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -256,24 +173,6 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
         results_plots.plot_error_bars(rows, sets, modes, metric, out)
         written.append(out)
     return written
-
-
-def bar_rows(experiments: Sequence[Experiment]) -> List[Tuple[str, Dict[Tuple[str, str], float],
-                                                                 Dict[Tuple[str, str], float]]]:
-    """Plot rows (label, values, errors): the runs of one ``--seeds`` group as one bar, mean ± std (ddof 1) over
-    its seeds; any other experiment as a bar of its own."""
-    by_name = {e.name: e for e in experiments}
-    groups = group_by_seed(list(by_name))
-    grouped = {name for members in groups.values() for name in members.values()}
-    rows = [(f"{e.name} ({e.attention})", e.wer, {}) for e in experiments if e.name not in grouped]
-    for base, members in sorted(groups.items()):
-        runs = [by_name[name] for _, name in sorted(members.items())]
-        keys = set().union(*(r.wer for r in runs))
-        stats = {key: mean_std([r.wer[key] for r in runs if key in r.wer]) for key in keys}
-        means = {key: m for key, (m, _) in stats.items()}
-        stds = {key: sd for key, (_, sd) in stats.items()}
-        rows.append((f"{base} ({runs[0].attention}, {len(runs)} seeds)", means, stds))
-    return rows
 
 
 def seeds_sections(experiments: Sequence[Experiment], args) -> str:

@@ -167,18 +167,6 @@ def test_read_scalars_merges_event_files(tmp_path):
     assert mod.read_scalars(exp / "missing") == {}
 
 
-def test_columns_wenet_modes_then_each_tagged_lm_then_others():
-    """run.sh --lm_tag T writes <mode>_T beside the untagged LM modes: one LM's two columns stay together."""
-    mod = load_tool("collect_results")
-    modes = ["attention_rescoring_lm_books", "ctc_prefix_beam_search_lm", "zz_custom", "attention",
-             "ctc_prefix_beam_search_lm_books", "attention_rescoring_lm", "ctc_prefix_beam_search_lm_a",
-             "attention_rescoring", "ctc_greedy_search", "attention_rescoring_lm_a", "ctc_prefix_beam_search"]
-    assert sorted(modes, key=mod.mode_sort_key) == [
-        "attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
-        "ctc_prefix_beam_search_lm", "attention_rescoring_lm", "ctc_prefix_beam_search_lm_a",
-        "attention_rescoring_lm_a", "ctc_prefix_beam_search_lm_books", "attention_rescoring_lm_books", "zz_custom"]
-
-
 def test_no_results_fails_in_one_line_and_keeps_the_old_table(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
