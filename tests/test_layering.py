@@ -21,7 +21,8 @@ ALLOWED: Dict[str, Set[str]] = {
     "kernels": LOW,
     "transformer": MODEL,
     "model_builder": MODEL,
-    "dataset": LOW, "text": LOW, "scoring": LOW, "results": LOW | {"scoring"}, "corpora": LOW,
+    "dataset": LOW, "text": LOW, "scoring": LOW, "results": LOW | {"scoring"},
+    "corpora": LOW | {"dataset"},   # corpus preparation reads recordings through the one checked audio reader
     "train": MODEL | {"model_builder", "dataset", "text", "scoring"},
     "config": MODEL | {"model_builder", "dataset", "text", "train"},
     "export": MODEL | {"model_builder", "dataset", "text", "config", "train"},

@@ -1,10 +1,12 @@
 """wenet_udps.corpora.fsdd: connected digits from the FSDD recordings."""
 import re
 
+import numpy as np
 import pytest
 import soundfile as sf
 
 from wenet_udps.corpora import fsdd
+from wenet_udps.dataset.audio import BadAudioError
 
 COUNTS = {"train": 12, "dev": 4, "test": 8}
 
@@ -74,6 +76,24 @@ def test_missing_dir_message(tmp_path):
     rc = fsdd.main(["--fsdd_dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert rc == 1
 
+
+
+@pytest.mark.parametrize("damage, match", [("cut", "truncated audio"), ("stereo", "has 2 channels")])
+def test_a_cut_or_multichannel_recording_is_refused_naming_it(fsdd_dir, tmp_path, damage, match):
+    """Recordings are read through the package's audio reader: a cut WAV was read as the part that is there, and a
+    stereo one was averaged into one channel."""
+    src = sorted(fsdd_dir.glob("3_*_7.wav"))[0]
+    bad = tmp_path / src.name
+    if damage == "cut":
+        data = src.read_bytes()
+        bad.write_bytes(data[:44 + (len(data) - 44) // 2])
+    else:
+        x, rate = sf.read(src, dtype="int16")
+        sf.write(bad, np.stack([x, x], axis=1), rate, subtype="PCM_16")
+    assert fsdd.RecordingCache().get(src).dtype == np.float64
+    with pytest.raises(BadAudioError) as e:
+        fsdd.RecordingCache().get(bad)
+    assert match in str(e.value) and str(bad) in str(e.value)
 
 def _speakers(corpus, split):
     return {f.split("_")[1] for files in read_table(corpus / split / "sources").values() for f in files.split(",")}

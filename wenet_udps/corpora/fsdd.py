@@ -28,6 +28,7 @@ import soxr
 
 from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, NOISE_KINDS, add_noise, boolean, check_counts, \
     mark_partial, speech_power, to_int16, write_kaldi_dir
+from wenet_udps.dataset.audio import BadAudioError, load_audio
 from wenet_udps.utils import cli
 
 FSDD_RATE = 8000
@@ -82,16 +83,17 @@ def scan_recordings(fsdd_dir: Path, indices: range) -> Inventory:
 
 
 class RecordingCache:
-    """Loads each recording once, as float64 at FSDD's 8 kHz and unit active power (speakers differ in level)."""
+    """Loads each recording once, as float64 at FSDD's 8 kHz and unit active power (speakers differ in level),
+    through the package's one audio reader: a cut, unreadable, non-finite or multi-channel recording is refused
+    naming the file (BadAudioError), never read as part of an utterance or as a channel average."""
 
     def __init__(self) -> None:
         self._audio: Dict[Path, np.ndarray] = {}
 
     def get(self, path: Path) -> np.ndarray:
         if path not in self._audio:
-            x, rate = sf.read(path, dtype="float64")
-            if x.ndim > 1:
-                x = x.mean(axis=1)
+            x, rate = load_audio(str(path))
+            x = x.astype(np.float64)  # int16-range samples: the unit power below removes the scale
             if rate != FSDD_RATE:
                 x = soxr.resample(x, rate, FSDD_RATE)
             power = speech_power(x)
@@ -235,7 +237,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         allow_partial=args.allow_partial)
     except cli.UserError:   # a partial copy: one line, exit 2 (run_cli)
         raise
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, BadAudioError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     summary = ", ".join(f"{s}: {counts[s]} utts {seconds[s] / 60:.1f} min" for s in seconds)
