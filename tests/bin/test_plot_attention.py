@@ -18,6 +18,14 @@ def test_main_writes_one_grid_per_experiment_and_the_entropy_chart(tmp_path, fsd
                          "--utt", items[1]["key"], "--out_dir", str(tmp_path / "plots")])
     for png in ("attention_sd.png", "attention_udps.png", "attention_entropy.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 5000
+    # The chart's numbers: one line per experiment, site and head (a conformer with an attention decoder: encoder
+    # self-attention and decoder self- and source attention); no seed groups here, so no seeds table.
+    rows = [line.split("\t") for line in (tmp_path / "plots" / "attention_entropy.tsv").read_text().splitlines()]
+    assert rows[0] == ["exp", "site", "head", "nats"]
+    assert {r[0] for r in rows[1:]} == {"sd", "udps"}
+    assert any("src_attn" in r[1] for r in rows[1:]) and any("self_attn" in r[1] for r in rows[1:])
+    assert all(float(r[3]) >= 0 for r in rows[1:]) and len(rows) - 1 == 2 * len({(r[1], r[2]) for r in rows[1:]})
+    assert not (tmp_path / "plots" / "attention_entropy.md").exists()
     with pytest.raises(ValueError, match="--utt nope: no such utterance among the 3 used of "):
         plot_attention.main(["--exp_dirs", dirs[0], "--checkpoint", "avg.pt", "--test_data", str(data),
                              "--utt", "nope", "--out_dir", str(tmp_path / "p2")])

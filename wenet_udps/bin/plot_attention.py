@@ -12,6 +12,10 @@ the decoder, as in training) and every attention site records its weights. Write
 - ``attention_entropy.png``: per site and head, the entropy of the weight rows in nats, averaged over the query
   rows of every utterance, one bar group per experiment. Low entropy = sharp attention. ``log(keys)`` would be
   uniform attention.
+- ``attention_entropy.tsv``: the same numbers, one line per experiment, site and head.
+- ``attention_entropy.md``, when experiments of one ``run.sh --seeds`` group are given (``<base>_seed<N>``, 2 or more
+  seeds): per site, each group's head-mean entropy as mean ± std over seeds, and each group's difference from the
+  scaled-dot group seed by seed, with a 95 % t-interval and the sign test (wenet_udps.results.entropy).
 
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
 the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
@@ -22,6 +26,7 @@ from typing import Optional, Sequence
 import torch
 
 from wenet_udps.decode.attention_maps import collect, plot
+from wenet_udps.results import entropy as entropy_table
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 
@@ -48,7 +53,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with torch.no_grad():
         results = {os.path.basename(os.path.normpath(d)): collect(d, args.checkpoint, args.test_data, args.utt,
                                                                   args.data_type) for d in args.exp_dirs}
-    for path in plot(results, args.out_dir):
+    paths = plot(results, args.out_dir)
+    heads = {label: {site: values.tolist() for site, values in entropy.items()}
+             for label, (_, _, entropy) in results.items()}
+    paths.append(os.path.join(args.out_dir, "attention_entropy.tsv"))
+    with open(paths[-1], "w", encoding="utf-8") as f:
+        f.write(entropy_table.tsv(heads))
+    table = entropy_table.seeds_table(heads)
+    if table:
+        paths.append(os.path.join(args.out_dir, "attention_entropy.md"))
+        with open(paths[-1], "w", encoding="utf-8") as f:
+            f.write(table)
+    for path in paths:
         print(path)
 
 
