@@ -112,3 +112,14 @@ def test_pipeline_applies_them_in_order(tmp_path):
     augmented = proc(sample, np.random.default_rng(0))
     assert augmented["feat"].shape == plain["feat"].shape
     assert not np.allclose(augmented["feat"], plain["feat"])
+
+
+def test_the_commands_do_not_import_scipy_signal_until_reverberation_runs():
+    """scipy.signal takes about 0.8 s to import: paid by every train, recognize or export process when
+    wave_aug imported it at the top, though only reverberation uses it."""
+    import subprocess
+    import sys
+    code = ("import sys, wenet_udps.bin.train, wenet_udps.bin.recognize, wenet_udps.bin.export; "
+            "print('scipy.signal' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

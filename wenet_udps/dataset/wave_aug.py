@@ -13,7 +13,6 @@ import math
 from typing import Tuple
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 from wenet_udps.utils.schema import ConfigError
 
@@ -93,6 +92,9 @@ def reverb_aug(wav: np.ndarray, sr: int, rng: np.random.Generator, prob: float =
     input's length and active power, so the reverberation changes the sound, not the level."""
     if wav.size == 0 or rng.random() >= prob:
         return wav
+    # Imported here: scipy.signal takes about 0.8 s to import, paid otherwise by every command that reads a
+    # config (train, recognize, export, ...), while only reverberation uses it.
+    from scipy.signal import fftconvolve
     rir = synthetic_rir(sr, float(rng.uniform(*rt60)), rng)
     out = fftconvolve(wav.astype(np.float64), rir)[: wav.shape[0]]
     before, after = _active_power(wav), _active_power(out)
