@@ -24,10 +24,13 @@ FSDD_SKIP = ("FSDD recordings not found: `bash run.sh --corpus fsdd --stage -1 -
 
 
 def pytest_collection_modifyitems(items):
-    """Mark every test that reads FSDD recordings, so `-m "not fsdd"` deselects them."""
+    """Mark every test that reads FSDD recordings, so `-m "not fsdd"` deselects them; run the slow tests first, so
+    that with several workers (pytest -n, README's test command) the short ones fill in around them instead of two
+    long run.sh tests ending the run on one worker."""
     for item in items:
         if "fsdd_dir" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.fsdd)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -290,6 +290,7 @@ def test_stage5_waits_for_no_training_it_would_average(tmp_path):
     assert {p.name for p in exp.iterdir()} == {"final.pt", ".lock", ".run.lock"}
 
 
+@pytest.mark.slow
 def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, fsdd_dir):
     """--enc_init with {attention}: each model starts from the donor of its attention type; the stamp records it,
     and a donor missing for one variant is refused before any training."""
@@ -314,7 +315,6 @@ def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, fsdd_dir):
 
 
 @pytest.mark.slow
-
 def test_a_finished_run_trains_on_with_more_epochs_and_other_changes_are_refused(tmp_path, fsdd_dir):
     """Issue 57, M10: run.sh refused a raised max_epoch that bin.train allows, and --checkpoint could not go with
     --seeds. One rule now, bin.train's resume check, asked by stage 4 before it trains."""

@@ -55,7 +55,7 @@ def test_aishell_recipe(tmp_path):
     # Shorter than log_interval: no per-step scalars, yet loss and alpha/beta plots from the per-epoch ones.
     plots = {p.name for p in (tmp_path / "exp" / "plots").iterdir()}
     assert plots == {"loss.png", "cer.png", "udps_ai_udps_enc_self_epochs.png", "attention_ai_udps_enc_self.png",
-                     "attention_entropy.png"}
+                     "attention_entropy.png", "attention_entropy.tsv"}
 
     # Same command again: every stage's stamp matches, nothing is redone.
     again = ok(run_sh(*common, "--stage", 0, "--stop_stage", 6, "--train_override", overrides))
@@ -128,7 +128,10 @@ def libri_common(tmp_path, *extra):
 def test_librispeech_960_recipe(tmp_path):
     make_librispeech(tmp_path / "dl", ["dev-clean", "dev-other", "test-clean", "test-other", "train-clean-100",
                                        "train-clean-360", "train-other-500"])
-    log = ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 0, "--stop_stage", 7)))
+    # Stages 6 (export) and 7's sherpa-onnx decodes are the same for every corpus (the tiny corpus' test and the
+    # AISHELL test above run them): left out here, as in the AN4 test.
+    log = ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 0, "--stop_stage", 5)))
+    ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 7, "--stop_stage", 7)))
     data = tmp_path / "data"
     assert (data / "lang_bpe" / "train_960_unigram40.model").is_file()
     assert "training on train_100" not in log
