@@ -44,6 +44,7 @@ from wenet_udps.train.trainer import Run, resolve_checkpoint, train  # noqa: E40
 from wenet_udps.utils import cli  # noqa: E402
 from wenet_udps.utils.cli import run_cli  # noqa: E402
 
+
 def _prefixes(text: str) -> List[str]:
     try:
         return parse_prefixes(text)

@@ -33,6 +33,7 @@ from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.transformer.attention import is_udps
 from wenet_udps.utils.cli import UserError
 
+
 @dataclass
 class Run:
     """What the steps of one training run share."""
