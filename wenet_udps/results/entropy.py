@@ -28,11 +28,10 @@ def tsv(entropy: Entropy) -> str:
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> str:
     """``mean [low, high]`` of ``values`` by the t-distribution (one value: the mean alone)."""
-    arr = np.asarray(values, dtype=float)
-    mean = float(arr.mean())
-    if len(arr) < 2:
+    mean, std = mean_std(values)
+    if len(values) < 2:
         return f"{mean:+.3f}"
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(arr) - 1) * arr.std(ddof=1) / np.sqrt(len(arr)))
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * std / np.sqrt(len(values)))
     return f"{mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]"
 
 
