@@ -11,7 +11,9 @@ Three launches: the forward (one program per block of query rows: online softmax
 row log-sum-exp, so memory is O(T)); the backward's query pass (dq, da and delta, per query block) and key pass (dk~,
 dv, dn, per key block). Each gradient element is written by one program and summed in a fixed order: no atomics, so
 the same inputs give bitwise the same gradients. Dot operands are in the input dtype (fp16/bf16, or fp32 as IEEE
-fp32 unless torch allows TF32 matmuls), accumulating in fp32; norms, D, S and softmax are fp32.
+fp32 unless torch allows TF32 matmuls), accumulating in fp32; norms, D, S and softmax are fp32. On an NVIDIA GPU
+1 / D is PTX's approximate reciprocal (within 1 ulp; one instruction where a division takes five or six), in the
+interpreter a division.
 
 Masks: a bool keep-mask (B|1, 1|T1, T2) is read tile by tile, so any mask works; before its loop each program scans
 its rows (or key columns) of the mask for the range of kept keys (queries), so padding, causal and chunk masks skip
@@ -23,6 +25,7 @@ from typing import NamedTuple, Optional
 
 import torch
 import triton
+from triton.runtime.jit import JITFunction
 
 from wenet_udps.kernels.reference import DEFAULT_EPS
 from wenet_udps.kernels.triton_udps.jit import udps_bwd_dkv, udps_bwd_dq, udps_fwd
@@ -32,11 +35,12 @@ class Blocks(NamedTuple):
     """Block sizes (rows x keys) and warps of the three launches; fixed (no timing-based autotuning), so a given
     input always runs the same summation order.
 
-    The defaults are the FA2 Triton tutorial's shapes that compile without register spills for sm_90 (d_k=64,
-    bf16/fp16, with and without a per-row mask) under triton 3.6, read off ``cuobjdump -res-usage`` (triton 3.9
-    spills in the dq kernel at these sizes). The key pass runs 4 warps, as the tutorial's backward: with 8 warps and
-    2 stages, triton 3.6 compiled it wrongly for fp16/bf16 without a per-row mask on an H200 (dk~ off by 3.7e-2
-    relative at T=203, fp16; 4 warps, 1 stage or 64x64 blocks gave 2.9e-4; docs/benchmarks.md, 2026-11-26).
+    The defaults are the FA2 Triton tutorial's shapes. The key pass runs 4 warps, as the tutorial's backward: with
+    8 warps and 2 stages, triton 3.6 compiled it wrongly for fp16/bf16 without a per-row mask on an H200 (dk~ off by
+    3.7e-2 relative at T=203, fp16; 4 warps, 1 stage or 64x64 blocks gave 2.9e-4; docs/benchmarks.md, 2026-11-26).
+    At 4 warps it spills registers for sm_90 (d_k=64, bf16: 576-672 bytes a thread under triton 3.6 and 3.9,
+    bench/kernel_sass.py); the forward and the query pass do not. A new default comes from a GPU table that checks
+    each setting before timing it (bench/attention_gpu.py --tune).
     """
     fwd_m: int = 128
     fwd_n: int = 64
@@ -63,6 +67,12 @@ def _precision(dtype: torch.dtype) -> str:
     return "tf32" if dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
+def _fast_reciprocal(x: torch.Tensor) -> bool:
+    """Whether the kernels take 1 / D with PTX's approximate reciprocal: compiled for an NVIDIA GPU, not in the
+    interpreter (which runs no PTX; it takes an exact division) nor on ROCm."""
+    return isinstance(udps_fwd, JITFunction) and x.is_cuda and torch.version.hip is None
+
+
 def _fit(block: int, length: int) -> int:
     """A block size no larger than needed for ``length`` (>= 16, the smallest tl.dot operand)."""
     return min(block, max(16, triton.next_power_of_2(length)))
@@ -84,7 +94,8 @@ class UDPSTritonFunction(torch.autograd.Function):
         udps_fwd[(triton.cdiv(t1, bm), batch * heads)](
             q, k_num, k_norm, v, mask_args[0], out, lse, *_strides(q, 4), *_strides(k_num, 4), *_strides(k_norm, 3),
             *_strides(v, 4), *mask_args[1:4], *_strides(out, 4), heads, t1, t2, d, dv, eps,
-            HAS_MASK=keep is not None, MASK_ROWS=mask_args[4], PRECISION=_precision(q.dtype), BLOCK_M=bm, BLOCK_N=bn,
+            HAS_MASK=keep is not None, MASK_ROWS=mask_args[4], PRECISION=_precision(q.dtype),
+            FAST_RCP=_fast_reciprocal(q), BLOCK_M=bm, BLOCK_N=bn,
             BLOCK_D=_fit(256, d), BLOCK_DV=_fit(256, dv), num_warps=blocks.fwd_warps, num_stages=blocks.stages)
         ctx.save_for_backward(q, k_num, k_norm, v, keep, out, lse)
         ctx.eps, ctx.blocks = eps, blocks
@@ -104,6 +115,7 @@ class UDPSTritonFunction(torch.autograd.Function):
         delta = torch.empty_like(lse)
         mask_args = _mask_args(keep, q)
         common = dict(HAS_MASK=keep is not None, MASK_ROWS=mask_args[4], PRECISION=_precision(q.dtype),
+                      FAST_RCP=_fast_reciprocal(q),
                       BLOCK_D=_fit(256, d), BLOCK_DV=_fit(256, dv), num_stages=blocks.stages)
         inputs = (*_strides(q, 4), *_strides(k_num, 4), *_strides(k_norm, 3), *_strides(v, 4), *mask_args[1:4],
                   *_strides(grad_out, 4))

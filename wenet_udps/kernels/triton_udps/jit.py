@@ -50,31 +50,44 @@ def _kept_rows(m_ptr, smi, smj, j0, T1, T2, MASK_ROWS: tl.constexpr, BLOCK_M: tl
 
 
 @triton.jit
-def _keep(m_ptr, smi, smj, offs_m, offs_n, T1, T2, HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr):
-    """The (rows, keys) keep tile: the mask's entries, or just the bounds without a mask."""
-    inside = (offs_m[:, None] < T1) & (offs_n[None, :] < T2)
+def _keep(m_ptr, smi, smj, rows, keys, T1, T2, HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr):
+    """The keep tile of query positions ``rows`` and key positions ``keys``, one of them a column and the other a row
+    ((M, 1) and (1, N) for a (rows, keys) tile, (1, M) and (N, 1) for the key pass's (keys, rows) tile), so that
+    the tile comes out in the orientation its program computes in, never transposed: the mask's entries, or just the
+    bounds without a mask. A key-only mask is read once per key and broadcast over the rows."""
+    inside = (rows < T1) & (keys < T2)
     if HAS_MASK:
         if MASK_ROWS:
-            tile = tl.load(m_ptr + offs_m[:, None] * smi + offs_n[None, :] * smj, mask=inside, other=0)
-        else:
-            tile = tl.load(m_ptr + offs_n[None, :] * smj + offs_m[:, None] * 0, mask=inside, other=0)
-        return tile != 0
+            tile = tl.load(m_ptr + rows * smi + keys * smj, mask=inside, other=0)
+            return tile != 0
+        col = tl.load(m_ptr + keys * smj, mask=keys < T2, other=0)
+        return (col != 0) & inside
     return inside
 
 
 @triton.jit
-def _scores(q, kt, a, nrm, eps, PRECISION: tl.constexpr):
+def _reciprocal(x, FAST_RCP: tl.constexpr):
+    """1 / x. FAST_RCP: PTX's ``rcp.approx.ftz.f32``, one MUFU instruction (at most 1 ulp off; x >= eps here, so
+    never subnormal), where ``1.0 / x`` compiles to ``div.full.f32``'s five or six; the interpreter runs no PTX."""
+    if FAST_RCP:
+        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    return 1.0 / x
+
+
+@triton.jit
+def _scores(q, kt, a, nrm, eps, PRECISION: tl.constexpr, FAST_RCP: tl.constexpr):
     """S (rows, keys) from q (rows, d) and k~^T (d, keys); also den and 1 / D."""
     num = tl.dot(q, kt, input_precision=PRECISION)
     den = a[:, None] + nrm[None, :]
-    inv = 1.0 / tl.maximum(den * den, eps)
+    inv = _reciprocal(tl.maximum(den * den, eps), FAST_RCP)
     return num * inv, den, inv
 
 
 @triton.jit
 def udps_fwd(Q, K, N, V, M, O, LSE, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb, snh, snn,
                 svb, svh, svn, svd, smb, smi, smj, sob, soh, som, sod, H, T1, T2, D, DV, eps,
-                HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr,
+                HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr, FAST_RCP: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
     i0 = tl.program_id(0) * BLOCK_M
     b = tl.program_id(1) // H
@@ -101,8 +114,8 @@ def udps_fwd(Q, K, N, V, M, O, LSE, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb,
         kt = tl.load(k_ptr + offs_n[None, :] * skn + offs_d[:, None] * skd,
                      mask=(offs_n[None, :] < T2) & (offs_d[:, None] < D), other=0.0)
         nrm = tl.load(n_ptr + offs_n * snn, mask=offs_n < T2, other=0.0)
-        s, den, inv = _scores(q, kt, a, nrm, eps, PRECISION)
-        keep = _keep(m_ptr, smi, smj, offs_m, offs_n, T1, T2, HAS_MASK, MASK_ROWS)
+        s, den, inv = _scores(q, kt, a, nrm, eps, PRECISION, FAST_RCP)
+        keep = _keep(m_ptr, smi, smj, offs_m[:, None], offs_n[None, :], T1, T2, HAS_MASK, MASK_ROWS)
         s = tl.where(keep, s * LOG2E, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         # A row with nothing kept so far keeps m = -inf; subtract 0 there so exp2 gives 0, not NaN.
@@ -125,7 +138,7 @@ def udps_fwd(Q, K, N, V, M, O, LSE, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb,
 @triton.jit
 def udps_bwd_dq(Q, K, N, V, M, O, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb, snh, snn,
                    svb, svh, svn, svd, smb, smi, smj, sob, soh, som, sod, sdb, sdh, sdm, sdd, H, T1, T2, D, DV, eps,
-                   HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr,
+                   HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr, FAST_RCP: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
     i0 = tl.program_id(0) * BLOCK_M
     b = tl.program_id(1) // H
@@ -160,8 +173,8 @@ def udps_bwd_dq(Q, K, N, V, M, O, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, s
         vt = tl.load(v_ptr + offs_n[None, :] * svn + offs_dv[:, None] * svd,
                      mask=(offs_n[None, :] < T2) & (offs_dv[:, None] < DV), other=0.0)
         nrm = tl.load(n_ptr + offs_n * snn, mask=offs_n < T2, other=0.0)
-        s, den, inv = _scores(q, tl.trans(k), a, nrm, eps, PRECISION)
-        keep = _keep(m_ptr, smi, smj, offs_m, offs_n, T1, T2, HAS_MASK, MASK_ROWS)
+        s, den, inv = _scores(q, tl.trans(k), a, nrm, eps, PRECISION, FAST_RCP)
+        keep = _keep(m_ptr, smi, smj, offs_m[:, None], offs_n[None, :], T1, T2, HAS_MASK, MASK_ROWS)
         p = tl.where(keep, tl.math.exp2(s * LOG2E - lse[:, None]), 0.0)
         dp = tl.dot(do, vt, input_precision=PRECISION)
         dn = p * (dp - delta[:, None]) * inv
@@ -175,7 +188,7 @@ def udps_bwd_dq(Q, K, N, V, M, O, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, s
 @triton.jit
 def udps_bwd_dkv(Q, K, N, V, M, DO, LSE, DELTA, DK, DN, DV_, sqb, sqh, sqm, sqd, skb, skh, skn, skd, snb, snh,
                     snn, svb, svh, svn, svd, smb, smi, smj, sob, soh, som, sod, H, T1, T2, D, DV, eps,
-                    HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr,
+                    HAS_MASK: tl.constexpr, MASK_ROWS: tl.constexpr, PRECISION: tl.constexpr, FAST_RCP: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
     """dk~, dv and dn of one key block; DK, DV_ and DN are contiguous (B, H, T2[, .]) outputs."""
     j0 = tl.program_id(0) * BLOCK_N
@@ -211,8 +224,8 @@ def udps_bwd_dkv(Q, K, N, V, M, DO, LSE, DELTA, DK, DN, DV_, sqb, sqh, sqm, sqd,
         qf = q.to(tl.float32)
         a = tl.sqrt(tl.sum(qf * qf, axis=1))
         # Transposed tiles (keys, rows): the sums over rows then run along axis 1.
-        st, den, inv = _scores(k, tl.trans(q), nrm, a, eps, PRECISION)
-        keep = tl.trans(_keep(m_ptr, smi, smj, offs_m, offs_n, T1, T2, HAS_MASK, MASK_ROWS))
+        st, den, inv = _scores(k, tl.trans(q), nrm, a, eps, PRECISION, FAST_RCP)
+        keep = _keep(m_ptr, smi, smj, offs_m[None, :], offs_n[:, None], T1, T2, HAS_MASK, MASK_ROWS)
         pt = tl.where(keep, tl.math.exp2(st * LOG2E - lse[None, :]), 0.0)
         dv += tl.dot(pt.to(do.dtype), do, input_precision=PRECISION)
         dpt = tl.dot(v, tl.trans(do), input_precision=PRECISION)
