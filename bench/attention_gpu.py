@@ -18,7 +18,7 @@ norms captured outside, block mask from the lengths (norm gradients not propagat
 | udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
 
     python bench/attention_gpu.py --out docs/bench_attention_gpu.md
-    python bench/attention_gpu.py --tune      # block sizes / warps of the Triton kernel at one T
+    python bench/attention_gpu.py --tune --T 1024 4096   # block sizes / warps of the Triton kernel, checked
 
 ``--device cpu`` (with ``TRITON_INTERPRET=1``, toy sizes, ``--no-flex``) only dry-runs the same table on the CPU
 (bench/gpu_report.sh --dry_run true): its times are medians of a few ``time.perf_counter`` calls, and peak memory
@@ -37,7 +37,7 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from _harness import ALPHA, make_inputs, step, udps_call, write_table
-from wenet_udps.kernels import triton_udps
+from wenet_udps.kernels import selfcheck, triton_udps
 from wenet_udps.kernels.reference import udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
@@ -141,8 +141,8 @@ def run_table(args) -> List[str]:
     return lines
 
 
-def tune(args) -> List[str]:
-    """fwd+bwd time of Triton block configurations, one launch's settings varied at a time."""
+def block_variants() -> Dict[str, Callable]:
+    """The Triton kernel at its default blocks and with one launch's blocks / warps / stages changed at a time."""
     d = triton_udps.DEFAULT_BLOCKS
     variants = {"default": d}
     for m, n, w, s in [(128, 64, 8, 2), (64, 64, 4, 2), (128, 128, 8, 2), (128, 64, 4, 3), (64, 128, 4, 2)]:
@@ -151,19 +151,57 @@ def tune(args) -> List[str]:
         variants[f"dq {m}x{n} w{w}"] = d._replace(dq_m=m, dq_n=n, dq_warps=w)
     for m, n, w in [(32, 128, 8), (64, 128, 8), (32, 64, 4), (64, 64, 8)]:
         variants[f"dkv {m}x{n} w{w}"] = d._replace(dkv_m=m, dkv_n=n, dkv_warps=w)
-    lines = ["| T | config | fwd ms | fwd+bwd ms |", "|---|---|---|---|"]
+    return {name: _udps_triton(blocks) for name, blocks in variants.items()}
+
+
+def outputs(fn: Callable, q, k, v, grad, mask, lengths) -> List[torch.Tensor]:
+    """The output and the gradients of q, k and v of one forward+backward of ``fn`` on fresh leaves."""
+    leaves = [x.detach().clone().requires_grad_(True) for x in (q, k, v)]
+    out = fn(*leaves, mask, lengths)
+    out.backward(grad)
+    return [out.detach()] + [x.grad for x in leaves]
+
+
+def tune(args, impls: Dict[str, Callable]) -> List[str]:
+    """Each Triton configuration of ``impls`` first checked, then timed. The check compares its output and the
+    gradients of q, k and v with the float32 reference formula on the same (rounded) inputs, within the runtime
+    self-check's tolerance for the dtype: a faster setting is only worth adopting if it computes the right numbers
+    (the key pass at 8 warps miscompiled on an H200, 2026-11-26), so a wrong one is not timed. Last, per T, the
+    fastest right configuration by fwd+bwd time."""
+    dtype = getattr(torch, args.dtypes[0])
+    tol = selfcheck.tolerance(dtype)
+    names = ("out", "q", "k", "v")
+    lines = [f"{args.dtypes[0]}, B={args.batch} H={args.heads} d_k={args.d_k}, key padding mask; checked against the "
+             f"float32 reference (largest relative error of {', '.join(names)}; tolerance {tol:.0e}), then timed.",
+             "", "| T | config | largest error | fwd ms | fwd+bwd ms |", "|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    best = []
     for t in args.T:
-        inputs = make_inputs(args.batch, args.heads, t, args.d_k, getattr(torch, args.dtypes[0]), args.device)
+        inputs = make_inputs(args.batch, args.heads, t, args.d_k, dtype, args.device)
+        wide = [x.float() if x.is_floating_point() else x for x in inputs]
+        ref = outputs(udps_call(udps_attention_reference), *wide)
         flash = (bench(_flash, inputs, False), bench(_flash, inputs, True))
-        lines.append(f"| {t} | flash SDPA | {flash[0]:.3f} | {flash[1]:.3f} |")
-        for name, blocks in variants.items():
+        lines.append(f"| {t} | flash SDPA | - | {flash[0]:.3f} | {flash[1]:.3f} |")
+        print(lines[-1], flush=True)
+        right = {}
+        for name, fn in impls.items():
             try:
-                fn = _udps_triton(blocks)
-                lines.append(f"| {t} | {name} | {bench(fn, inputs, False):.3f} | {bench(fn, inputs, True):.3f} |")
+                errors = selfcheck.rel_errors(outputs(fn, *inputs), ref, names)
+                worst = max(errors, key=errors.get)
+                error = f"{errors[worst]:.1e} ({worst})"
+                if errors[worst] <= tol:
+                    right[name] = bench(fn, inputs, True)
+                    lines.append(f"| {t} | {name} | {error} | {bench(fn, inputs, False):.3f} | {right[name]:.3f} |")
+                else:
+                    lines.append(f"| {t} | {name} | **WRONG: {error}** | not timed | not timed |")
             except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory for a large block
-                lines.append(f"| {t} | {name} | failed: {type(exc).__name__} | |")
+                lines.append(f"| {t} | {name} | failed: {type(exc).__name__} | | |")
             print(lines[-1], flush=True)
-    return lines
+        if right:
+            name = min(right, key=right.get)
+            best.append(f"T={t}: {name}, fwd+bwd {right[name]:.3f} ms ({right[name] / flash[1]:.2f}x flash SDPA"
+                        + (f", {right[name] / right['default']:.2f}x the default)" if "default" in right else ")"))
+    return lines + ["", "Fastest right configuration: " + ("; ".join(best) or "none") + "."]
 
 
 def main() -> None:
@@ -175,12 +213,13 @@ def main() -> None:
     parser.add_argument("--d-k", dest="d_k", type=int, default=64)
     parser.add_argument("--no-flex", dest="flex", action="store_false", help="skip FlexAttention (compiles per T)")
     parser.add_argument("--skip-reference-above", type=int, default=4096)
-    parser.add_argument("--tune", action="store_true", help="time Triton block configurations instead")
+    parser.add_argument("--tune", action="store_true",
+                        help="check, then time, Triton block configurations instead (first --dtypes)")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                         help="cpu: a dry run under TRITON_INTERPRET=1 (see above)")
     parser.add_argument("--out", type=Path, help="write the Markdown table here too")
     args = parser.parse_args()
-    lines = tune(args) if args.tune else run_table(args)
+    lines = tune(args, block_variants()) if args.tune else run_table(args)
     write_table(lines, args.out)
 
 

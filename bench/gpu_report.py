@@ -4,9 +4,9 @@
     python bench/gpu_report.py write --work WORK --out OUT [--dry_run true]
 
 ``write`` reads WORK/parts.tsv (part, exit status, seconds, box) and each part's output: a: the pytest JUnit XML;
-b: bench/gpu_an4.sh's logs, WERs and GPU samples; c, d: the Markdown tables of attention_gpu.py and
-train_step.py; e: data_pipeline.py's JSON. It never fails on a part that is missing or cut short: that part reads
-"not run" or "timed out" and its numbers are absent. No torch import: it runs after every part.
+b: bench/gpu_an4.sh's logs, WERs and GPU samples; c, d, f: the Markdown tables of attention_gpu.py, train_step.py
+and attention_gpu.py --tune; e: data_pipeline.py's JSON. It never fails on a part that is missing or cut short:
+that part reads "not run" or "timed out" and its numbers are absent. No torch import: it runs after every part.
 """
 import argparse
 import datetime
@@ -30,7 +30,8 @@ from wenet_udps.results.peers import read_peer_results  # noqa: E402
 PARTS = {"a": "native kernel tests (pytest -m gpu)", "b": "AN4 on the GPU, both attentions (run.sh stages -1..5)",
          "c": "attention vs flash SDPA (bench/attention_gpu.py)",
          "d": "training step UDPS / scaled-dot (bench/train_step.py)",
-         "e": "data pipeline per worker (bench/data_pipeline.py)"}
+         "e": "data pipeline per worker (bench/data_pipeline.py)",
+         "f": "kernel block configurations, checked then timed (bench/attention_gpu.py --tune)"}
 MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
 # The CPU's numbers of the same model, features and epochs (conf/an4/train_conformer_short.yaml, batch 8, fp32):
 # docs/an4.md, "The default one-hour run from a fresh clone (2026-11-27)", test WER % per mode of MODES.
@@ -226,6 +227,9 @@ def markdown(report: Dict[str, Any]) -> str:
     lines += ["", "| training | audio s per s | workers needed at the AN4 rate |", "|---|---|---|"]
     lines += [f"| {c['what']} | {c['audio_s_per_s']:.0f} | "
               f"{fmt(c['audio_s_per_s'] / per_worker if per_worker else None, '.1f')} |" for c in report["consumes"]]
+    if "f" in parts:  # only run when named
+        lines += ["", "## f. The kernel's block configurations, checked then timed", "",
+                  report["f"].get("table", "no result").strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -238,7 +242,8 @@ def write(work: Path, out: Path, dry_run: bool) -> None:
     env_file = work / "env.json"
     report = {"env": json.loads(env_file.read_text()) if env_file.is_file() else {}, "dry_run": dry_run,
               "parts": parts, "a": part_a(work), "b": part_b(work), "c": part_table(work, "c_attention.md", "c.log"),
-              "d": part_table(work, "d_train_step.md", "d.log"), "e": part_e(work)}
+              "d": part_table(work, "d_train_step.md", "d.log"), "e": part_e(work),
+              "f": part_table(work, "f_tune.md", "f.log")}
     report["consumes"] = consumption(report["b"], report["d"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -11,6 +11,8 @@
 #   c  attention fwd and fwd+bwd against flash SDPA, T 256..4096, bf16 and fp16, peak memory (attention_gpu.py)
 #   d  training step UDPS / scaled-dot, AISHELL Conformer and Transformer, bf16 (train_step.py)
 #   e  data pipeline throughput per worker on AN4's recordings (data_pipeline.py)
+#   f  (only when named: --parts f) the kernel's block configurations, each checked against the reference, then
+#      timed (attention_gpu.py --tune): the evidence a faster setting needs before it becomes the default
 # OUT_DIR gets report.md and report.json (rewritten after every part, so a run cut short still leaves what it
 # measured), logs.tar.gz (every part's log) and nothing else; the data and models stay in --work.
 set -euo pipefail
@@ -22,7 +24,7 @@ an4=                   # holds an4/: the FLAC copy (tools/an4_to_flac.py) or CMU
 wheels=                # installed (pip --target WORK/site) when soundfile, soxr or kaldi-native-fbank is missing;
                        # empty: .device/whl (bench/gpu_carry.sh downloads them)
 work=                  # scratch dir (data, models, logs); empty: a new temporary dir
-parts="a b c d e"      # the parts to run, in this order
+parts="a b c d e"      # the parts to run, in this order (f: only when named)
 boxes=                 # time boxes in seconds, e.g. "a:90 b:250"; empty: the GPU's (or the dry run's) below
 declare -r help_message="Usage: bash bench/gpu_report.sh [options] OUT_DIR"
 . "${_root}/tools/parse_options.sh"
@@ -32,8 +34,8 @@ out=$(realpath -m -- "$1")
 an4=$(realpath -m -- "${an4:-${_root}/.device/an4_flac}")
 wheels=$(realpath -m -- "${wheels:-${_root}/.device/whl}")
 work=$(realpath -m -- "${work:-$(mktemp -d)}")
-for name in ${parts}; do [[ ${name} =~ ^[a-e]$ ]] || die "--parts: unknown part '${name}' (valid: a b c d e)"; done
-for b in ${boxes}; do [[ ${b} =~ ^[a-e]:[0-9]+$ ]] || die "--boxes: '${b}' is not PART:SECONDS (parts a-e)"; done
+for name in ${parts}; do [[ ${name} =~ ^[a-f]$ ]] || die "--parts: unknown part '${name}' (valid: a b c d e f)"; done
+for b in ${boxes}; do [[ ${b} =~ ^[a-f]:[0-9]+$ ]] || die "--boxes: '${b}' is not PART:SECONDS (parts a-f)"; done
 cd "${_root}"
 mkdir -p "${out}" "${work}/logs"
 [[ -d ${an4}/an4 || -d ${an4}/etc ]] || die "--an4 ${an4}: no AN4 tree there (make it with bash bench/gpu_carry.sh)"
@@ -49,17 +51,18 @@ if ! python3 -c "import soundfile, soxr, kaldi_native_fbank" 2> /dev/null; then
 fi
 export PYTHONPATH=${PWD}${site:+:${site}}${PYTHONPATH:+:${PYTHONPATH}}
 
-# Sizes and time boxes (seconds; the GPU's add up to 450 s, so that the whole run stays within 8 minutes). The dry
+# Sizes and time boxes (seconds; the GPU's of a-e add up to 450 s, so that the whole run stays within 8 minutes). The dry
 # run passes the GPU's options too, its toy ones after them (the later value wins), so that a misspelt GPU option
 # fails on the CPU, not on the one GPU run.
-declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20)
+declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20 [f]=150)
 b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
 c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)
 d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3)
 e_opts=(--num_files 300 --num_long 10)
+f_opts=(--T 1024 4096 --dtypes bfloat16)
 if [[ ${dry_run} == true ]]; then
   export TRITON_INTERPRET=1 WENET_UDPS_COMPILE=0
-  box=([a]=120 [b]=400 [c]=120 [d]=120 [e]=60)
+  box=([a]=120 [b]=400 [c]=120 [d]=120 [e]=60 [f]=120)
   tiny="max_epoch=2 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32"
   tiny+=" decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=2"
   # the toy tree is a partial AN4 by design (the GPU's FLAC copy is whole, and held to the published counts)
@@ -68,6 +71,7 @@ if [[ ${dry_run} == true ]]; then
   c_opts+=(--device cpu --T 16 --dtypes float16 --batch 1 --heads 2 --d-k 16)
   d_opts+=(--device cpu --dtype fp32 --confs transformer --batches 1x100 --repeats 1)
   e_opts+=(--num_files 4 --num_long 1)
+  f_opts+=(--device cpu --T 16 --dtypes float16 --batch 1 --heads 2 --d-k 16)
 fi
 for b in ${boxes}; do box[${b%%:*}]=${b#*:}; done
 a_cmd=(python3 -m pytest -m gpu -q -p no:cacheprovider --junitxml "${work}/a_pytest.xml"
@@ -83,6 +87,7 @@ part_command() {  # part_command NAME: the command of part NAME, in the array cm
     d) cmd=(python3 bench/train_step.py --no-decode "${d_opts[@]}" --out "${work}/d_train_step.md") ;;
     e) cmd=(python3 bench/data_pipeline.py --audio_dir "${an4}" --config conf/an4/train_conformer_gpu.yaml
             "${e_opts[@]}" --json "${work}/e_data_pipeline.json") ;;
+    f) cmd=(python3 bench/attention_gpu.py --tune "${f_opts[@]}" --out "${work}/f_tune.md") ;;
   esac
 }
 

@@ -94,3 +94,15 @@ def test_a_benchmark_cut_short_still_reports_the_rows_it_printed(tmp_path):
     md = (out / "report.md").read_text()
     assert "(cut short: the rows measured)" in md and "| bfloat16 | 256 | udps triton | 0.030 | 3.00 |" in md
     assert "| b | AN4 on the GPU, both attentions (run.sh stages -1..5) | not run | - |" in md
+
+
+def test_part_f_runs_only_when_named_and_reports_the_checked_configurations(tmp_path, flac_an4):
+    report, md = gpu_report(tmp_path, flac_an4, "--parts", "f")
+    assert report["parts"]["f"]["status"] == "ok"
+    rows = report["f"]["rows"]
+    assert rows[0]["config"] == "flash SDPA" and {"default", "dkv 32x64 w4"} <= {r["config"] for r in rows}
+    assert all("WRONG" not in r["largest error"] for r in rows)
+    assert "## f. The kernel's block configurations, checked then timed" in md
+    assert "Fastest right configuration: T=16: " in md
+    report, md = gpu_report(tmp_path, flac_an4, "--parts", "e")
+    assert "f" not in report["parts"] and "## f." not in md

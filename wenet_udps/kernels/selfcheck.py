@@ -13,7 +13,7 @@ benchmark the kernel itself); ``WENET_UDPS_KERNEL=reference`` runs the reference
 import logging
 import os
 import warnings
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -87,10 +87,11 @@ def _run(kernel: Callable, leaves: List[torch.Tensor], mask, grad) -> List[torch
     return [out.detach()] + [x.grad for x in leaves]
 
 
-def rel_errors(got: List[torch.Tensor], ref: List[torch.Tensor]) -> Dict[str, float]:
-    """Relative Frobenius error per tensor (out, then the gradients); inf where ``got`` is not finite."""
+def rel_errors(got: List[torch.Tensor], ref: List[torch.Tensor],
+               names: Sequence[str] = ("out",) + GRADS) -> Dict[str, float]:
+    """Relative Frobenius error per tensor, by ``names`` (out, then the gradients); inf where ``got`` is not finite."""
     errors = {}
-    for name, g, r in zip(("out",) + GRADS, got, ref):
+    for name, g, r in zip(names, got, ref):
         g, r = g.double().cpu(), r.double().cpu()
         finite = bool(torch.isfinite(g).all())
         errors[name] = ((g - r).norm() / r.norm().clamp_min(1e-30)).item() if finite else float("inf")
