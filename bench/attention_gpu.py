@@ -151,6 +151,9 @@ def block_variants() -> Dict[str, Callable]:
         variants[f"dq {m}x{n} w{w}"] = d._replace(dq_m=m, dq_n=n, dq_warps=w)
     for m, n, w in [(32, 128, 8), (64, 128, 8), (32, 64, 4), (64, 64, 8)]:
         variants[f"dkv {m}x{n} w{w}"] = d._replace(dkv_m=m, dkv_n=n, dkv_warps=w)
+    # The key pass without register spills for sm_90 (bench/kernel_sass.py): 8 warps at 1 stage, which gave the right
+    # dk~ where 8 warps at 2 stages miscompiled (H200, triton 3.6, 2026-11-26).
+    variants["dkv 32x128 w8 s1"] = d._replace(dkv_warps=8, dkv_stages=1)
     return {name: _udps_triton(blocks) for name, blocks in variants.items()}
 
 

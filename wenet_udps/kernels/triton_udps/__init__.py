@@ -52,6 +52,7 @@ class Blocks(NamedTuple):
     dkv_n: int = 128
     dkv_warps: int = 4
     stages: int = 2
+    dkv_stages: Optional[int] = None  # the key pass's own pipeline depth; None: ``stages``
 
 
 DEFAULT_BLOCKS = Blocks()
@@ -116,18 +117,19 @@ class UDPSTritonFunction(torch.autograd.Function):
         mask_args = _mask_args(keep, q)
         common = dict(HAS_MASK=keep is not None, MASK_ROWS=mask_args[4], PRECISION=_precision(q.dtype),
                       FAST_RCP=_fast_reciprocal(q),
-                      BLOCK_D=_fit(256, d), BLOCK_DV=_fit(256, dv), num_stages=blocks.stages)
+                      BLOCK_D=_fit(256, d), BLOCK_DV=_fit(256, dv))
         inputs = (*_strides(q, 4), *_strides(k_num, 4), *_strides(k_norm, 3), *_strides(v, 4), *mask_args[1:4],
                   *_strides(grad_out, 4))
         bm, bn = _fit(blocks.dq_m, t1), _fit(blocks.dq_n, t2)
         # The query pass first: it also writes delta, which the key pass reads.
         udps_bwd_dq[(triton.cdiv(t1, bm), batch * heads)](
             q, k_num, k_norm, v, mask_args[0], out, grad_out, lse, delta, dq, *inputs, *_strides(out, 4), heads, t1,
-            t2, d, dv, eps, BLOCK_M=bm, BLOCK_N=bn, num_warps=blocks.dq_warps, **common)
+            t2, d, dv, eps, BLOCK_M=bm, BLOCK_N=bn, num_warps=blocks.dq_warps, num_stages=blocks.stages, **common)
         bm, bn = _fit(blocks.dkv_m, t1), _fit(blocks.dkv_n, t2)
         udps_bwd_dkv[(triton.cdiv(t2, bn), batch * heads)](
             q, k_num, k_norm, v, mask_args[0], grad_out, lse, delta, dk, dn, dvv, *inputs, heads, t1, t2, d, dv, eps,
-            BLOCK_M=bm, BLOCK_N=bn, num_warps=blocks.dkv_warps, **common)
+            BLOCK_M=bm, BLOCK_N=bn, num_warps=blocks.dkv_warps,
+            num_stages=blocks.stages if blocks.dkv_stages is None else blocks.dkv_stages, **common)
         return dq, dk, dn, dvv, None, None, None
 
 
