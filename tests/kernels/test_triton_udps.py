@@ -10,7 +10,7 @@ import pytest
 import torch
 
 # The interpreter of triton < 3.9 fails on these kernels (GPU compilation was checked under 3.6 and 3.9).
-pytest.importorskip("triton", minversion="3.9" if os.environ.get("TRITON_INTERPRET") == "1" else None)
+triton = pytest.importorskip("triton", minversion="3.9" if os.environ.get("TRITON_INTERPRET") == "1" else None)
 
 from wenet_udps.kernels import dispatch, triton_udps  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
@@ -89,6 +89,18 @@ def test_float32_matches_reference(backend, case):
     mask = make_mask()
     q, k, v, alpha = make_inputs(batch, heads, t1, t2, d, k_batch=1 if keys_batch_one else None)
     _check(backend, q, k, v, alpha, mask, torch.float32, 1e-5)
+
+
+@pytest.mark.parametrize("case", ["padding, an empty utterance", "non-prefix key mask", "mask of batch 1, one query"])
+def test_a_padding_mask_scanned_in_several_chunks(backend, monkeypatch, case):
+    """A program reads a one-row mask for its range of kept keys KEY_SCAN keys at a time (1024): here 16, so that the
+    short cases span several chunks, the last one past the keys."""
+    if backend[1] != "cpu":
+        pytest.skip("the interpreter reads KEY_SCAN at each call; a compiled kernel has it built in")
+    monkeypatch.setattr(triton_udps.jit, "KEY_SCAN", triton.language.constexpr(16))
+    batch, heads, t1, t2, d, make_mask, _ = CASES[case]
+    torch.manual_seed(1)
+    _check(backend, *make_inputs(batch, heads, t1, t2, d), make_mask(), torch.float32, 1e-5)
 
 
 @pytest.mark.parametrize("case", ["padding, an empty utterance", "causal and padding (B, T1, T2)",

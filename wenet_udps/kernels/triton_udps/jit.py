@@ -4,25 +4,32 @@ import triton
 import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)
+KEY_SCAN = tl.constexpr(1024)  # keys per load when a program scans a padding mask for its range
 
 
 @triton.jit
 def _kept_range(m_ptr, smi, smj, i0, T1, T2, MASK_ROWS: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr):
     """(lo, hi): the keys kept by any of the rows i0:i0+BLOCK_M (lo = T2, hi = 0 when none)."""
-    offs_m = i0 + tl.arange(0, BLOCK_M)
     lo = tl.full([], 0, tl.int32) + T2
     hi = tl.full([], 0, tl.int32)
-    for j0 in range(0, T2, BLOCK_N):
-        offs_n = j0 + tl.arange(0, BLOCK_N)
-        if MASK_ROWS:
+    if MASK_ROWS:
+        offs_m = i0 + tl.arange(0, BLOCK_M)
+        for j0 in range(0, T2, BLOCK_N):
+            offs_n = j0 + tl.arange(0, BLOCK_N)
             tile = tl.load(m_ptr + offs_m[:, None] * smi + offs_n[None, :] * smj,
                            mask=(offs_m[:, None] < T1) & (offs_n[None, :] < T2), other=0)
             col = tl.max(tile.to(tl.int32), axis=0)
-        else:
+            lo = tl.minimum(lo, tl.min(tl.where(col > 0, offs_n, T2), axis=0))
+            hi = tl.maximum(hi, tl.max(tl.where(col > 0, offs_n + 1, 0), axis=0))
+    else:
+        # One mask row for every query (padding): read in chunks of KEY_SCAN keys, not of BLOCK_N, since each
+        # chunk is a round trip to memory before the loop over scores can start (4096 keys: 4 chunks, not 64-128).
+        for j0 in range(0, T2, KEY_SCAN):
+            offs_n = j0 + tl.arange(0, KEY_SCAN)
             col = tl.load(m_ptr + offs_n * smj, mask=offs_n < T2, other=0).to(tl.int32)
-        lo = tl.minimum(lo, tl.min(tl.where(col > 0, offs_n, T2), axis=0))
-        hi = tl.maximum(hi, tl.max(tl.where(col > 0, offs_n + 1, 0), axis=0))
+            lo = tl.minimum(lo, tl.min(tl.where(col > 0, offs_n, T2), axis=0))
+            hi = tl.maximum(hi, tl.max(tl.where(col > 0, offs_n + 1, 0), axis=0))
     return lo, hi
 
 
