@@ -1,7 +1,7 @@
 """bench/kernel_sass.py compiles the Triton kernels for an H100/H200 (sm_90) without a GPU, as a real launch would
 specialise them, and reads their SASS: each launch's loop costs about two MUFU instructions per score (exp2 and the
 reciprocal of the UDPS denominator), and on the GPU path the reciprocal is the one-instruction approximate one, not
-a division (which compiles to five or six instructions, about seven more per score in the forward)."""
+a division (which compiles to eight instructions, seven more per score in the forward)."""
 import os
 import subprocess
 import sys

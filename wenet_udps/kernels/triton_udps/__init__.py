@@ -12,7 +12,7 @@ row log-sum-exp, so memory is O(T)); the backward's query pass (dq, da and delta
 dv, dn, per key block). Each gradient element is written by one program and summed in a fixed order: no atomics, so
 the same inputs give bitwise the same gradients. Dot operands are in the input dtype (fp16/bf16, or fp32 as IEEE
 fp32 unless torch allows TF32 matmuls), accumulating in fp32; norms, D, S and softmax are fp32. On an NVIDIA GPU
-1 / D is PTX's approximate reciprocal (within 1 ulp; one instruction where a division takes five or six), in the
+1 / D is PTX's approximate reciprocal (within 1 ulp; one instruction where a division takes eight), in the
 interpreter a division.
 
 Masks: a bool keep-mask (B|1, 1|T1, T2) is read tile by tile, so any mask works; before its loop each program scans

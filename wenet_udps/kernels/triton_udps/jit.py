@@ -75,7 +75,7 @@ def _keep(m_ptr, smi, smj, rows, keys, T1, T2, HAS_MASK: tl.constexpr, MASK_ROWS
 @triton.jit
 def _reciprocal(x, FAST_RCP: tl.constexpr):
     """1 / x. FAST_RCP: PTX's ``rcp.approx.ftz.f32``, one MUFU instruction (at most 1 ulp off; x >= eps here, so
-    never subnormal), where ``1.0 / x`` compiles to ``div.full.f32``'s five or six; the interpreter runs no PTX."""
+    never subnormal), where ``1.0 / x`` compiles to ``div.full.f32``'s eight; the interpreter runs no PTX."""
     if FAST_RCP:
         return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
                                          is_pure=True, pack=1)
