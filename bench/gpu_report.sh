@@ -51,9 +51,9 @@ if ! python3 -c "import soundfile, soxr, kaldi_native_fbank" 2> /dev/null; then
 fi
 export PYTHONPATH=${PWD}${site:+:${site}}${PYTHONPATH:+:${PYTHONPATH}}
 
-# Sizes and time boxes (seconds; the GPU's of a-e add up to 450 s, so that the whole run stays within 8 minutes). The dry
-# run passes the GPU's options too, its toy ones after them (the later value wins), so that a misspelt GPU option
-# fails on the CPU, not on the one GPU run.
+# Sizes and time boxes (seconds; the GPU's of a-e add up to 450 s, so that the whole run stays within 8 minutes).
+# The dry run passes the GPU's options too, its toy ones after them (the later value wins), so that a misspelt GPU
+# option fails on the CPU, not on the one GPU run.
 declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20 [f]=150)
 b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
 c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)

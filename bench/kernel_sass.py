@@ -83,13 +83,17 @@ def compile_launch(fn, args: Dict, options: Dict, arch: int):
                           options=options)
 
 
-def sass_loop_mix(cubin: bytes) -> Tuple[collections.Counter, int]:
-    """Instruction counts (one thread) of the innermost loop holding tensor-core instructions, and its length."""
+def _run_on(tool: str, cubin: bytes, *options: str) -> str:
+    """The output of one of the wheel's CUDA binary tools (nvdisasm, cuobjdump) on ``cubin``."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        sass = subprocess.run([str(BIN / "nvdisasm"), "-c", f.name], capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+        return subprocess.run([str(BIN / tool), *options, f.name], capture_output=True, text=True, check=True).stdout
+
+
+def sass_loop_mix(cubin: bytes) -> Tuple[collections.Counter, int]:
+    """Instruction counts (one thread) of the innermost loop holding tensor-core instructions, and its length."""
+    sass = _run_on("nvdisasm", cubin, "-c").splitlines()
     labels, instructions = {}, []
     for i, line in enumerate(sass):
         m = re.match(r"^\s*(\.L_x_\d+):", line)
@@ -113,11 +117,7 @@ def sass_loop_mix(cubin: bytes) -> Tuple[collections.Counter, int]:
 
 def resources(kernel) -> Dict[str, int]:
     """Registers per thread, spilled bytes per thread, shared memory (static and dynamic) bytes per program."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        text = subprocess.run([str(BIN / "cuobjdump"), "-res-usage", f.name], capture_output=True, text=True,
-                              check=True).stdout
+    text = _run_on("cuobjdump", kernel.asm["cubin"], "-res-usage")
     usage = {k: int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", text)}
     return {"regs": usage.get("REG", 0), "spill": usage.get("STACK", 0) + usage.get("LOCAL", 0),
             "shared": usage.get("SHARED", 0) + kernel.metadata.shared}
@@ -174,10 +174,9 @@ def main() -> None:
         flop = sum(n * 2 * int(m.group(1)) * int(m.group(2)) * int(m.group(3)) * threads
                    / (128 if op.startswith("HGMMA") else 32)
                    for op, n in ops.items() for m in [re.search(r"(\d+)x(\d+)x(\d+)", op)] if m)
-        # The scores one pass of the loop body covers, from its tensor work: the compiler may unroll the loop over
-        # tiles, so one pass can hold two tiles' products.
-        tile = launch_args["BLOCK_M"] * launch_args["BLOCK_N"]
-        scores = tile * flop / (DOTS[fn.__name__] * 2 * tile * launch_args["BLOCK_D"])
+        # The scores one pass of the loop body covers, from its tensor work (each score takes DOTS products of head
+        # dim length): the compiler may unroll the loop over tiles, so one pass can hold two tiles' products.
+        scores = flop / (DOTS[fn.__name__] * 2 * launch_args["BLOCK_D"])
         per = threads / scores  # thread-instructions per score, per instruction of the loop
         print(f"| {fn.__name__} | {launch_args['BLOCK_M']}x{launch_args['BLOCK_N']} x {options['num_warps']} | "
               f"{res['regs']} | {res['spill']} | {res['shared'] / 1024:.0f} | "

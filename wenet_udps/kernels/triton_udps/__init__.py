@@ -68,10 +68,13 @@ def _precision(dtype: torch.dtype) -> str:
     return "tf32" if dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
 
 
+# The kernels take 1 / D with PTX's approximate reciprocal where they are compiled for an NVIDIA GPU: not in the
+# interpreter (which runs no PTX; it takes an exact division), nor on ROCm.
+_PTX = isinstance(udps_fwd, JITFunction) and torch.version.hip is None
+
+
 def _fast_reciprocal(x: torch.Tensor) -> bool:
-    """Whether the kernels take 1 / D with PTX's approximate reciprocal: compiled for an NVIDIA GPU, not in the
-    interpreter (which runs no PTX; it takes an exact division) nor on ROCm."""
-    return isinstance(udps_fwd, JITFunction) and x.is_cuda and torch.version.hip is None
+    return _PTX and x.is_cuda
 
 
 def _fit(block: int, length: int) -> int:
