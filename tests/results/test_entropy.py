@@ -1,5 +1,4 @@
 """wenet_udps.results.entropy: attention entropy per site over seeds, each group paired with scaled-dot seed by seed."""
-import pytest
 
 from wenet_udps.results import entropy
 
@@ -29,10 +28,3 @@ def test_without_a_group_of_two_seeds_there_is_no_table_and_the_tsv_lists_every_
     lines = entropy.tsv(runs).splitlines()
     assert lines[0] == "exp\tsite\thead\tnats" and len(lines) == 1 + 2 * 2 * 2
     assert lines[1] == "x_scaled_dot_seed1\tenc.0\t0\t1.900000"
-
-
-def test_t_interval():
-    assert entropy.t_interval([1.0]) == "+1.000"
-    low, high = entropy.t_interval([0.0, 1.0, 2.0, 3.0]).split("[")[1].rstrip("]").split(", ")
-    assert float(low) == pytest.approx(1.5 - 3.182446 * 1.290994 / 2, abs=1e-3)
-    assert float(high) == pytest.approx(1.5 + 3.182446 * 1.290994 / 2, abs=1e-3)

@@ -2,6 +2,7 @@
 import pytest
 
 from wenet_udps.results.seeds import group_by_seed, sign_counts
+from wenet_udps.scoring.significance import t_interval
 
 
 def test_group_by_seed_keeps_only_seeded_names():
@@ -14,9 +15,12 @@ def test_sign_counts_count_each_seed_and_each_speaker_seed_pair_once():
     utt2spk = {"a1": "A", "a2": "A", "b1": "B"}
     baseline = [{"a1": (2, 4), "a2": (2, 4), "b1": (0, 4)}, {"a1": (2, 4), "a2": (2, 4), "b1": (3, 4)}]
     system = [{"a1": (1, 4), "a2": (1, 4), "b1": (3, 4)}, {"a1": (1, 4), "a2": (2, 4), "b1": (2, 4)}]
-    assert sign_counts(baseline, system) == "lower in 1 of 2 seeds, sign test p = 1"
-    assert sign_counts(baseline, system, utt2spk) == ("lower in 1 of 2 seeds, sign test p = 1; lower in 3 of 4 "
-                                                      "speaker-seed pairs, sign test p = 0.625")
+    # per seed: +8.33 (33.33 -> 41.67 %) and -16.67 (58.33 -> 41.67 %)
+    per_seed = f"per-seed mean {t_interval([25 / 3, -50 / 3], digits=2)} (t-interval over seeds); "
+    assert per_seed.startswith("per-seed mean -4.17 [")
+    assert sign_counts(baseline, system) == per_seed + "lower in 1 of 2 seeds, sign test p = 1"
+    assert sign_counts(baseline, system, utt2spk) == (per_seed + "lower in 1 of 2 seeds, sign test p = 1; lower in "
+                                                      "3 of 4 speaker-seed pairs, sign test p = 0.625")
 
 
 @pytest.mark.parametrize("utt2spk", [None, {}, {"a1": "A", "b1": "A"}])

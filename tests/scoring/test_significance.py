@@ -82,3 +82,11 @@ def test_over_seeds_gives_mean_sample_std_and_every_seed():
     assert significance.over_seeds({7: 1.234}) == "1.23 (one seed: 7: 1.23)"
     with pytest.raises(ValueError, match="no seeds"):
         significance.over_seeds({})
+
+
+def test_t_interval_is_the_mean_with_its_t_distribution_half_width():
+    assert significance.t_interval([1.0]) == "+1.000"
+    assert significance.t_interval([0.5, 1.5], digits=2).startswith("+1.00 [")
+    low, high = significance.t_interval([0.0, 1.0, 2.0, 3.0]).split("[")[1].rstrip("]").split(", ")
+    assert float(low) == pytest.approx(1.5 - 3.182446 * 1.290994 / 2, abs=1e-3)
+    assert float(high) == pytest.approx(1.5 + 3.182446 * 1.290994 / 2, abs=1e-3)

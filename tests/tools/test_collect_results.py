@@ -206,8 +206,8 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     line = next(x for x in text.splitlines() if x.startswith("- test, attention:"))
     assert "c_udps 25.00 % vs c_scaled_dot 75.00 %: significantly lower" in line and "30 utterances x 2 seeds" in line
     # each training and each voice counted once: 2 seeds, 2 speakers x 2 seeds
-    assert line.endswith("; c_udps lower in 2 of 2 seeds, sign test p = 0.5; lower in 4 of 4 speaker-seed pairs, "
-                         "sign test p = 0.125")
+    assert line.endswith("; c_udps per-seed mean -50.00 [-50.00, -50.00] (t-interval over seeds); lower in 2 of 2 "
+                         "seeds, sign test p = 0.5; lower in 4 of 4 speaker-seed pairs, sign test p = 0.125")
     # a word-scored corpus: the same test on the letters, ONE (3 of 15 letters) against ONETWOTHREE (11)
     cer = text[text.index("The same on the letter CER"):].splitlines()
     line = next(x for x in cer if x.startswith("- test, attention:"))

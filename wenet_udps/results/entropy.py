@@ -9,10 +9,9 @@ the seeds, and the sign test over the seeds (< 0: the group's attention is sharp
 from typing import Dict, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
-from wenet_udps.scoring.significance import mean_std, sign_count
+from wenet_udps.scoring.significance import mean_std, sign_count, t_interval
 
 Entropy = Mapping[str, Mapping[str, Sequence[float]]]  # experiment -> site -> entropy per head (nats)
 
@@ -24,15 +23,6 @@ def tsv(entropy: Entropy) -> str:
         for site, heads in sites.items():
             lines += [f"{exp}\t{site}\t{h}\t{value:.6f}" for h, value in enumerate(heads)]
     return "\n".join(lines) + "\n"
-
-
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> str:
-    """``mean [low, high]`` of ``values`` by the t-distribution (one value: the mean alone)."""
-    mean, std = mean_std(values)
-    if len(values) < 2:
-        return f"{mean:+.3f}"
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * std / np.sqrt(len(values)))
-    return f"{mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]"
 
 
 def site_means(entropy: Entropy) -> Dict[str, Dict[str, float]]:

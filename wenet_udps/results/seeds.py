@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_count, utterance_errors
+from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_count, t_interval, utterance_errors
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import score
@@ -47,10 +47,15 @@ def seeds_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rat
 
 def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
                 utt2spk: Optional[Mapping[str, str]] = None) -> str:
-    """In how many seeds (runs paired in order) the system's pooled error rate is lower, and with ``utt2spk`` in how
-    many speaker-seed pairs: the utterance-level test pools the seeds and voices, these counts show whether one seed
-    or one voice carries a difference (loso.py's fold-seed count, for a fixed test set)."""
-    text = sign_count([rate(s) - rate(b) for b, s in zip(baseline, system)], "seeds")
+    """The per-seed differences of the pooled error rate (system - baseline, runs paired in order): their mean with
+    its 95 % t-interval over the seeds and in how many the system is lower; with ``utt2spk``, in how many
+    speaker-seed pairs. The utterance-level test pools the seeds and voices and holds the seeds fixed; these show
+    whether one seed or one voice carries a difference, and how far a new set of seeds could move it (loso.py's
+    fold-seed count, for a fixed test set)."""
+    per_seed = [rate(s) - rate(b) for b, s in zip(baseline, system)]
+    text = sign_count(per_seed, "seeds")
+    if len(per_seed) > 1:
+        text = f"per-seed mean {t_interval(per_seed, digits=2)} (t-interval over seeds); {text}"
     speakers = sorted({utt2spk.get(key, "?") for key in baseline[0]}) if utt2spk and baseline else []
     if len(speakers) > 1:
         def of(errors: Errors, spk: str) -> Dict[str, Tuple[int, int]]:

@@ -78,6 +78,17 @@ def over_seeds(rates: Mapping[int, float]) -> str:
     return f"{mean:.2f} ± {std:.2f} (seeds {per_seed})"
 
 
+def t_interval(values: Sequence[float], confidence: float = 0.95, digits: int = 3) -> str:
+    """``mean [low, high]`` of ``values`` (one per training) by the t-distribution (one value: the mean alone). Over
+    per-seed differences this is the interval a new set of training seeds would be expected in, on the same test
+    set; the utterance bootstrap of :func:`compare` treats the seeds as fixed and the utterances as the sample."""
+    mean, std = mean_std(values)
+    if len(values) < 2:
+        return f"{mean:+.{digits}f}"
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * std / np.sqrt(len(values)))
+    return f"{mean:+.{digits}f} [{mean - half:+.{digits}f}, {mean + half:+.{digits}f}]"
+
+
 def sign_count(diffs: Sequence[float], unit: str) -> str:
     """In how many trainings a system is lower (``diffs``: system - baseline, one per training) and the two-sided
     sign test (ties left out). Unlike the utterance-level test this counts each training once, so seed-to-seed
