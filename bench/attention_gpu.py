@@ -141,12 +141,15 @@ def run_table(args) -> List[str]:
     return lines
 
 
-def block_variants() -> Dict[str, Callable]:
-    """The Triton kernel at its default blocks and with one launch's blocks / warps / stages changed at a time."""
+def block_variants() -> Dict[str, triton_udps.Blocks]:
+    """The Triton kernel's default blocks, and the same with one launch's blocks / warps / stages changed at a time
+    (named by the launch: ``fwd``, ``dq`` or ``dkv``)."""
     d = triton_udps.DEFAULT_BLOCKS
     variants = {"default": d}
     for m, n, w, s in [(128, 64, 8, 2), (64, 64, 4, 2), (128, 128, 8, 2), (128, 64, 4, 3), (64, 128, 4, 2)]:
-        variants[f"fwd {m}x{n} w{w} s{s}"] = d._replace(fwd_m=m, fwd_n=n, fwd_warps=w, stages=s)
+        # stages is the forward's and the query pass's depth: the key pass keeps the default's
+        variants[f"fwd {m}x{n} w{w} s{s}"] = d._replace(fwd_m=m, fwd_n=n, fwd_warps=w, stages=s,
+                                                        dkv_stages=_dkv_stages(d))
     for m, n, w in [(128, 64, 8), (64, 32, 4), (128, 32, 8), (32, 64, 4)]:
         variants[f"dq {m}x{n} w{w}"] = d._replace(dq_m=m, dq_n=n, dq_warps=w)
     for m, n, w in [(32, 128, 8), (64, 128, 8), (32, 64, 4), (64, 64, 8)]:
@@ -154,7 +157,36 @@ def block_variants() -> Dict[str, Callable]:
     # The key pass without register spills for sm_90 (bench/kernel_sass.py): 8 warps at 1 stage, which gave the right
     # dk~ where 8 warps at 2 stages miscompiled (H200, triton 3.6, 2026-11-26).
     variants["dkv 32x128 w8 s1"] = d._replace(dkv_warps=8, dkv_stages=1)
-    return {name: _udps_triton(blocks) for name, blocks in variants.items()}
+    return variants
+
+
+# The Blocks fields each launch reads (``stages`` is the query pass's too; :func:`combined` keeps it with the forward).
+LAUNCH_FIELDS = {"fwd": ("fwd_m", "fwd_n", "fwd_warps", "stages"), "dq": ("dq_m", "dq_n", "dq_warps"),
+                 "dkv": ("dkv_m", "dkv_n", "dkv_warps", "dkv_stages")}
+
+
+def _dkv_stages(blocks: triton_udps.Blocks) -> int:
+    return blocks.stages if blocks.dkv_stages is None else blocks.dkv_stages
+
+
+def combined(variants: Dict[str, triton_udps.Blocks], times: Dict[str, float]) -> triton_udps.Blocks:
+    """The default with each launch's fields taken from the fastest timed variant of that launch (``times``: name ->
+    fwd+bwd ms of the variants that were checked and timed; the default competes in every launch)."""
+    out = variants["default"]._replace(dkv_stages=_dkv_stages(variants["default"]))
+    for launch, fields in LAUNCH_FIELDS.items():
+        timed = [n for n in times if n == "default" or n.startswith(launch + " ")]
+        best = variants[min(timed, key=times.get)]
+        best = best._replace(dkv_stages=_dkv_stages(best))
+        out = out._replace(**{f: getattr(best, f) for f in fields})
+    return out
+
+
+def describe(blocks: triton_udps.Blocks) -> str:
+    """``Blocks(...)`` with only the fields that differ from the default: what adopting the setting changes."""
+    d = triton_udps.DEFAULT_BLOCKS._replace(dkv_stages=_dkv_stages(triton_udps.DEFAULT_BLOCKS))
+    changed = [f"{f}={v}" for f, v in blocks._replace(dkv_stages=_dkv_stages(blocks))._asdict().items()
+               if getattr(d, f) != v]
+    return f"Blocks({', '.join(changed)})"
 
 
 def outputs(fn: Callable, q, k, v, grad, mask, lengths) -> List[torch.Tensor]:
@@ -165,12 +197,14 @@ def outputs(fn: Callable, q, k, v, grad, mask, lengths) -> List[torch.Tensor]:
     return [out.detach()] + [x.grad for x in leaves]
 
 
-def tune(args, impls: Dict[str, Callable]) -> List[str]:
-    """Each Triton configuration of ``impls`` first checked, then timed. The check compares its output and the
-    gradients of q, k and v with the float32 reference formula on the same (rounded) inputs, within the runtime
-    self-check's tolerance for the dtype: a faster setting is only worth adopting if it computes the right numbers
-    (the key pass at 8 warps miscompiled on an H200, 2026-11-26), so a wrong one is not timed. Last, per T, the
-    fastest right configuration by fwd+bwd time."""
+def tune(args, variants: Dict[str, triton_udps.Blocks], kernel: Callable = _udps_triton) -> List[str]:
+    """Each block configuration of ``variants`` (``kernel`` makes its attention call) first checked, then timed. The
+    check compares its output and the gradients of q, k and v with the float32 reference formula on the same
+    (rounded) inputs, within the runtime self-check's tolerance for the dtype: a faster setting is only worth
+    adopting if it computes the right numbers (the key pass at 8 warps miscompiled on an H200, 2026-11-26), so a
+    wrong one is not timed. Per T, the fastest right setting of each launch together (:func:`combined`) is checked
+    and timed too, since that is what a new default would run; last, per T, the fastest right configuration, with
+    the ``Blocks`` fields that adopting it changes."""
     dtype = getattr(torch, args.dtypes[0])
     tol = selfcheck.tolerance(dtype)
     names = ("out", "q", "k", "v")
@@ -186,9 +220,12 @@ def tune(args, impls: Dict[str, Callable]) -> List[str]:
         flash = (bench(_flash, inputs, False), bench(_flash, inputs, True))
         lines.append(f"| {t} | flash SDPA | - | {flash[0]:.3f} | {flash[1]:.3f} |")
         print(lines[-1], flush=True)
-        right = {}
-        for name, fn in impls.items():
+        right: Dict[str, float] = {}
+        configs = dict(variants)
+
+        def check_and_time(name: str) -> None:
             try:
+                fn = kernel(configs[name])
                 errors = selfcheck.rel_errors(outputs(fn, *inputs), ref, names)
                 worst = max(errors, key=errors.get)
                 error = f"{errors[worst]:.1e} ({worst})"
@@ -200,9 +237,18 @@ def tune(args, impls: Dict[str, Callable]) -> List[str]:
             except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory for a large block
                 lines.append(f"| {t} | {name} | failed: {type(exc).__name__} | | |")
             print(lines[-1], flush=True)
+
+        for name in variants:
+            check_and_time(name)
+        if "default" in right:
+            together = combined(variants, right)
+            if describe(together) not in {describe(b) for n, b in variants.items() if n in right}:
+                configs["combined"] = together
+                check_and_time("combined")
         if right:
             name = min(right, key=right.get)
-            best.append(f"T={t}: {name}, fwd+bwd {right[name]:.3f} ms ({right[name] / flash[1]:.2f}x flash SDPA"
+            best.append(f"T={t}: {name} = {describe(configs[name])}, fwd+bwd {right[name]:.3f} ms "
+                        f"({right[name] / flash[1]:.2f}x flash SDPA"
                         + (f", {right[name] / right['default']:.2f}x the default)" if "default" in right else ")"))
     return lines + ["", "Fastest right configuration: " + ("; ".join(best) or "none") + "."]
 
