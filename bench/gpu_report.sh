@@ -57,7 +57,7 @@ export PYTHONPATH=${PWD}${site:+:${site}}${PYTHONPATH:+:${PYTHONPATH}}
 declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20 [f]=150)
 b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
 c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)
-d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3)
+d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3 --profile)
 e_opts=(--num_files 300 --num_long 10)
 f_opts=(--T 1024 4096 --dtypes bfloat16)
 if [[ ${dry_run} == true ]]; then

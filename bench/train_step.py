@@ -12,6 +12,7 @@ decoder step, since the two untrained models stop the beam search after differen
 
     python bench/train_step.py --out docs/bench_train_step.md
     python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
+    python bench/train_step.py --device cuda --dtype bf16 --confs conformer --no-decode --profile  # where it goes
     python bench/train_step.py --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
     python bench/train_step.py --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
         --threads 1 --clock cpu        # real batches: the shortest, median and longest 8 utterances of the list
@@ -27,6 +28,7 @@ targets the real transcripts), 8 a batch as training sorts them: the shortest, t
 duration; the models then output the conf's vocabulary (its units file must exist: run.sh stages 0-3).
 """
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -47,6 +49,7 @@ from wenet_udps.config import read_conf  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
 
 from _harness import NEIGHBOURS, neighbour  # noqa: E402
+from _step_profile import profile_rows  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
          "transformer": ROOT / "conf/aishell/train_transformer.yaml",
@@ -176,6 +179,12 @@ def bench_conf(name: str, args) -> List[str]:
             rows.append(f"| {name} | train step ({stat}) | {label} | {t['scaled-dot']:.2f} s | "
                         f"{t['udps']:.2f} s | {t['udps'] / t['scaled-dot']:.3f} |")
             print(rows[-1], flush=True)
+        if args.profile:
+            steps = {mode: functools.partial(train_step, models[mode], optims[mode], batch, amp, scalers[mode])
+                     for mode in MODES}
+            profiled = profile_rows(name, label, steps, cuda=args.device == "cuda")
+            rows += profiled
+            print("\n".join(profiled), flush=True)
     if args.decode:
         # The median batch of a real list (its typical length), else the first synthetic batch.
         label, batch = batches[1] if args.data_list else batches[0]
@@ -228,6 +237,9 @@ def main() -> None:
                         help="cpu: process CPU time (steadier on a shared machine; use with --threads 1)")
     parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
                         help="a process competing for the cores while timing (see the description)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing each batch, one step per attention under torch.profiler: busy time and "
+                             "the kernels that differ most (bench/_step_profile.py)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.batches = [tuple(int(n) for n in b.split("x")) for b in args.batches] if args.batches else BATCHES

@@ -58,7 +58,11 @@ def test_dry_run_runs_every_part_and_writes_one_report(tmp_path, flac_an4):
     assert {"data", "4", "5"} <= set(b["stages_s"])
     # c, d: the benchmarks' tables, parsed
     assert {r["implementation"] for r in report["c"]["rows"]} >= {"sdpa flash (no mask)", "udps triton"}
-    assert [r["what"] for r in report["d"]["rows"]] == ["train step (median)", "train step (fastest)"]
+    whats = [r["what"] for r in report["d"]["rows"]]
+    assert whats[:2] == ["train step (median)", "train step (fastest)"]
+    # then one profiled step of each attention: wall and busy time, ops run, the ops that differ most
+    assert whats[2:5] == ["profile: step wall ms", "profile: busy ms, CPU ops", "profile: CPU ops run"]
+    assert len(whats) == 11 and all(w.startswith("profile: ") and w.endswith(" ms") for w in whats[5:])
     # e: per-worker throughput of the FLAC recordings, and what (b) and (d) consume beside it
     assert report["e"]["rows"][0]["input"].endswith(".flac") and report["e"]["rows"][0]["audio_s_per_s_per_worker"] > 0
     assert len(report["consumes"]) == 4
