@@ -182,7 +182,10 @@ def bench_conf(name: str, args) -> List[str]:
         if args.profile:
             steps = {mode: functools.partial(train_step, models[mode], optims[mode], batch, amp, scalers[mode])
                      for mode in MODES}
-            profiled = profile_rows(name, label, steps, cuda=args.device == "cuda")
+            try:
+                profiled = profile_rows(name, label, steps, cuda=args.device == "cuda")
+            except Exception as exc:  # noqa: BLE001 - a profiler that fails must not cost the timings still to come
+                profiled = [f"| {name} | profile failed: {type(exc).__name__}: {exc} | {label} | - | - | - |"]
             rows += profiled
             print("\n".join(profiled), flush=True)
     if args.decode:
