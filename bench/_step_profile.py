@@ -37,6 +37,8 @@ def profile_rows(conf: str, label: str, steps: Dict[str, Callable[[], float]], c
     and returns its seconds; each runs once under the profiler."""
     wall, busy = {}, {}
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities):
+        pass  # the profiler's one-time start-up (CUPTI on CUDA), which would otherwise fall on the first step only
     for mode, run in steps.items():
         with profile(activities=activities) as prof:
             wall[mode] = 1e3 * run()
