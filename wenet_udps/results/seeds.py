@@ -50,7 +50,7 @@ def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
     """The per-seed differences of the pooled error rate (system - baseline, runs paired in order): their mean with
     its 95 % t-interval over the seeds and in how many the system is lower; with ``utt2spk``, in how many
     speaker-seed pairs. The utterance-level test pools the seeds and voices and holds the seeds fixed; these show
-    whether one seed or one voice carries a difference, and how far a new set of seeds could move it (loso.py's
+    whether one seed or one voice carries a difference, and how sure the mean over training seeds is (loso.py's
     fold-seed count, for a fixed test set)."""
     per_seed = [rate(s) - rate(b) for b, s in zip(baseline, system)]
     text = sign_count(per_seed, "seeds")

@@ -80,8 +80,8 @@ def over_seeds(rates: Mapping[int, float]) -> str:
 
 def t_interval(values: Sequence[float], confidence: float = 0.95, digits: int = 3) -> str:
     """``mean [low, high]`` of ``values`` (one per training) by the t-distribution (one value: the mean alone). Over
-    per-seed differences this is the interval a new set of training seeds would be expected in, on the same test
-    set; the utterance bootstrap of :func:`compare` treats the seeds as fixed and the utterances as the sample."""
+    per-seed differences: the confidence interval of the mean difference over training seeds, on this test set (the
+    seeds are the sample; the utterance bootstrap of :func:`compare` holds them fixed and samples utterances)."""
     mean, std = mean_std(values)
     if len(values) < 2:
         return f"{mean:+.{digits}f}"
