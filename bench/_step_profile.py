@@ -16,7 +16,7 @@ Busy = Dict[str, Tuple[float, int]]  # kernel (CUDA) or op (CPU) name -> (summed
 
 def busy_by_name(prof: profile, cuda: bool) -> Busy:
     """Summed time and calls per kernel (``cuda``) or per CPU op's self time."""
-    out: Dict[str, Tuple[float, int]] = {}
+    out: Busy = {}
     if not cuda:
         return {e.key: (e.self_cpu_time_total / 1e3, e.count) for e in prof.key_averages()}
     for e in prof.events():
@@ -49,11 +49,11 @@ def profile_rows(conf: str, label: str, steps: Dict[str, Callable[[], float]], c
             _row(conf, f"busy ms, {unit}", label, *(sum(ms for ms, _ in busy[m].values()) for m in (base, other)),
                  ".1f"),
             _row(conf, f"{unit} run", label, *(sum(n for _, n in busy[m].values()) for m in (base, other)), ".0f")]
-    names = set(busy[base]) | set(busy[other])
-    diff = {n: busy[other].get(n, (0.0, 0))[0] - busy[base].get(n, (0.0, 0))[0] for n in names}
-    for name in sorted(names, key=lambda n: -abs(diff[n]))[:top]:
+    ms = {m: {name: t for name, (t, _) in busy[m].items()} for m in (base, other)}
+    names = set(ms[base]) | set(ms[other])
+    for name in sorted(names, key=lambda n: -abs(ms[other].get(n, 0.0) - ms[base].get(n, 0.0)))[:top]:
         short = name if len(name) <= 60 else name[:57] + "..."
-        rows.append(_row(conf, f"{short.replace('|', '/')} ms", label, busy[base].get(name, (0.0, 0))[0],
-                         busy[other].get(name, (0.0, 0))[0], ".2f"))
+        rows.append(_row(conf, f"{short.replace('|', '/')} ms", label, ms[base].get(name, 0.0),
+                         ms[other].get(name, 0.0), ".2f"))
     return rows
 
