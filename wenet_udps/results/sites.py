@@ -4,8 +4,10 @@ run.sh names each model's exp dir ``<prefix>_<label>[_seed<N>]`` after what the 
 ``udps``, ``udps_enc_self``, ``udps_dec_self_dec_cross``, ...; wenet_udps.bin.describe). Models sharing a prefix
 with a ``<prefix>_scaled_dot`` model and two or more UDPS site sets form an ablation; tools/collect_results.py
 renders it as one table per scored set: a row per site set, a column per decoding mode, each cell the error rate
-pooled over the seeds both models have and the paired test against the scaled-dot row (wenet_udps.scoring
-.significance: bootstrap 95 % CI and permutation p over utterances). Unseeded models count as one seed.
+pooled over the seeds that every site set has and the paired test against the scaled-dot row (wenet_udps.scoring
+.significance: bootstrap 95 % CI and permutation p over utterances). Every row is on the same seeds, so that rows
+compare with each other too: an ablation of seeds 1-3 beside ten seeds of scaled-dot and UDPS compares seeds 1-3
+(the ten are in RESULTS.md's significance section). Unseeded models count as one seed.
 """
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence
@@ -57,6 +59,7 @@ def sites_tables(names: Sequence[str], exp_dir: Path, data_dir: Path, sets: Sequ
     text = ""
     for prefix, rows in sorted(ablations(names).items()):
         baseline = rows["scaled_dot"]
+        shared = sorted(set.intersection(*(set(runs) for runs in rows.values())), key=lambda x: -1 if x is None else x)
         for s in sets:
             ref = data_dir / s / "text"
             header = ["--udps_sites", "UDPS at"] + [f"{m} {metric}" for m in modes]
@@ -64,22 +67,30 @@ def sites_tables(names: Sequence[str], exp_dir: Path, data_dir: Path, sets: Sequ
             order = sorted(rows, key=lambda x: (x != "scaled_dot", x == "udps", site_set(x, sites).count("+"),
                                                 site_set(x, sites)))
             for label in order:
-                cells = [_cell(exp_dir, ref, s, m, baseline, rows[label], label == "scaled_dot", char)
+                cells = [_cell(exp_dir, ref, s, m, shared, baseline, rows[label], label == "scaled_dot", char)
                          for m in modes]
                 where = {"scaled_dot": "no site (scaled-dot everywhere)", "udps": "every site"}.get(
                     label, ", ".join(site_set(label, sites).split("+")))
                 if label == FORK_LABEL:
                     where += " (the paper author's fork)"
                 lines.append("| " + " | ".join([site_set(label, sites), where] + cells) + " |")
-            text += (f"\n### {Path(prefix).name}, {s}\n\n{metric} % pooled over the seeds both models have; "
+            text += (f"\n### {Path(prefix).name}, {s}\n\n{metric} % pooled over {_seeds_text(shared)}; "
                      f"against the `none` row: difference in points, 95 % CI, permutation p.\n\n"
                      + "\n".join(lines) + "\n")
     return text
 
 
-def _cell(exp_dir: Path, ref: Path, s: str, mode: str, baseline: Mapping, runs: Mapping, is_baseline: bool,
-          char: bool) -> str:
-    seeds = sorted(set(baseline) & set(runs), key=lambda x: -1 if x is None else x)
+def _seeds_text(seeds: Sequence[Optional[int]]) -> str:
+    if not seeds:
+        return "no seed that every site set has (nothing to compare)"
+    if seeds == [None]:
+        return "the config's seed, which every site set has"
+    named = ", ".join("the config's" if x is None else str(x) for x in seeds)
+    return f"seed{'s' if len(seeds) > 1 else ''} {named}, the seeds that every site set has"
+
+
+def _cell(exp_dir: Path, ref: Path, s: str, mode: str, seeds: Sequence[Optional[int]], baseline: Mapping,
+          runs: Mapping, is_baseline: bool, char: bool) -> str:
     hyps = [[exp_dir / group[seed] / s / mode / "text" for seed in seeds] for group in (baseline, runs)]
     if not seeds or not ref.is_file() or not all(p.is_file() for h in hyps for p in h):
         return "-"
