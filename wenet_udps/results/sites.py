@@ -86,7 +86,8 @@ def _seeds_text(seeds: Sequence[Optional[int]]) -> str:
     if seeds == [None]:
         return "the config's seed, which every site set has"
     named = ", ".join("the config's" if x is None else str(x) for x in seeds)
-    return f"seed{'s' if len(seeds) > 1 else ''} {named}, the seeds that every site set has"
+    plural = "s" if len(seeds) > 1 else ""
+    return f"seed{plural} {named}, the seed{plural} that every site set has"
 
 
 def _cell(exp_dir: Path, ref: Path, s: str, mode: str, seeds: Sequence[Optional[int]], baseline: Mapping,
