@@ -7,8 +7,8 @@ Usage: collect_results.py --exp_dir exp [--out exp/RESULTS.md] [--plots_dir exp/
 Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: its ``Overall -> X %`` line) for every decoded set (dev
 and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder type, the attention label
 what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``, wenet_udps.bin.describe). A ``wer``
-must be the score of the ``text`` beside it and of the references (``--data_dir``'s, else those it names), by the
-SHA-256 it records (wenet_udps.scoring.bound); one that is not, an empty or partial ``wer``, and a decode never
+must be the score of the ``text`` beside it and of the references it names (where they still exist), by the SHA-256
+it records (wenet_udps.scoring.bound); one that is not, an empty or partial ``wer``, and a decode never
 scored are errors, each named, and no RESULTS.md is written. The checkpoint a result came from is read from a
 ``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or experiment folder, and found by its SHA-256
 beside the results when the experiment root has moved; a result whose checkpoint has been replaced or removed since
@@ -105,19 +105,19 @@ def result_dirs(exp_dir: Path) -> List[Path]:
     return sorted(dirs)
 
 
-def bound_score(mode_dir: Path, data_dir: Optional[Path], sums: Dict[str, str]) -> float:
+def bound_score(mode_dir: Path, sums: Dict[str, str]) -> float:
     """The error rate of ``mode_dir/wer``, which must be the score of the ``text`` beside it and of the references
-    (``data_dir/<set>/text``, else the file it names, where that exists); ScoreError otherwise."""
+    it names, where they still exist (``--data_dir``'s texts are checked against what was decoded:
+    scoring.references); ScoreError otherwise."""
     if not (mode_dir / "wer").is_file():
         raise ScoreError(f"{mode_dir / 'text'} was decoded but never scored (no wer beside it: stage 5 stopped "
                          f"before scoring?); {RESCORE}")
     score = read_score(str(mode_dir / "wer"))
-    given = data_dir / mode_dir.parent.name / "text" if data_dir else None
-    check_scored(score, str(mode_dir / "text"), str(given) if given and given.is_file() else None, sums)
+    check_scored(score, str(mode_dir / "text"), sums=sums)
     return score.rate
 
 
-def collect(exp_dir: Path, data_dir: Optional[Path] = None) -> List[Experiment]:
+def collect(exp_dir: Path) -> List[Experiment]:
     """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``; ScoreError, after a line on
     stderr for each, when any ``wer`` is not the score of what it names (:func:`bound_score`)."""
     experiments: Dict[Path, Experiment] = {}
@@ -132,7 +132,7 @@ def collect(exp_dir: Path, data_dir: Optional[Path] = None) -> List[Experiment]:
             print(f"collect_results.py: {mode_dir}: left out, {stale}", file=sys.stderr)
             continue
         try:
-            value = bound_score(mode_dir, data_dir, sums)
+            value = bound_score(mode_dir, sums)
         except ScoreError as e:
             problems.append(str(e))
             continue
@@ -157,7 +157,8 @@ def collect(exp_dir: Path, data_dir: Optional[Path] = None) -> List[Experiment]:
     for problem in problems:
         print(f"collect_results.py: {problem}", file=sys.stderr)
     if problems:
-        raise ScoreError(f"{len(problems)} result(s) above have no score of the text they hold; nothing written")
+        raise ScoreError(f"{len(problems)} result(s) named above have no score of the text they hold; no results "
+                         f"table written")
     return sorted(experiments.values(), key=lambda e: (e.model, e.attention, e.name))
 
 
@@ -266,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char),
                          partial=partial) if args.peer_results else ""
     try:  # a bad train.yaml, wer file or utt2spk: one line naming it
-        experiments = collect(args.exp_dir, args.data_dir)
+        experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
         sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
     except ReferencesError:  # --data_dir's text is not what a result was decoded with: one line, exit 2 (run_cli)

@@ -109,7 +109,7 @@ def test_an_lm_mode_without_an_lm_is_refused_alike(exp, capsys):
                                                                   r"ctc_weight\?"),
     (lambda m, e: m.stream(chunk_size=4, lm_wieght=1.0), r"stream\(\) .* 'lm_wieght'; did you mean lm_weight\?"),
     (lambda m, e: m.transcribe(str(e["clips"][0]), batch_size=2), r"transcribe\(\) .* 'batch_size'.*its keywords: "
-                                                                   r"mode, timestamps, sample_rate, beam_size"),
+                                                                   r"mode, timestamps, sample_rate, max_bad_fraction, beam_size"),
 ], ids=["beam", "timestamp", "ctc_weigth", "lm_wieght", "batch_size"])
 def test_a_misspelt_keyword_names_the_method_and_the_valid_ones(exp, call, words):
     """M6: the TypeError named check_decode_options, an internal function."""
