@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 import wenet_udps
-from tests.decode.decode_helpers import write_clips, write_list
-from tests.train.train_helpers import make_model_dir
+from tests.decode.decode_helpers import streaming_exp
 from wenet_udps.bin import recognize
 from wenet_udps.decode.api import KEYWORDS, RecognitionModel
 from wenet_udps.utils.cli import UserError, run_cli
@@ -26,11 +25,7 @@ from wenet_udps.utils.cli import UserError, run_cli
 
 @pytest.fixture(scope="module")
 def exp(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("exp")
-    conf, ckpt = make_model_dir(tmp, chunks={"use_dynamic_chunk": True})
-    clips = write_clips(tmp, 3)
-    return {"dir": tmp, "conf": conf, "ckpt": ckpt, "clips": clips, "list": write_list(clips, tmp / "test.list"),
-            "model": wenet_udps.load_model(str(tmp), checkpoint="avg.pt")}
+    return streaming_exp(tmp_path_factory.mktemp("exp"), 3)
 
 
 # Bad values of every option of DECODE_OPTIONS, by the kind of value it takes: a wrong type and one out of range.

@@ -5,7 +5,6 @@ collect_results and bench/gpu_report.py read every ``wer`` through ``read_score`
 stages 5 and 7 write every ``wer`` through ``score_into`` (a temporary file renamed when whole), and remove the
 score of a text they are about to decode again. Also G: a moved experiment root keeps its results.
 """
-import importlib
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from tests.tools.load import load_tool
+from tests.tools.load import load_bench, load_tool
 from wenet_udps.decode.data_list import write_results
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.utils.source_info import model_source
@@ -179,14 +178,6 @@ def test_every_stage_scores_through_the_one_atomic_writer():
     assert users["run_eval.sh"] == 2 and users["run_lm.sh"] == 2   # decode_set, sherpa_decode_all; lm_tune, lm_decode
 
 
-def _gpu_report():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("gpu_report")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-
-
 BAD = {   # what is left where a wer should be the score of the text beside it
     "decoded again, not rescored": lambda mode_dir, ref: (mode_dir / "text").write_text("u1 A B C\nu2 X\n"),
     "empty": lambda mode_dir, ref: (mode_dir / "wer").write_text(""),
@@ -214,7 +205,7 @@ def test_every_reader_refuses_a_score_that_is_not_of_its_text(tmp_path, state, c
             (extra, proc.stderr)
         assert not (tmp_path / "an4" / "exp" / "RESULTS.md").exists()
     (tmp_path / "an4" / "logs").mkdir()
-    report = _gpu_report().part_b(tmp_path)
+    report = load_bench("gpu_report").part_b(tmp_path)
     assert report["models"]["udps"]["test_wer"]["attention"] is None
     err = capsys.readouterr().err
     assert WORDS[state] in err and str(mode_dir / "wer") in err
