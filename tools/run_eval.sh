@@ -51,7 +51,7 @@ records_refs() {
 
 # score_into WER REF HYP [compute-wer options...]: WER scores HYP against REF (tools/compute-wer.py, which records
 # both files' SHA-256 in its first lines), written whole or not at all: into WER.partial, renamed over WER when
-# compute-wer has succeeded; when it fails, stage 5 stops and WER is not written.
+# compute-wer has succeeded; when it fails, the stage stops and WER is not written.
 score_into() {
   local wer=$1 ref=$2 hyp=$3
   shift 3
