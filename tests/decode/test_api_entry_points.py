@@ -171,6 +171,9 @@ def test_transcribe_of_a_list_gives_each_inputs_outcome(exp, tmp_path, caplog):
     assert out == [want[0], None] and out.failures[0].reason == "no_frames"
     with pytest.raises(UserError, match=r"audio\[1\]: audio of type int"):   # not audio: a mistake in the list
         model.transcribe([good[0], 5])
+    with pytest.raises(UserError, match=r"^transcribe of 0 inputs: 0 utterances used, 0 skipped \(none\): no usable "
+                                        r"utterance$"):   # nothing to decode, as an empty data list
+        model.transcribe([])
 
 
 def test_decode_list_takes_max_bad_fraction(exp, tmp_path):

@@ -59,7 +59,8 @@ def decode_each(items: Sequence[Any], decode: Callable[[Any], Any], max_bad_frac
                    max_bad_fraction=max_bad_fraction, setting="max_bad_fraction")
     except WorkFailed as e:
         shown = "; ".join(f.message for f in failures[:3]) + ("; ..." if len(failures) > 3 else "")
-        error = DataError(f"{e} ({shown}); the texts of the others are in this error's .transcripts")
+        error = DataError(f"{e} ({shown}); the texts of the others are in this error's .transcripts" if failures
+                          else str(e))
         error.transcripts = outcome
         raise error from None
     return outcome
