@@ -26,6 +26,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from wenet_udps.results.peers import read_peer_results  # noqa: E402
+from wenet_udps.scoring.bound import ScoreError, check_scored, read_score  # noqa: E402
 
 PARTS = {"a": "native kernel tests (pytest -m gpu)", "b": "AN4 on the GPU, both attentions (run.sh stages -1..5)",
          "c": "attention vs flash SDPA (bench/attention_gpu.py)",
@@ -92,6 +93,18 @@ def part_a(work: Path) -> Dict[str, Any]:
     return {**counts, "failed_tests": failed}
 
 
+def bound_rate(wer: Path) -> Optional[float]:
+    """The error rate of ``wer`` if it is the whole score of the ``text`` beside it (wenet_udps.scoring.bound), else
+    None with a line on stderr saying why."""
+    try:
+        score = read_score(str(wer))
+        check_scored(score, str(wer.parent / "text"))
+    except ScoreError as e:
+        print(f"gpu_report.py: {e}", file=sys.stderr)
+        return None
+    return score.rate
+
+
 def part_b(work: Path) -> Dict[str, Any]:
     logs = work / "an4" / "logs"
     if not logs.is_dir():
@@ -109,8 +122,7 @@ def part_b(work: Path) -> Dict[str, Any]:
         wers = {}
         for mode in MODES:
             wer = work / "an4" / "exp" / f"an4_{label}" / "test" / mode / "wer"
-            m = re.search(r"^Overall -> ([\d.]+) %", wer.read_text(), re.M) if wer.is_file() else None
-            wers[mode] = float(m.group(1)) if m else None
+            wers[mode] = bound_rate(wer) if wer.is_file() else None
         result["models"][label] = {"epochs": len(epochs), "first_epoch_s": epochs[0] if epochs else None,
                                    "median_epoch_s": statistics.median(epochs[1:] or epochs) if epochs else None,
                                    "test_wer": wers, "cpu_test_wer": dict(zip(MODES, CPU_AN4[label])),

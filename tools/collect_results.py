@@ -4,11 +4,14 @@
 Usage: collect_results.py --exp_dir exp [--out exp/RESULTS.md] [--plots_dir exp/plots] [--metric CER|WER]
                           [--peer_results recipes/<corpus>/peer_results.tsv]
 
-Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: only its last ``Overall -> X %`` line is used) for every
-decoded set (dev and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder type, the
-attention label what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``,
-wenet_udps.bin.describe). The checkpoint a result came from is read from a ``decode.info`` file (a ``checkpoint:
-PATH`` line) in the mode, set or experiment folder; a result whose checkpoint has been replaced or removed since
+Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: its ``Overall -> X %`` line) for every decoded set (dev
+and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder type, the attention label
+what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``, wenet_udps.bin.describe). A ``wer``
+must be the score of the ``text`` beside it and of the references it names (where they still exist), by the SHA-256
+it records (wenet_udps.scoring.bound); one that is not, an empty or partial ``wer``, and a decode never
+scored are errors, each named, and no RESULTS.md is written. The checkpoint a result came from is read from a
+``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or experiment folder, and found by its SHA-256
+beside the results when the experiment root has moved; a result whose checkpoint has been replaced or removed since
 (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set and checkpoint
 (wenet_udps.results.table), one column per decoding mode, then an RTF column per mode whose folder has an ``rtf``
 file (stage 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get
@@ -39,22 +42,14 @@ from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
     shown_path
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.scoring.bound import RESCORE, ScoreError, check_scored, read_score
 from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
-from wenet_udps.utils.source_info import read_source, stale_reason
+from wenet_udps.utils.source_info import read_record, stale_reason
 
-OVERALL_RE = re.compile(r"^Overall -> ([0-9.]+|inf|nan) %")
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
-def parse_wer_file(path: Path) -> Optional[float]:
-    """Error rate (%) from the last ``Overall -> X %`` line, or None when there is none."""
-    value = None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = OVERALL_RE.match(line.strip())
-        if m:
-            value = float(m.group(1))
-    return value
 
 
 def checkpoint_attention(checkpoint: str) -> Optional[str]:
@@ -93,30 +88,53 @@ def describe_model(train_yaml: Path, checkpoint: Optional[str] = None) -> Tuple[
     return model, truth or written
 
 
-def read_decode_info(*dirs: Path) -> Dict[str, str]:
-    """The first ``decode.info`` found in ``dirs`` (most specific first), else {}."""
+def read_decode_info(*dirs: Path, sums: Dict[str, str]) -> Dict[str, str]:
+    """The first ``decode.info`` found in ``dirs`` (most specific first), its files found where they lie now
+    (``source_info.read_record``), else {}."""
     for d in dirs:
         if (d / "decode.info").is_file():
-            return read_source(str(d / "decode.info"))
+            return read_record(str(d / "decode.info"), sums)
     return {}
 
 
+def result_dirs(exp_dir: Path) -> List[Path]:
+    """Every ``EXP/<name>/<set>/<mode>`` folder with a ``wer``, or with a decode to score (``text`` and the
+    ``decode.info`` that recognize and sherpa_decode write beside it)."""
+    dirs = {p.parent for p in exp_dir.glob("*/*/*/wer")}
+    dirs |= {p.parent for p in exp_dir.glob("*/*/*/text") if (p.parent / "decode.info").is_file()}
+    return sorted(dirs)
+
+
+def bound_score(mode_dir: Path, sums: Dict[str, str]) -> float:
+    """The error rate of ``mode_dir/wer``, which must be the score of the ``text`` beside it and of the references
+    it names, where they still exist (``--data_dir``'s texts are checked against what was decoded:
+    scoring.references); ScoreError otherwise."""
+    if not (mode_dir / "wer").is_file():
+        raise ScoreError(f"{mode_dir / 'text'} was decoded but never scored (no wer beside it: stage 5 stopped "
+                         f"before scoring?); {RESCORE}")
+    score = read_score(str(mode_dir / "wer"))
+    check_scored(score, str(mode_dir / "text"), sums=sums)
+    return score.rate
+
+
 def collect(exp_dir: Path) -> List[Experiment]:
-    """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``."""
+    """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``; ScoreError, after a line on
+    stderr for each, when any ``wer`` is not the score of what it names (:func:`bound_score`)."""
     experiments: Dict[Path, Experiment] = {}
     sums: Dict[str, str] = {}
-    for wer_file in sorted(exp_dir.glob("*/*/*/wer")):
-        mode_dir = wer_file.parent
+    problems: List[str] = []
+    for mode_dir in result_dirs(exp_dir):
         test_dir = mode_dir.parent
         exp_path = test_dir.parent
-        info = read_decode_info(mode_dir, test_dir, exp_path)
+        info = read_decode_info(mode_dir, test_dir, exp_path, sums=sums)
         stale = stale_reason(info, sums)
         if stale:
             print(f"collect_results.py: {mode_dir}: left out, {stale}", file=sys.stderr)
             continue
-        value = parse_wer_file(wer_file)
-        if value is None:
-            print(f"collect_results.py: {wer_file}: no 'Overall -> X %' line, skipped", file=sys.stderr)
+        try:
+            value = bound_score(mode_dir, sums)
+        except ScoreError as e:
+            problems.append(str(e))
             continue
         if exp_path not in experiments:
             exp = Experiment(name=exp_path.name, path=exp_path)
@@ -136,6 +154,11 @@ def collect(exp_dir: Path) -> List[Experiment]:
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
+    for problem in problems:
+        print(f"collect_results.py: {problem}", file=sys.stderr)
+    if problems:
+        raise ScoreError(f"{len(problems)} result(s) named above have no score of the text they hold; no results "
+                         f"table written")
     return sorted(experiments.values(), key=lambda e: (e.model, e.attention, e.name))
 
 

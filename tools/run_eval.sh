@@ -49,6 +49,20 @@ records_refs() {
   for mode in "$@"; do grep -q '^refs_sha256:' "${dir}/${mode}${suffix}/decode.info" 2> /dev/null || return 1; done
 }
 
+# score_into WER REF HYP [compute-wer options...]: WER scores HYP against REF (tools/compute-wer.py, which records
+# both files' SHA-256 in its first lines), written whole or not at all: into WER.partial, renamed over WER when
+# compute-wer has succeeded; when it fails, the stage stops and WER is not written.
+score_into() {
+  local wer=$1 ref=$2 hyp=$3
+  shift 3
+  if ! python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" "$@" "${ref}" "${hyp}" \
+      > "${wer}.partial"; then
+    rm -f "${wer}.partial"
+    die "scoring ${hyp} against ${ref} failed (compute-wer.py's message above): ${wer} not written"
+  fi
+  mv -f "${wer}.partial" "${wer}"
+}
+
 decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
   local exp=$1 x=$2 result_dir=$1/$2 key mode device=cpu
   [[ -z ${gpus} ]] || device=cuda
@@ -61,6 +75,8 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
   else
     log "stage 5: decode ${x} with ${avg} (${decode_modes})"
+    # the scores of the text about to be replaced go first: a stop before scoring leaves no old score beside it
+    for mode in ${decode_modes}; do rm -f "${result_dir}/${mode}/wer"; done
     # recognize refuses an option that would do nothing: the rescoring weights go only with attention_rescoring,
     # and the default chunk size (-1) is left to the model (full context, or its static_chunk_size).
     local extra=()
@@ -76,8 +92,7 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     stamp_write "${result_dir}/.decode.stamp" "${key}"
   fi
   for mode in ${decode_modes}; do
-    python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
-      "${result_dir}/${mode}/text" > "${result_dir}/${mode}/wer"
+    score_into "${result_dir}/${mode}/wer" "${data}/${x}/text" "${result_dir}/${mode}/text" --v=1
     log "stage 5: ${exp} ${x} ${mode}: $(grep '^Overall' "${result_dir}/${mode}/wer")"
   done
 }
@@ -132,10 +147,10 @@ sherpa_decode_all() {
         for prec in fp32 int8; do
           name=sherpa${model#model}_${prec}; out=${exp}/${x}/${name}   # sherpa_fp32, sherpa-streaming_int8, ...
           opts=(); [[ ${prec} == int8 ]] && opts+=(--int8); [[ ${model} == model-streaming ]] && opts+=(--streaming)
+          rm -f "${out}/wer"
           python3 -m wenet_udps.bin.sherpa_decode --config "${exp}/train.yaml" --export_dir "${exp}/sherpa" \
             --wav_scp "${data}/${x}/wav.scp" --result_dir "${out}" "${opts[@]}" > /dev/null
-          python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
-        "${out}/text" > "${out}/wer"
+          score_into "${out}/wer" "${data}/${x}/text" "${out}/text" --v=1
           log "stage 7: ${exp} ${x} ${name}: $(grep '^Overall' "${out}/wer"), $(cat "${out}/rtf")"
         done
       done

@@ -129,8 +129,7 @@ lm_tune() {
       for b in ${word_scores}; do
         out=${tune}/w${w}_b${b}
         lm_recognize "${exp}" "${dev_set}" "${out}" attention_rescoring_lm "${w}" "${b}" > /dev/null
-        python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" "${data}/${dev_set}/text" \
-          "${out}/attention_rescoring_lm/text" > "${out}/wer"
+        score_into "${out}/wer" "${data}/${dev_set}/text" "${out}/attention_rescoring_lm/text"
         rate=$(awk '/^Overall/ { print $3; exit }' "${out}/wer")
         log "stage 5: ${dev_set} lm_weight ${w} word_score ${b}: ${rate} %"
         best=$(printf '%s\n%s %s %s\n' "${best}" "${rate}" "${w}" "${b}" | awk 'NF' | sort -g -k1,1 | head -n 1)
@@ -184,8 +183,7 @@ lm_decode() {
     fi
     for mode in ${lm_modes}; do
       out=${exp}/${x}/${mode}${suffix}
-      python3 tools/compute-wer.py --char="${wer_char}" "${text_norm_opts[@]}" --v=1 "${data}/${x}/text" \
-        "${out}/text" > "${out}/wer"
+      score_into "${out}/wer" "${data}/${x}/text" "${out}/text" --v=1
       log "stage 5: ${exp} ${x} ${mode}${suffix}: $(grep '^Overall' "${out}/wer")"
     done
   done

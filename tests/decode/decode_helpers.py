@@ -43,3 +43,14 @@ def make_exp(tmp_path: Path, clips: int) -> dict:
     paths = write_clips(tmp_path, clips)
     return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": paths,
             "list": write_list(paths, tmp_path / "test.list")}
+
+
+def streaming_exp(tmp_path: Path, clips: int) -> dict:
+    """A model dir trained with dynamic chunks (so that ``stream`` runs too), ``clips`` clips and their data list,
+    and the model loaded by the Python API: {dir, conf, ckpt, clips, list, model}."""
+    import wenet_udps
+    conf, ckpt = make_model_dir(tmp_path, chunks={"use_dynamic_chunk": True})
+    paths = write_clips(tmp_path, clips)
+    return {"dir": tmp_path, "conf": conf, "ckpt": ckpt, "clips": paths,
+            "list": write_list(paths, tmp_path / "test.list"),
+            "model": wenet_udps.load_model(str(tmp_path), checkpoint="avg.pt")}

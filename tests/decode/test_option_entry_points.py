@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import wenet_udps
-from tests.decode.decode_helpers import write_clips, write_list
-from tests.train.train_helpers import make_model_dir
+from tests.decode.decode_helpers import streaming_exp
+from tests.tools.load import load_bench
 from wenet_udps.bin import recognize
 from wenet_udps.utils.cli import UserError
 
@@ -40,11 +39,7 @@ IDS = [f"{o}={v}-{m}" for o, v, m, _ in CASES]
 
 @pytest.fixture(scope="module")
 def exp(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("exp")
-    conf, ckpt = make_model_dir(tmp, chunks={"use_dynamic_chunk": True})
-    clips = write_clips(tmp, 2)
-    return {"dir": tmp, "conf": conf, "ckpt": ckpt, "clips": clips, "list": write_list(clips, tmp / "test.list"),
-            "model": wenet_udps.load_model(str(tmp), checkpoint="avg.pt")}
+    return streaming_exp(tmp_path_factory.mktemp("exp"), 2)
 
 
 def _text(value) -> str:
@@ -59,14 +54,6 @@ def _one_line_usage_error(call, capsys) -> str:
     return lines[0]
 
 
-def _decode_speed():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("decode_speed")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-
-
 @pytest.mark.parametrize("option, value, mode, words", CASES, ids=IDS)
 def test_every_entry_point_refuses_a_bad_option_alike(exp, option, value, mode, words, capsys, monkeypatch):
     flag = ["--modes", mode, f"--{option}", _text(value)]
@@ -75,7 +62,7 @@ def test_every_entry_point_refuses_a_bad_option_alike(exp, option, value, mode, 
          "--result_dir", str(exp["dir"] / "res"), *flag]), capsys)
     assert f"--{option}" in line and words in line, line
     assert not (exp["dir"] / "res").exists()
-    bench = _decode_speed()
+    bench = load_bench("decode_speed")
     if option in bench.BENCH_OPTIONS:
         monkeypatch.setattr(sys, "argv", ["decode_speed.py", "--exp_dirs", str(exp["dir"]), "--checkpoint", "avg.pt",
                                           "--test_data", str(exp["list"]), *flag])
@@ -109,7 +96,8 @@ def test_an_lm_mode_without_an_lm_is_refused_alike(exp, capsys):
                                                                   r"ctc_weight\?"),
     (lambda m, e: m.stream(chunk_size=4, lm_wieght=1.0), r"stream\(\) .* 'lm_wieght'; did you mean lm_weight\?"),
     (lambda m, e: m.transcribe(str(e["clips"][0]), batch_size=2), r"transcribe\(\) .* 'batch_size'.*its keywords: "
-                                                                   r"mode, timestamps, sample_rate, beam_size"),
+                                                                   r"mode, timestamps, sample_rate, max_bad_fraction, "
+                                                                   r"beam_size"),
 ], ids=["beam", "timestamp", "ctc_weigth", "lm_wieght", "batch_size"])
 def test_a_misspelt_keyword_names_the_method_and_the_valid_ones(exp, call, words):
     """M6: the TypeError named check_decode_options, an internal function."""

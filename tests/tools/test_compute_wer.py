@@ -1,4 +1,5 @@
 """tools/compute-wer.py: hand-counted alignments, the WeNet rules that matter, and our own policies."""
+import hashlib
 import re
 import subprocess
 import sys
@@ -152,7 +153,15 @@ def test_byte_order_mark_is_dropped(tmp_path):
 
 def test_quiet_mode_prints_only_summary(tmp_path):
     proc = run(tmp_path, ["u1 a b"], ["u1 a c"], "--v=0")
-    assert proc.stdout == "Overall -> 50.00 % N=2 C=1 S=1 D=0 I=0\n\n"
+    assert proc.stdout.split("\n", 2)[2] == "Overall -> 50.00 % N=2 C=1 S=1 D=0 I=0\n\n"
+
+
+def test_the_report_records_what_it_scored(tmp_path):
+    """Issue 66, C: the first two lines bind the report to the files it scored, by absolute path and SHA-256."""
+    proc = run(tmp_path, ["u1 a b"], ["u1 a c"], "--v=0")
+    digest = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in ("hyp", "ref")}
+    assert proc.stdout.splitlines()[:2] == [f"Scored hypotheses: {tmp_path / 'hyp'} (SHA-256 {digest['hyp']})",
+                                            f"Scored references: {tmp_path / 'ref'} (SHA-256 {digest['ref']})"]
 
 
 def test_empty_reference_and_hypothesis(tmp_path):

@@ -30,7 +30,7 @@ from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import ListError, read_table
-from wenet_udps.utils.source_info import read_source, stale_reason, write_source
+from wenet_udps.utils.source_info import read_record, stale_reason, write_source
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -121,7 +121,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         raise UserError(str(e)) from None
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
-    source = read_source(os.path.join(args.export_dir, "export.info"))
+    source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more

@@ -129,10 +129,13 @@ class AsrDataset(IterableDataset):
             ``model_builder.min_input_frames``: shorter ones would crash its subsampling convolutions).
         admission: training's check of the targets (``wenet_udps.train.targets.TargetAdmission``): counted as
             ``special_symbol`` and ``ctc_frames``; None (decoding) admits every target.
+        items: the raw list's entries, read already (the API's wav.scp, ``kaldi_data.scp_utterances``);
+            ``data_list_file`` then names the file they came from in every message.
     """
 
     def __init__(self, *, data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True, min_frames: int = 1, admission: Any = None):
+                 partition: bool = True, min_frames: int = 1, admission: Any = None,
+                 items: Optional[List[Dict[str, Any]]] = None):
         super().__init__()
         lookup({t: t for t in DATA_TYPES}, data_type, "data_type")
         self.data_type = data_type
@@ -142,7 +145,7 @@ class AsrDataset(IterableDataset):
         self.max_bad_fraction = float(self.processor.conf.get("max_bad_fraction", MAX_BAD_FRACTION))
         batch_plan(self.conf.get("batch_conf"))  # batch sizes checked now, not in a worker
         self.tokenizer = tokenizer
-        self.items: List[Any] = (read_raw_list(data_list_file) if data_type == "raw"
+        self.items: List[Any] = (items if items is not None else read_raw_list(data_list_file) if data_type == "raw"
                                  else read_shard_list(data_list_file))
         self.data_list_file = data_list_file
         self.partition = partition
@@ -244,14 +247,15 @@ def _take(stats: Dict[str, int]) -> Dict[str, int]:
 
 
 def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict[str, Any],
-                 partition: bool = True, min_frames: int = 1, admission: Any = None) -> AsrDataset:
+                 partition: bool = True, min_frames: int = 1, admission: Any = None,
+                 items: Optional[List[Dict[str, Any]]] = None) -> AsrDataset:
     """WeNet's entry point: ``init_dataset('raw' | 'shard', list_file, tokenizer, dataset_conf, partition)``.
 
     Use with ``DataLoader(dataset, batch_size=None, num_workers=N)``; call ``dataset.set_epoch(e)`` each epoch.
     For cv/decoding pass a conf with ``shuffle: false``, ``sort: false`` and no speed_perturb/spec_* keys.
     """
     return AsrDataset(data_type=data_type, data_list_file=data_list_file, tokenizer=tokenizer, conf=conf,
-                      partition=partition, min_frames=min_frames, admission=admission)
+                      partition=partition, min_frames=min_frames, admission=admission, items=items)
 
 
 def eval_dataset_conf(dataset_conf: Optional[Dict[str, Any]], batch_size: Optional[int] = None) -> Dict[str, Any]:

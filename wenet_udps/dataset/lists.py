@@ -7,9 +7,10 @@ utterance adjacent; the list holds one tar path or http(s) URL per line.
 import json
 import logging
 import math
+import os
 import tarfile
 import urllib.request
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 
@@ -69,9 +70,29 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
     return samples
 
 
+def list_kind(path: str) -> Tuple[str, int, str]:
+    """(kind, line number, line) of the first non-empty line of ``path``: ``raw`` (a JSON object: a data.list),
+    ``shard`` (one field: a tar path or URL), ``scp`` (a key and a value: a Kaldi wav.scp); ``empty``, 0, "" for
+    a file of blank lines."""
+    for lineno, line in utf8_lines(path):
+        line = line.strip()
+        if line:
+            return ("raw" if line.startswith("{") else "shard" if len(line.split()) == 1 else "scp"), lineno, line
+    return "empty", 0, ""
+
+
 def read_shard_list(path: str) -> List[str]:
-    """One tar path or URL per non-empty line."""
-    return [line.strip() for _, line in utf8_lines(path) if line.strip()]
+    """One tar path or URL per non-empty line. A raw data.list or a Kaldi wav.scp given as a shard list is a
+    ListError naming the file, before any line is read as a tar (each would be one "error reading shard")."""
+    lines = [(lineno, line.strip()) for lineno, line in utf8_lines(path) if line.strip()]
+    kind, lineno, line = list_kind(path) if lines else ("empty", 0, "")
+    first = line.split()[0] if line else ""
+    if kind == "raw" or (kind == "scp" and not first.startswith(("http://", "https://"))
+                         and not os.path.exists(first) and not os.path.exists(line)):
+        what = "a JSON object: a raw data.list" if kind == "raw" else "'<key> <audio path>': a Kaldi wav.scp"
+        raise ListError(f"{path}:{lineno}: not a shard list (one tar path or URL a line): its line is {what}; "
+                        f"read it as data_type raw (--data_type raw), or make shards with tools/make_shard_list.py")
+    return [line for _, line in lines]
 
 
 def _open_stream(url: str):

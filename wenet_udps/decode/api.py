@@ -4,14 +4,13 @@
     model = wenet_udps.load_model("exp/x", checkpoint="avg_5.pt", device="cpu")
     print(model.transcribe("test.wav", mode="attention_rescoring", beam_size=10, ctc_weight=0.5))
     report = model.decode_list("data/test/data.list")   # texts per mode, counts, RTF (as recognize prints)
+    texts = model.transcribe(["a.wav", "b.wav"])   # a Transcripts: a text per input, None + .failures where none
 
 Everything goes through what recognize runs: the experiment's train.yaml, the checkpoint checked as every load
 checks it (SHA-256 against its YAML, the units file it was trained with), the evaluation features of its
 dataset_conf (a file at another sample rate is resampled as in training), ``ASRModel.decode``.
 """
-import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -20,11 +19,14 @@ import torch
 
 from wenet_udps.config import load_config
 from wenet_udps.dataset.audio import UnusableUtterance, array_wav_bytes
-from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.dataset.dataset import DATA_TYPES, DataError, eval_dataset_conf
+from wenet_udps.dataset.kaldi_data import scp_utterances
+from wenet_udps.dataset.lists import list_kind
 from wenet_udps.dataset.transforms import UtteranceProcessor
 from wenet_udps.decode.align import ctc_forced_align, token_times
 from wenet_udps.decode.data_list import decode_dataset, frame_shift_ms, model_from_checkpoint, rtf_line
-from wenet_udps.decode.inputs import audio_input, audio_list, check_keywords
+from wenet_udps.decode.inputs import InputError, audio_input, audio_list, check_keywords, keyword
+from wenet_udps.decode.outcome import decode_each
 from wenet_udps.decode.recipe import RecipeDecoding
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import min_input_frames
@@ -32,14 +34,15 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_options, chunk_size_for, \
     resolve_decode_options
 from wenet_udps.utils.cli import UserError
-from wenet_udps.utils.kaldi_files import read_map, utf8_lines
+from wenet_udps.utils.counts import max_bad_fraction as conf_bad_fraction
 
 Audio = Union[str, "os.PathLike[str]", bytes, Tuple[np.ndarray, int]]
 # The decoding options each method takes as keywords (DECODE_OPTIONS); transcribe and stream decode one utterance,
 # and stream sets the chunking from its own arguments.
 STREAM_SET = ("batch_size", "decoding_chunk_size", "num_decoding_left_chunks", "simulate_streaming")
-KEYWORDS = {"transcribe": ("mode", "timestamps", "sample_rate") + tuple(o for o in DECODE_OPTIONS if o != "batch_size"),
-            "decode_list": ("modes", "data_type", "progress") + tuple(DECODE_OPTIONS),
+KEYWORDS = {"transcribe": ("mode", "timestamps", "sample_rate", "max_bad_fraction")
+                          + tuple(o for o in DECODE_OPTIONS if o != "batch_size"),
+            "decode_list": ("modes", "data_type", "progress", "max_bad_fraction") + tuple(DECODE_OPTIONS),
             "stream": ("chunk_size", "left_chunks", "mode") + tuple(o for o in DECODE_OPTIONS if o not in STREAM_SET)}
 
 
@@ -60,7 +63,11 @@ def load_model(exp_dir: str, checkpoint: str = "final.pt", device: str = "cpu", 
                verify: bool = True) -> "RecognitionModel":
     """The model of ``exp_dir`` (its ``train.yaml``) with the weights ``<exp_dir>/<checkpoint>``, in eval mode on
     ``device`` (``cpu`` or ``cuda``). UserError (one line) for a missing dir, train.yaml or checkpoint, a checkpoint
-    whose SHA-256 does not match its YAML (``verify=False`` loads it anyway) or trained with another units file."""
+    whose SHA-256 does not match its YAML (``verify=False`` loads it anyway) or trained with another units file,
+    and for an argument of another type."""
+    exp_dir = keyword("load_model", "exp_dir", exp_dir, "path")
+    checkpoint = keyword("load_model", "checkpoint", checkpoint, "path")
+    verify = keyword("load_model", "verify", verify, "flag")
     if not os.path.isdir(exp_dir):
         raise UserError(f"experiment dir {exp_dir} does not exist (the dir run.sh or train wrote, with train.yaml)")
     conf = os.path.join(exp_dir, "train.yaml")
@@ -70,7 +77,7 @@ def load_model(exp_dir: str, checkpoint: str = "final.pt", device: str = "cpu", 
     if not os.path.isfile(path):
         have = sorted(f for f in os.listdir(exp_dir) if f.endswith(".pt"))
         raise UserError(f"no checkpoint {path}; {exp_dir} has {', '.join(have) or 'no .pt file'}")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+    if not isinstance(device, str) or (device not in ("cpu", "cuda") and not device.startswith("cuda:")):
         raise UserError(f"device {device!r}: use cpu or cuda")
     if device != "cpu" and not torch.cuda.is_available():
         raise UserError(f"device {device}: this torch sees no CUDA device; use cpu")
@@ -109,9 +116,10 @@ class RecognitionModel:
         try:
             out = self.processor(sample, np.random.default_rng(0))
         except UnusableUtterance as e:
-            raise UserError(f"{name}: {e}") from None
+            raise InputError(f"{name}: {e}", e.reason) from None
         if isinstance(out, str):  # the decoding filter keeps everything the encoder can take; too few frames
-            raise UserError(f"{name}: too short to decode ({out}: fewer than {self.processor.min_frames} frames)")
+            raise InputError(f"{name}: too short to decode ({out}: fewer than {self.processor.min_frames} frames)",
+                             out)
         return name, torch.from_numpy(out["feat"])
 
     def decode_options(self, where: str, modes: Any, given: Dict[str, Any], fixed: Optional[Dict[str, Any]] = None
@@ -137,24 +145,45 @@ class RecognitionModel:
         return modes, beam_size, batch_size, values
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,
-                   timestamps: bool = False, sample_rate: Optional[int] = None, **options: Any) -> Any:
+                   timestamps: bool = False, sample_rate: Optional[int] = None,
+                   max_bad_fraction: Optional[float] = None, **options: Any) -> Any:
         """Text of a file path, the bytes of an audio file, an (array, sample_rate) pair (or an array with
         ``sample_rate=``), or a list of them (``inputs.audio_input``).
 
         ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the
         options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``, ...,
         ``decode_options.DECODE_OPTIONS``) with its checks; one not given is what the recipe decoded this
-        checkpoint with (``decode/recipe.py``). Returns the text (a list of texts for a list); with
-        ``timestamps=True`` a dict ``{"text", "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds
-        from the CTC alignment of the text.
+        checkpoint with (``decode/recipe.py``). Returns the text; with ``timestamps=True`` a dict ``{"text",
+        "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.
+        For a list, a :class:`~wenet_udps.decode.outcome.Transcripts`: a list of those in input order, ``None``
+        for an input that could not be decoded, named with its position in ``.failures``; more unusable inputs
+        than ``max_bad_fraction`` (default: the experiment's ``dataset_conf.max_bad_fraction``, else 0.05) is a
+        ``DataError`` that holds them (``wenet_udps.decode.outcome``).
         """
+        keyword("transcribe", "timestamps", timestamps, "flag")
         modes, beam_size, _, kwargs = self.decode_options("transcribe", mode, options, {"batch_size": 1})
         if len(modes) != 1:
             raise UserError(f"mode={mode!r}: transcribe decodes in one mode; decode_list takes several")
         items = audio_list(audio)
-        if items is not None:
-            return [self._transcribe_one(a, modes[0], beam_size, kwargs, timestamps, sample_rate) for a in items]
-        return self._transcribe_one(audio, modes[0], beam_size, kwargs, timestamps, sample_rate)
+        if items is None:
+            if max_bad_fraction is not None:
+                raise UserError(f"transcribe(max_bad_fraction={max_bad_fraction!r}) applies to a list of inputs; "
+                                f"one input is decoded or refused")
+            return self._transcribe_one(audio, modes[0], beam_size, kwargs, timestamps, sample_rate)
+        fraction = self._bad_fraction("transcribe", max_bad_fraction)
+        for i, item in enumerate(items):  # what is not audio at all is a mistake in the list, as a malformed line
+            try:
+                audio_input(item, sample_rate)
+            except UserError as e:
+                raise UserError(f"audio[{i}]: {e}") from None
+        return decode_each(items, lambda a: self._transcribe_one(a, modes[0], beam_size, kwargs, timestamps,
+                                                                 sample_rate), fraction)
+
+    def _bad_fraction(self, where: str, given: Optional[float]) -> float:
+        """``max_bad_fraction`` as given to ``where``, else the experiment's (``utils.counts``)."""
+        if given is None:
+            return conf_bad_fraction(self.config)
+        return float(keyword(where, "max_bad_fraction", given, "fraction"))
 
     def _transcribe_one(self, audio: Audio, mode: str, beam_size: int, kwargs: Dict[str, Any], timestamps: bool,
                         sample_rate: Optional[int]) -> Any:
@@ -180,22 +209,37 @@ class RecognitionModel:
                                                                                            self.frame_seconds))]
 
     def decode_list(self, data_list: str, modes: Union[str, Sequence[str]] = ("attention_rescoring",), *,
-                    data_type: str = "raw", progress: bool = False, **options: Any) -> DecodeReport:
-        """Decode a data.list (raw or shard list; a Kaldi wav.scp is read as a raw list: ``key path`` lines) with
-        every mode in ``modes`` (one name, or several) in one pass, as recognize does; the options (``batch_size``
-        too, default 16) as for :meth:`transcribe`."""
+                    data_type: str = "raw", progress: bool = False, max_bad_fraction: Optional[float] = None,
+                    **options: Any) -> DecodeReport:
+        """Decode a data.list (raw, or with ``data_type="shard"`` a shard list) or a Kaldi wav.scp (``key path``
+        lines, read as sherpa_decode reads it: a ``segments`` file beside it is cut, ``kaldi_data.scp_utterances``)
+        with every mode in ``modes`` (one name, or several) in one pass, as recognize does; the options
+        (``batch_size`` too, default 16) as for :meth:`transcribe`. Unusable audio is skipped and counted, and
+        more of it than ``max_bad_fraction`` (default: the experiment's ``dataset_conf.max_bad_fraction``, else
+        0.05) is a DataError, as in recognize."""
+        data_list = keyword("decode_list", "data_list", data_list, "path")
+        data_type = keyword("decode_list", "data_type", data_type, "choice", DATA_TYPES)
+        progress = keyword("decode_list", "progress", progress, "flag")
         if not os.path.isfile(data_list):
             raise UserError(f"no data list {data_list}")
+        config = {**self.config, "dataset_conf": {**(self.config.get("dataset_conf") or {}),
+                                                  "max_bad_fraction": self._bad_fraction("decode_list",
+                                                                                         max_bad_fraction)}}
         modes, beam_size, batch_size, kwargs = self.decode_options("decode_list", modes, options)
-        with tempfile.TemporaryDirectory() as tmp:
-            if data_type == "raw" and not _is_json_list(data_list):  # a wav.scp: "key path" lines
-                scp, data_list = data_list, os.path.join(tmp, "data.list")
-                with open(data_list, "w", encoding="utf-8") as f:
-                    for key, wav in read_map(scp, what="<key> <audio path>").items():
-                        f.write(json.dumps({"key": key, "wav": wav, "txt": ""}, ensure_ascii=False) + "\n")
-            texts, stats = decode_dataset(self.model, self.tokenizer, self.config, data_list, modes=list(modes),
+        kind, lineno, line = list_kind(data_list) if data_type == "raw" else (data_type, 0, "")
+        if data_type == "raw" and kind == "shard":
+            raise UserError(f"{data_list}:{lineno}: one path a line ({line[:80]!r}): a shard list? pass "
+                            f"data_type='shard' (a raw data.list holds JSON lines, a wav.scp 'key path' lines)")
+        # a wav.scp is read by the one Kaldi reader, its segments cut; every message names it
+        items = [{"key": key, "wav": wav, "txt": "", **({} if start is None else {"start": start, "end": end})}
+                 for key, wav, start, end in scp_utterances(data_list)] if kind == "scp" else None
+        try:
+            texts, stats = decode_dataset(self.model, self.tokenizer, config, data_list, modes=list(modes),
                                           data_type=data_type, batch_size=batch_size, beam_size=beam_size,
-                                          device=self.device, decode_kwargs=kwargs, progress=progress)
+                                          device=self.device, decode_kwargs=kwargs, progress=progress,
+                                          items=items)
+        except DataError as e:
+            raise DataError(f"{e} (decode_list's max_bad_fraction= sets that share)") from None
         return DecodeReport(texts=texts, utterances=stats["utterances"], skipped=stats["skipped"],
                             counts=stats["counts"], rtf=stats["rtf"], decode_seconds=stats["decode_seconds"],
                             audio_seconds=stats["audio_seconds"], summary=rtf_line(stats, list(modes), self.device))
@@ -204,12 +248,5 @@ class RecognitionModel:
         """A chunk-by-chunk decoder of one utterance (``wenet_udps.decode.stream.StreamingDecoder``); the options as
         for :meth:`transcribe`, the chunking from ``chunk_size`` and ``left_chunks``."""
         from wenet_udps.decode.stream import StreamingDecoder
-        return StreamingDecoder(self, chunk_size, left_chunks, mode, **options)
-
-
-def _is_json_list(path: str) -> bool:
-    """Whether ``path``'s first non-empty line is a JSON object (a data.list) rather than a ``key path`` line."""
-    for _, line in utf8_lines(path):
-        if line.strip():
-            return line.lstrip().startswith("{")
-    return True
+        return StreamingDecoder(self, keyword("stream", "chunk_size", chunk_size, "int"),
+                                keyword("stream", "left_chunks", left_chunks, "int"), mode, **options)

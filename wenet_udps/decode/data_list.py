@@ -46,18 +46,20 @@ def load_experiment(exp_dir: str, checkpoint: str) -> Tuple[Dict[str, Any], torc
 
 
 def eval_dataset(config: Mapping[str, Any], tokenizer: Any, data_list: str, batch_size: int,
-                 data_type: str = "raw") -> Any:
-    """``data_list`` with ``config``'s features for evaluation: list order, no augmentation, every utterance."""
+                 data_type: str = "raw", items: Optional[List[Dict[str, Any]]] = None) -> Any:
+    """``data_list`` with ``config``'s features for evaluation: list order, no augmentation, every utterance
+    (``items``: its entries read already, see ``AsrDataset``)."""
     return init_dataset(data_type, data_list, tokenizer,
                         eval_dataset_conf(dict(config.get("dataset_conf") or {}), batch_size), partition=False,
-                        min_frames=min_input_frames(config))
+                        min_frames=min_input_frames(config), items=items)
 
 
 def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, Any], data_list: str, *,
                    modes: List[str], data_type: str = "raw", batch_size: int = 16, beam_size: int = 10,
                    device: str = "cpu", decode_kwargs: Optional[Dict[str, Any]] = None, num_workers: int = 0,
-                   progress: bool = True) -> Tuple[Dict[str, Dict[str, str]], Dict[str, float]]:
-    """Decode ``data_list`` with every mode in ``modes``.
+                   progress: bool = True, items: Optional[List[Dict[str, Any]]] = None
+                   ) -> Tuple[Dict[str, Dict[str, str]], Dict[str, float]]:
+    """Decode ``data_list`` (``items``: its entries read already, see ``AsrDataset``) with every mode in ``modes``.
 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
@@ -71,7 +73,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
         DataError: no utterance decoded, or more unusable than ``dataset_conf.max_bad_fraction``
             (``wenet_udps.utils.counts``).
     """
-    dataset = eval_dataset(config, tokenizer, data_list, batch_size, data_type)
+    dataset = eval_dataset(config, tokenizer, data_list, batch_size, data_type, items)
     loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, pin_memory=device == "cuda")
     results: Dict[str, Dict[str, str]] = {m: {} for m in modes}
     decode_seconds = audio_seconds = 0.0

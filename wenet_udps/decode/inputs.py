@@ -18,6 +18,30 @@ TAKES = ("a path (str or os.PathLike), the bytes of an audio file, an (array, sa
          "sample_rate=, or a list of these")
 
 
+class InputError(UserError):
+    """One input the API cannot decode; ``reason`` is what a list decode counts it as (``bad_audio``,
+    ``non_finite``: unusable; ``no_frames``: too short for the encoder, dropped by choice as recognize drops it)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def keyword(where: str, name: str, value: Any, kind: str, choices: Sequence[str] = ()) -> Any:
+    """``value`` of the keyword ``name`` of ``where()`` when it is of ``kind`` (``path``: str or os.PathLike, given
+    as str; ``flag``: True or False; ``int``: an integer; ``choice``: one of ``choices``); else a UserError naming
+    the method, the keyword, the value and what it takes (Python's own errors would name an internal call)."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = {"path": isinstance(value, (str, os.PathLike)), "flag": isinstance(value, bool),
+          "int": number and isinstance(value, numbers.Integral), "fraction": number and 0 <= value <= 1,
+          "choice": isinstance(value, str) and value in choices}[kind]
+    if not ok:
+        takes = {"path": "a path (str or os.PathLike)", "flag": "True or False", "int": "an integer",
+                 "fraction": "a number in [0, 1]", "choice": f"one of {', '.join(choices)}"}[kind]
+        raise UserError(f"{where}({name}={value!r}): expected {takes}")
+    return os.fspath(value) if kind == "path" else value
+
+
 def check_keywords(where: str, given: Mapping[str, Any], valid: Sequence[str]) -> None:
     """TypeError, as Python's own for ``where()``, for a keyword of ``given`` not in ``valid``, with the closest
     valid one and the list (Python's would name the internal function that received the keywords)."""

@@ -23,7 +23,7 @@ from wenet_udps.scoring.significance import Comparison, compare, mean_std, rate,
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
-from wenet_udps.utils.source_info import read_source, stale_reason
+from wenet_udps.utils.source_info import read_record, stale_reason
 
 TEST_SET = "test_unseen"
 BASELINE = BASELINE_SUFFIX[1:]  # the scaled-dot variant's label
@@ -78,7 +78,7 @@ def load(exp_root: Path, data_root: Path, modes: Sequence[str] = MODES) -> LosoR
                     hyp = exp_root / name / TEST_SET / mode / "text"
                     if not hyp.is_file():
                         raise ValueError(f"missing {hyp}: decode the fold (run.sh --loso true --stage 5)")
-                    stale = stale_reason(read_source(str(hyp.parent / "decode.info")), sums)
+                    stale = stale_reason(read_record(str(hyp.parent / "decode.info"), sums), sums)
                     if stale:
                         raise ValueError(f"{hyp} is stale, {stale}: decode the fold again (run.sh --loso true "
                                          f"--stage 5)")

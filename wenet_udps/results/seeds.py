@@ -11,7 +11,7 @@ from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_coun
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import score
-from wenet_udps.utils.source_info import read_source, stale_reason
+from wenet_udps.utils.source_info import read_record, stale_reason
 
 SEED_RE = re.compile(r"^(.*)_seed(\d+)$")
 BASELINE_SUFFIX = "_scaled_dot"
@@ -90,7 +90,8 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
                     if not seeds or not ref.is_file() or not all(p.is_file() for h in hyps for p in h):
                         continue
                     # no test over a hypothesis of a replaced or removed checkpoint (left out of the table too)
-                    if any(stale_reason(read_source(str(p.parent / "decode.info")), sums) for h in hyps for p in h):
+                    if any(stale_reason(read_record(str(p.parent / "decode.info"), sums), sums)
+                           for h in hyps for p in h):
                         continue
                     written = read_text(str(ref))
                     refs = as_text(written)

@@ -157,7 +157,8 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
         flags: spell the options as a command's flags in messages (``--ctc_weight``), else as keywords.
         empty_ok: no mode at all is allowed (a benchmark timing something else); else a UserError.
     """
-    modes = [modes] if isinstance(modes, str) else list(modes)
+    # one name, or a list or tuple of names; anything else (None, a number) is one mode that is not a mode name
+    modes = list(modes) if isinstance(modes, (list, tuple)) else [modes]
     unknown = [m for m in modes if not isinstance(m, str) or m not in DECODING_METHODS]
     if (not modes and not empty_ok) or unknown:
         got = f"mode {unknown[0]!r}" if unknown else "no mode"
