@@ -10,7 +10,8 @@ one of the audio formats the reader takes (``audio.AUDIO_EXTENSIONS``, also the 
 shard too. Every channel is packed: the reader of the shard chooses one by ``dataset_conf.channel``, as it does for
 the file. Audio the reader refuses (unreadable, cut, or of a format whose length is not checked:
 ``audio_length``), and an uncut file larger than a shard member may be (``lists.MAX_MEMBER_BYTES``), is left out
-with a warning and counted.
+with a warning and counted; so is an utterance with an empty transcript. More unusable ones (unreadable audio, empty
+transcripts) than --max_bad_fraction is exit 1, and no shard list is written.
 """
 import argparse
 import io
@@ -27,10 +28,10 @@ import soundfile as sf
 from tqdm import tqdm
 
 from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioError, read_frames, resample
-from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.dataset.kaldi_data import EMPTY_TRANSCRIPT, read_utterances
 from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
-from wenet_udps.utils.counts import MAX_BAD_FRACTION, check_pass, counts_line
+from wenet_udps.utils.counts import add_max_bad_fraction, check_pass, counts_line
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 
@@ -83,9 +84,7 @@ def main(argv=None) -> None:
     parser.add_argument("--segments", default=None, type=cli.existing_file, help="Kaldi segments file")
     parser.add_argument("--resample", type=cli.positive_int, default=None, help="resample audio to this rate (Hz)")
     parser.add_argument("--shuffle", action="store_true", help="shuffle utterances before sharding (seed 777)")
-    parser.add_argument("--max_bad_fraction", type=cli.float_range(0.0, 1.0), default=MAX_BAD_FRACTION,
-                        help="the share of unreadable (bad_audio) utterances above which no shard list is written "
-                             f"(exit 1; default {MAX_BAD_FRACTION:g}, as dataset_conf.max_bad_fraction)")
+    add_max_bad_fraction(parser, "utterances with unreadable audio or an empty transcript")
     parser.add_argument("wav_file", type=cli.existing_file)
     parser.add_argument("text_file", type=cli.existing_file)
     parser.add_argument("shards_dir", type=cli.output_dir)
@@ -96,7 +95,8 @@ def main(argv=None) -> None:
     left_out: Dict[str, int] = {}
     entries = read_utterances(args.wav_file, args.text_file, args.segments, left_out)
     check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
-               total=len(entries) + sum(left_out.values()), unusable=0)
+               total=len(entries) + sum(left_out.values()), unusable=left_out.get(EMPTY_TRANSCRIPT, 0),
+               max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction")
     if args.shuffle:
         random.Random(777).shuffle(entries)
     os.makedirs(args.shards_dir, exist_ok=True)

@@ -90,7 +90,7 @@ class UtteranceProcessor:
     ``__call__`` returns the ``filter_conf`` key (a str) when the filter drops the utterance, and raises
     ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
     ``admission`` (training only; ``wenet_udps.train.targets.TargetAdmission``) checks the label: its
-    ``check_symbols`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
+    ``check_text`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
     """
 
     def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1, admission: Any = None):
@@ -119,7 +119,7 @@ class UtteranceProcessor:
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
             if self.admission is not None:  # before the audio is read: a rejected text costs no decoding
-                self.admission.check_symbols(sample["key"], sample["txt"], label)
+                self.admission.check_text(sample["key"], sample["txt"], label)
         # max_length is checked from the header, before the samples are read; the whole filter then runs on the
         # file's own rate, before resampling spends memory on a dropped utterance.
         try:
