@@ -3,18 +3,18 @@
 that a dev or test speaker reads left out (as OpenSLR 11's librispeech-lm-norm.txt leaves them out).
 
     python tools/make_lm_book_text.py --git_dir GUTENBERG.git --librispeech DIR/LibriSpeech --out_dir OUT \
-        [--dev_speakers "19 2136"] [--test_speakers "4680 1867"] [--ngram_check 10]
+        [--dev_speakers "19 2136"] [--test_speakers "4680 1867"] [--lm_order 3] [--ngram_check 10]
 
 GUTENBERG.git: a git repository of Project Gutenberg ``.txt`` files (docs/lm.md names the one used here, from GitHub;
 OpenSLR 11's text is not reachable from this project's machine). Every ``.txt`` file at HEAD is read in ``git ls-tree``
 order and left out when it is a copy already read (same blob or PG id), a book of LibriSpeech's dev/test sets or of the
 held-out speakers (by PG id from ``CHAPTERS.TXT``, by title, or as a listed other edition), not English, or without a
 Project Gutenberg START marker. The text between the START and END markers is split into sentences (not after
-Mr./Dr./... or an initial); a sentence with a digit (numbers are not spelled out), without a lower-case letter (a
-heading) or of fewer than 2 words is dropped; the rest is upper-cased to A-Z, apostrophe and space, abbreviations
-spelt out as LibriSpeech's transcripts spell them. A sentence of 8 or more words written before (another edition's
-copy) and a sentence that is, or holds, a held-out transcript (the LM's one held-out check, wenet_udps.lm.held_out)
-are not written.
+Mr./Dr./... or an initial); a sentence with a digit (numbers are not spelled out) or a letter of another script
+than Latin, without a lower-case letter (a heading) or of fewer than 2 words is dropped; the rest is upper-cased to
+A-Z, apostrophe and space, abbreviations spelt out as LibriSpeech's transcripts spell them. A sentence of 8 or more
+words written before (another edition's copy) and a sentence that is, or holds every --lm_order-gram of, a held-out
+transcript (the LM's one held-out check, wenet_udps.lm.held_out) are not written.
 
 Writes OUT/books.txt (one sentence a line) and OUT/manifest.tsv (each file: PG id, title, what became of it, lines
 written); prints the counts. ``--ngram_check N`` then prints, per speaker, the share of the transcripts' word N-grams
@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from wenet_udps.lm.held_out import HeldOut
+from wenet_udps.lm.options import DEFAULT_ORDER
 from wenet_udps.utils import cli
+from wenet_udps.utils.text_norm import foreign_letter
 
 # Abbreviations that LibriSpeech transcripts spell out (MISTER, MISSUS, DOCTOR, SAINT, MADAME ... in train-clean-5).
 ABBREV = {
@@ -130,8 +132,10 @@ def sentences(text: str) -> Iterator[str]:
 
 
 def normalise(sentence: str) -> Optional[str]:
-    """A sentence in LibriSpeech's transcript form, or None if it holds a digit, is a heading or is under 2 words."""
-    if re.search(r"\d", sentence) or not re.search(r"[a-z]", sentence):
+    """A sentence in LibriSpeech's transcript form, or None if it holds a digit or a letter of another script than
+    Latin (a Cyrillic look-alike would be dropped from its word, and the rest of the sentence pass the held-out
+    check), is a heading or is under 2 words."""
+    if re.search(r"\d", sentence) or not re.search(r"[a-z]", sentence) or foreign_letter(sentence, ["LATIN"]):
         return None
     s = ABBREV_RE.sub(lambda m: " " + ABBREV[(m.group(1) or m.group(2)).upper()] + " ", sentence)
     s = unicodedata.normalize("NFKD", s.translate(QUOTE_MAP)).encode("ascii", "ignore").decode().upper()
@@ -187,11 +191,13 @@ def git_files(git_dir: Path) -> Iterator[Tuple[str, str]]:
             yield path, meta.split()[2]
 
 
-def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, str]) -> Counter:
-    """Write out_dir/books.txt and manifest.tsv; return the counts."""
+def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, str],
+               lm_order: int = DEFAULT_ORDER) -> Counter:
+    """Write out_dir/books.txt and manifest.tsv; return the counts. ``lm_order``: the order of the LM the text is
+    for (the held-out check's containment rule)."""
     excluded = excluded_books(librispeech, held)
     excluded_titles = {norm_title(t): b for b, (t, _) in excluded.items() if len(norm_title(t).split()) >= 2}
-    held_text = HeldOut(held_out_texts(librispeech, list(held)))  # the LM's one held-out check
+    held_text = HeldOut(held_out_texts(librispeech, list(held)), order=lm_order)  # the LM's one held-out check
     seen_blob: Dict[str, str] = {}
     seen_id: Dict[str, str] = {}
     seen_sent: Set[int] = set()
@@ -215,7 +221,7 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
             for sentence in sentences(body(raw)) if status == "kept" else []:
                 s = normalise(sentence)
                 if s is None:
-                    stats["sentences dropped (digits, heading, < 2 words)"] += 1
+                    stats["sentences dropped (digits, other scripts, heading, < 2 words)"] += 1
                     continue
                 if s.count(" ") + 1 >= DEDUP_WORDS:
                     key = int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little")
@@ -272,6 +278,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     # The mini LibriSpeech recipe's held-out speakers (recipes/mini_librispeech/prepare.sh's defaults).
     parser.add_argument("--dev_speakers", default="19 2136")
     parser.add_argument("--test_speakers", default="4680 1867")
+    parser.add_argument("--lm_order", type=cli.int_range(2), default=DEFAULT_ORDER,
+                        help="the order of the LM the text is for (run.sh --lm_order): a sentence holding every "
+                             "n-gram of a held-out transcript at this order is not written (wenet_udps.lm.held_out)")
     parser.add_argument("--ngram_check", type=cli.non_negative_int, default=0, metavar="N",
                         help="then report each speaker's word N-grams found in books.txt (0: no check)")
     args = parser.parse_args(argv)
@@ -279,7 +288,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not (librispeech / "CHAPTERS.TXT").is_file():
         raise cli.UserError(f"{librispeech}/CHAPTERS.TXT not found (--librispeech: the LibriSpeech folder)")
     held = {**{s: "dev" for s in args.dev_speakers.split()}, **{s: "test" for s in args.test_speakers.split()}}
-    for key, value in sorted(make_books(git_dir, librispeech, out_dir, held).items()):
+    for key, value in sorted(make_books(git_dir, librispeech, out_dir, held, args.lm_order).items()):
         print(f"{key}: {value}")
     if args.ngram_check > 0:
         print(f"{args.ngram_check}-grams of each speaker's transcripts found inside a books.txt line:")

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Write a WeNet raw data.list (one JSON object per line: key, wav, txt[, start, end]).
 
-Usage: python tools/make_raw_list.py [--segments data/train/segments] data/train/wav.scp data/train/text \
-           data/train/data.list
-Utterances without audio or without text are left out with one warning giving the count; when none is left,
-nothing is written and the exit status is 1.
+Usage: python tools/make_raw_list.py [--segments data/train/segments] [--max_bad_fraction 0.05] \
+           data/train/wav.scp data/train/text data/train/data.list
+Utterances without audio, without text or with an empty transcript are left out with one warning giving the count
+of each; when none is left, or more than --max_bad_fraction have an empty transcript (unusable data, as training
+counts it), nothing is written and the exit status is 1.
 """
 import argparse
 import json
 import logging
 from typing import Dict
 
-from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.dataset.kaldi_data import EMPTY_TRANSCRIPT, read_utterances
 from wenet_udps.utils import cli
-from wenet_udps.utils.counts import check_pass, counts_line
+from wenet_udps.utils.counts import add_max_bad_fraction, check_pass, counts_line
 
 
 def main(argv=None) -> None:
@@ -23,15 +24,17 @@ def main(argv=None) -> None:
     parser.add_argument("wav_file", type=cli.existing_file, help="wav.scp (key path)")
     parser.add_argument("text_file", type=cli.existing_file, help="text (key transcript)")
     parser.add_argument("output_file", type=cli.output_file, help="data.list to write")
+    add_max_bad_fraction(parser, "utterances with an empty transcript")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     left_out: Dict[str, int] = {}
     entries = read_utterances(args.wav_file, args.text_file, args.segments, left_out)
-    # the one rule of a pass (wenet_udps.utils.counts): an empty list is exit 1 (keys only one file has are not
-    # unusable data, so only "nothing used" applies)
+    # the one rule of a pass (wenet_udps.utils.counts): an empty list is exit 1; keys only one file has are left
+    # out by choice, empty transcripts are unusable (more than the limit: exit 1)
     check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
-               total=len(entries) + sum(left_out.values()), unusable=0)
+               total=len(entries) + sum(left_out.values()), unusable=left_out.get(EMPTY_TRANSCRIPT, 0),
+               max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction")
     with open(args.output_file, "w", encoding="utf-8") as out:
         for utt, wav, txt, start, end in entries:
             obj = {"key": utt, "wav": wav, "txt": txt}

@@ -2,14 +2,16 @@
 """Pack a Kaldi data directory into WeNet shards (tar files of <key>.wav + <key>.txt) and write the shard list.
 
 Usage: python tools/make_shard_list.py --num_utts_per_shard 1000 --num_threads 4 [--segments segments] \
-           [--resample 16000] [--shuffle] [--prefix shards] data/train/wav.scp data/train/text \
-           data/train/shards data/train/data.list
+           [--resample 16000] [--shuffle] [--prefix shards] [--max_bad_fraction 0.05] data/train/wav.scp \
+           data/train/text data/train/shards data/train/data.list
 Without --segments/--resample the audio bytes are copied unchanged (keeping their extension) when the extension is
 one of the audio formats the reader takes (``audio.AUDIO_EXTENSIONS``, also the shard reader's set); otherwise the
 (cut, resampled or renamed) audio is written as 16-bit PCM WAV, so a file the raw list decodes is decoded from the
 shard too. Every channel is packed: the reader of the shard chooses one by ``dataset_conf.channel``, as it does for
-the file. Unreadable or cut audio, and an uncut file larger than a shard member may be (``lists.MAX_MEMBER_BYTES``),
-is left out with a warning.
+the file. Audio the reader refuses (unreadable, cut, or of a format whose length is not checked:
+``audio_length``), and an uncut file larger than a shard member may be (``lists.MAX_MEMBER_BYTES``), is left out
+with a warning and counted; so is an utterance with an empty transcript. More unusable ones (unreadable audio, empty
+transcripts) than --max_bad_fraction is exit 1, and no shard list is written.
 """
 import argparse
 import io
@@ -26,10 +28,10 @@ import soundfile as sf
 from tqdm import tqdm
 
 from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioError, read_frames, resample
-from wenet_udps.dataset.kaldi_data import read_utterances
+from wenet_udps.dataset.kaldi_data import EMPTY_TRANSCRIPT, read_utterances
 from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
-from wenet_udps.utils.counts import check_pass, counts_line
+from wenet_udps.utils.counts import add_max_bad_fraction, check_pass, counts_line
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
 
@@ -82,6 +84,7 @@ def main(argv=None) -> None:
     parser.add_argument("--segments", default=None, type=cli.existing_file, help="Kaldi segments file")
     parser.add_argument("--resample", type=cli.positive_int, default=None, help="resample audio to this rate (Hz)")
     parser.add_argument("--shuffle", action="store_true", help="shuffle utterances before sharding (seed 777)")
+    add_max_bad_fraction(parser, "utterances with unreadable audio or an empty transcript")
     parser.add_argument("wav_file", type=cli.existing_file)
     parser.add_argument("text_file", type=cli.existing_file)
     parser.add_argument("shards_dir", type=cli.output_dir)
@@ -92,7 +95,8 @@ def main(argv=None) -> None:
     left_out: Dict[str, int] = {}
     entries = read_utterances(args.wav_file, args.text_file, args.segments, left_out)
     check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
-               total=len(entries) + sum(left_out.values()), unusable=0)
+               total=len(entries) + sum(left_out.values()), unusable=left_out.get(EMPTY_TRANSCRIPT, 0),
+               max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction")
     if args.shuffle:
         random.Random(777).shuffle(entries)
     os.makedirs(args.shards_dir, exist_ok=True)
@@ -107,7 +111,8 @@ def main(argv=None) -> None:
     # exit 1, before the shard list is written
     used = len(entries) - sum(skipped.values())
     logging.info("%s", check_pass(f"shards of {args.wav_file}: {counts_line(used, skipped)}", used=used,
-                                  total=len(entries), unusable=skipped["bad_audio"]))
+                                  total=len(entries), unusable=skipped["bad_audio"],
+                                  max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction"))
     with open(args.shards_list, "w", encoding="utf-8") as f:
         f.writelines(p + "\n" for p in paths)
     logging.info("wrote %d shards (%d utterances) listed in %s", len(paths), used, args.shards_list)

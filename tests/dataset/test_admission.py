@@ -153,3 +153,42 @@ def test_raw_audio_past_max_length_is_filtered_from_its_header_unread(tokenizer,
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert tally.skipped() == {"max_length": 1} and peak < 4 << 20
+
+
+def test_empty_and_blank_transcripts_are_unusable_not_filtered(kaldi_dir, tokenizer, tmp_path, caplog):
+    """Issue 66 G: a training list whose transcripts were half empty or blank trained: they were counted as
+    ``token_min_length`` (filtered by choice). Now they are ``empty_text`` (unusable): skipped with a warning,
+    counted in the pass's line, and a pass with more of them than max_bad_fraction is refused."""
+    from wenet_udps.dataset.dataset import DataError
+    wav = _first_wav(kaldi_dir)
+    lst = tmp_path / "data.list"
+    texts = {"a": "one", "b": "", "c": "two", "d": " \t\u3000"}
+    lst.write_text("".join(json.dumps({"key": k, "wav": wav, "txt": t}) + "\n" for k, t in texts.items()))
+    with caplog.at_level(logging.WARNING):
+        ds, tally, keys = _pass(tokenizer, lst, TargetAdmission(tokenizer, None))
+    assert keys == ["a", "c"] and tally.skipped() == {"empty_text": 2}
+    warned = " | ".join(r.message for r in caplog.records)
+    assert "transcript of b is empty or blank: nothing to train on" in warned and "transcript of d is empty" in warned
+    strict = init_dataset("raw", str(lst), tokenizer, plain_conf(max_bad_fraction=0.4),
+                          admission=TargetAdmission(tokenizer, None))
+    with pytest.raises(DataError, match=r"2 utterances used, 2 skipped \(empty_text 2\): 50.0% of the utterances "
+                                        r"are unusable, more than dataset_conf.max_bad_fraction 0.4"):
+        strict.check_tally(tally, "epoch 0 train")
+
+
+def test_transcripts_mostly_of_unknown_tokens_are_unusable_and_counted(kaldi_dir, tokenizer, tmp_path, caplog):
+    """Issue 66 G: lower-case transcripts in a hand-made data.list under upper-case units (here: upper case under
+    lower-case units) trained as all-<unk> targets after one warning, and the count was never logged. More than
+    half the tokens <unk>: ``unk_text``, the warning giving the count; a few unknown tokens are kept."""
+    wav = _first_wav(kaldi_dir)
+    lst = tmp_path / "data.list"
+    texts = {"ok": "one two", "upper": "ONE TWO", "few": "one two three seven nine q"}
+    lst.write_text("".join(json.dumps({"key": k, "wav": wav, "txt": t}) + "\n" for k, t in texts.items()))
+    unknown = [t for t in "q" if t not in tokenizer.symbol_table]
+    with caplog.at_level(logging.WARNING):
+        ds, tally, keys = _pass(tokenizer, lst, TargetAdmission(tokenizer, None))
+    assert keys == ["ok", "few"] and tally.skipped() == {"unk_text": 1}, (keys, tally.skipped())
+    assert unknown  # "few" holds an unknown token, under the share
+    warned = [r.message for r in caplog.records if "transcript of upper" in r.message]
+    assert warned and "6 of its 7 tokens are not in the units" in warned[0] and "'O'" in warned[0], warned
+    assert "2 utterances used, 1 skipped (unk_text 1)" in ds.check_tally(tally, "epoch 0 train")

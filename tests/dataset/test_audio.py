@@ -1,4 +1,6 @@
 import hashlib
+import io
+import re
 
 import numpy as np
 import pytest
@@ -98,15 +100,21 @@ def test_multichannel_audio_is_refused_unless_a_channel_is_chosen(tmp_path):
     np.testing.assert_array_equal(load_audio(str(tmp_path / "s.wav"), channel=1)[0], -np.arange(800))
     with pytest.raises(BadAudioError, match="has 2 channels, no channel 2"):
         load_audio(str(tmp_path / "s.wav"), channel=2)
-    sf.write(tmp_path / "m.wav", stereo[:, 0], 8000, subtype="PCM_16")  # mono is read as it is
-    np.testing.assert_array_equal(load_audio(str(tmp_path / "m.wav"))[0], load_audio(str(tmp_path / "m.wav"),
-                                                                                    channel=0)[0])
-    with pytest.raises(BadAudioError, match="has 1 channel, no channel 1"):
-        load_audio(str(tmp_path / "m.wav"), channel=1)
+    # Issue 66 G: mono is read as it is whatever the channel (a list mixing mono and stereo files could not be
+    # read with any setting); "mean" reads the mean of the channels.
+    sf.write(tmp_path / "m.wav", stereo[:, 1], 8000, subtype="PCM_16")
+    for channel in (None, 0, 1, 2, "mean"):
+        np.testing.assert_array_equal(load_audio(str(tmp_path / "m.wav"), channel=channel)[0], -np.arange(800))
+    np.testing.assert_array_equal(load_audio(str(tmp_path / "s.wav"), channel="mean")[0], np.zeros(800))
     from wenet_udps.dataset.transforms import check_dataset_conf
     from wenet_udps.utils.schema import ConfigError
     with pytest.raises(ConfigError, match="dataset_conf.channel: must be >= 0, got -1"):  # the one schema
         check_dataset_conf({"channel": -1})
+    with pytest.raises(ConfigError, match="dataset_conf.channel: must be a channel index \\(>= 0\\) or 'mean', "
+                                          "got 'avg'"):
+        check_dataset_conf({"channel": "avg"})
+    assert check_dataset_conf({"channel": "mean"}) == {"channel": "mean"}
+    assert check_dataset_conf({"channel": "1"}) == {"channel": 1}
 
 
 # (format, subtype) that libsndfile read short without an error when cut (issue 57 S14: a .sph cut to half its
@@ -137,6 +145,73 @@ def test_audio_cut_short_is_refused_in_every_format(tmp_path, fmt, subtype, ext,
             with pytest.raises(BadAudioError, match="truncated|cannot read|cannot decode") as err:
                 read_frames(source, name="k")
             assert err.value.reason == "bad_audio", (fmt, cut)
+
+
+def _unknown_lengths():
+    """(name, file bytes) of whole recordings whose header declares no length (issue 66 B: "unknown" was read as
+    whole, so a cut copy of each read as a shorter recording), and of a file without a header."""
+    x = (np.random.default_rng(0).standard_normal(16000) * 3000).astype(np.int16)
+
+    def write(fmt, subtype="PCM_16"):
+        buf = io.BytesIO()
+        sf.write(buf, x, 16000, format=fmt, subtype=subtype)
+        return bytearray(buf.getvalue())
+    wav = write("WAV")
+    wav[wav.find(b"data") + 4:wav.find(b"data") + 8] = b"\xff" * 4  # a streamed WAV (ffmpeg to a pipe)
+    au = write("AU")
+    au[8:12] = b"\xff" * 4
+    mp3 = write("MP3", "MPEG_LAYER_III")
+    mp3 = mp3[mp3.find(mp3[:2], 4):]  # without its first frame, the Xing header (libsndfile estimates 9144 frames)
+    flac = write("FLAC")
+    flac[8 + 13] &= 0xF0
+    flac[8 + 14:8 + 18] = bytes(4)  # STREAMINFO's total samples 0: unknown
+    nist = write("NIST")
+    start = nist.find(b"sample_count")
+    nist[start:nist.find(b"\n", start) + 1] = b" " * (nist.find(b"\n", start) + 1 - start)
+    raw = write("RAW")
+    return {"WAV data size 0xffffffff": (wav, "WAV header declares the data size 0xffffffff"),
+            "AU data size 0xffffffff": (au, "AU header declares the data size 0xffffffff"),
+            "MP3 without a Xing header": (mp3, "no Xing/Info or VBRI header"),
+            "FLAC of 0 total samples": (flac, "FLAC STREAMINFO declares 0 total samples"),
+            "NIST without sample_count": (nist, "NIST header has no numeric sample_count"),
+            "RAW (no header)": (raw, "cannot read audio")}
+
+
+@pytest.mark.parametrize("case", list(_unknown_lengths()))
+def test_a_length_that_cannot_be_checked_is_refused_not_taken_as_whole(tmp_path, case):
+    """Issue 66 B: the length check returned "unknown" for a header it could not parse, and unknown was treated
+    as whole. Now such a file is bad_audio, as a path (also named .wav) and as bytes, naming why; a whole file of
+    the same format with its length declared is read."""
+    data, why = _unknown_lengths()[case]
+    ext = {"RAW": "raw", "MP3": "mp3", "FLAC": "flac", "NIST": "sph", "AU": "au"}.get(case.split()[0], "wav")
+    for path in (tmp_path / f"x.{ext}", tmp_path / "x.wav"):
+        path.write_bytes(bytes(data))
+        for source in (str(path), bytes(data)):
+            with pytest.raises(BadAudioError, match="is not read: its length cannot be checked|cannot read audio"
+                               ) as err:
+                read_frames(source, name="k")
+            assert why in str(err.value) and err.value.reason == "bad_audio", str(err.value)
+
+
+@pytest.mark.parametrize("fmt", ["VOC", "IRCAM", "AVR", "SVX", "MAT5", "PAF", "PVF", "WVE", "MPC2K", "HTK"])
+def test_a_format_whose_length_is_not_checked_is_refused_by_name(tmp_path, fmt):
+    """Issue 66 B: half the bytes of a VOC or IRCAM file decoded from half its samples without a warning, also
+    named .wav (libsndfile detects the format from the content). Such a format is refused whole or cut, naming
+    the format libsndfile read and the formats that are read."""
+    if fmt not in sf.available_formats():
+        pytest.skip(f"this libsndfile has no {fmt}")
+    x = (np.random.default_rng(0).standard_normal(16000) * 3000).astype(np.int16)
+    path = tmp_path / f"x.{fmt.lower()}"
+    subtype = "PCM_16" if "PCM_16" in sf.available_subtypes(fmt) else next(iter(sf.available_subtypes(fmt)))
+    sf.write(str(path), x, 16000, format=fmt, subtype=subtype)
+    (tmp_path / "x.wav").write_bytes(path.read_bytes())
+    for source in (str(path), str(tmp_path / "x.wav"), path.read_bytes()):
+        read_as = re.escape(sf.info(str(path)).format_info)
+        with pytest.raises(BadAudioError, match=f"is not read: libsndfile reads it as {read_as} .* convert it to "
+                                                f"one of AIFF, AU, CAF, FLAC, MP3, NIST, OGG, RF64, W64, WAV, WAVEX"
+                           ) as err:
+            read_frames(source, name="k")
+        assert err.value.reason == "bad_audio"
 
 
 def test_a_segment_end_past_the_recording_is_cut_within_the_overshoot_and_bad_beyond(tmp_path):

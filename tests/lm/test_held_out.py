@@ -1,26 +1,28 @@
 """The LM's one held-out check (wenet_udps.lm.held_out): a dev/test sentence is found in LM text whatever its case,
-punctuation, a byte-order mark or the words around it (issue 57, S5-S7); short sentences only as whole lines."""
+punctuation, a byte-order mark or the words around it (issue 57, S5-S7), its compatibility forms (fullwidth letters,
+ligatures) or invisible characters (issue 66 D); a line holding every n-gram of one at the LM's order is refused,
+a sentence shorter than the order only as a whole line; a look-alike letter of another script is refused."""
 import time
 
 import pytest
 
 from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.build import read_sentences
-from wenet_udps.lm.held_out import CONTAINED_MIN, HeldOut
+from wenet_udps.lm.held_out import HeldOut
 from wenet_udps.utils.kaldi_files import ListError
 
 
-def held(tmp_path, text: str, name: str = "dev_text", char: bool = False) -> HeldOut:
+def held(tmp_path, text: str, name: str = "dev_text", char: bool = False, order: int = 3) -> HeldOut:
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
-    return HeldOut([str(path)], char=char)
+    return HeldOut([str(path)], char=char, order=order)
 
 
-def refuse_file(tmp_path, h: HeldOut, lm_text: bytes):
+def refuse_file(tmp_path, h: HeldOut, lm_text: bytes, scripts=None):
     extra = tmp_path / "books.txt"
     extra.write_bytes(lm_text)
     with pytest.raises(LmError) as e:
-        h.refuse([(str(extra), read_sentences(str(extra), keyed=False))])
+        h.refuse([(str(extra), read_sentences(str(extra), keyed=False))], scripts)
     return str(e.value), str(extra)
 
 
@@ -54,7 +56,7 @@ def test_s7_a_line_holding_a_held_out_sentence_among_more_words_is_refused(tmp_p
     sentence = "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
     h = held(tmp_path, f"t1 {sentence}\n")
     message, extra = refuse_file(tmp_path, h, f"a line\nand then {sentence.lower()} after dark, said he\n".encode())
-    assert f"{extra}:2" in message and "contains the held-out sentence" in message
+    assert f"{extra}:2" in message and "holds every 3-gram of the held-out sentence" in message
     # at the start and at the end of a line too
     for line in (f"{sentence} and more", f"more and {sentence}."):
         assert h.find(line) is not None and h.find(line).contained
@@ -63,23 +65,58 @@ def test_s7_a_line_holding_a_held_out_sentence_among_more_words_is_refused(tmp_p
     assert h.find("river the old man walked slowly home along the") is None
 
 
-def test_short_held_out_sentences_are_refused_only_as_whole_lines(tmp_path):
-    # AN4's YES, TWO, ENTER ONE FIVE: inside a good share of any book, so only a whole line equal to one is refused
-    short = ["YES", "TWO", "ENTER ONE FIVE", "I RETURNED TO THE DRAWING ROOM", "A B C D E F G"]
-    assert all(len(s.split()) < CONTAINED_MIN["words"] for s in short)
-    h = held(tmp_path, "".join(f"t{i} {s}\n" for i, s in enumerate(short)))
+def test_d_containment_follows_the_lm_order(tmp_path):
+    """Issue 66 D: a held-out sentence inside a longer line was refused only from 8 words, while an AN4 test
+    sentence of 6 words inside a line gave a 3-gram LM every one of its inner trigrams. Now a line holding every
+    n-gram of a held-out sentence at the LM's order is refused, whether in one run or split over the line; a
+    sentence shorter than the order (AN4's YES, TWO) only as a whole line."""
+    an4 = "ENTER SIX TWO FOUR ONE NINE"  # a 6-word AN4-style test sentence
+    short = ["YES", "TWO", "ENTER ONE"]
+    h = held(tmp_path, f"t1 {an4}\n" + "".join(f"t{i + 2} {s}\n" for i, s in enumerate(short)))
+    assert h.find(f"please {an4.lower()} now and then rubout").contained
+    assert h.find(f"{an4.lower()}").contained is False  # the whole line
+    # every trigram of it, in two places of one line: the LM learns all of them
+    assert h.find("then enter six two four and later two four one nine").contained
+    # one trigram missing (SIX TWO FOUR): not refused
+    assert h.find("enter six two and two four one nine") is None
     for s in short:
         assert h.find(f"well {s.lower()} said the man") is None
         assert h.find(f"{s.lower()}.") is not None
-    eight = "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT"   # the shortest sentence refused inside a line
-    h = held(tmp_path, f"t1 {eight}\n", name="eight")
-    assert h.find(f"count {eight} now").contained
+    # The order decides: "ENTER ONE FIVE" is three words, so every 3-gram LM learns it whole from a line holding
+    # it, a 4-gram LM's n-grams of it all hold its start or end.
+    line = "then enter one five and stop"
+    assert held(tmp_path, "t1 ENTER ONE FIVE\n", name="o3").find(line).contained
+    assert held(tmp_path, "t1 ENTER ONE FIVE\n", name="o4", order=4).find(line) is None
+    assert held(tmp_path, f"t1 {an4}\n", name="o4b", order=4).find(f"please {an4} now").contained
 
 
 def test_character_lm_compares_characters(tmp_path):
     h = held(tmp_path, "t1 今天我们一起去北京看书唱歌\nt2 你好\n", char=True)
     assert h.find("昨天说今天我们一起去北京看书唱歌了").contained   # 13 characters inside a longer line
     assert h.find("你好。") is not None and h.find("我说你好吗") is None   # 2 characters: whole lines only
+
+
+@pytest.mark.parametrize("line", ["ＴＨＥ ＣＡＴ ＲＡＮ", "THE C\u200bAT RAN", "THE\u00a0CAT\u2060 RAN",
+                                  "THE CA\u00adT RAN", "\ufeffthe cat ran", "ＴＨＥ ＣＡＴ ＲＡＮ。"])
+def test_d_compatibility_forms_and_invisible_characters_hide_nothing(tmp_path, line):
+    """Issue 66 D: fullwidth letters, a zero-width space (U+200B), a word joiner, a soft hyphen, a no-break space
+    got a test sentence past the check; the LM then learned some of its trigrams. Compared as read (NFKC, format
+    characters removed), each is the sentence."""
+    h = held(tmp_path, "t1 THE CAT RAN\n")
+    message, extra = refuse_file(tmp_path, h, f"other words\n{line}\n".encode())
+    assert f"{extra}:2" in message and "is the held-out sentence" in message
+
+
+def test_d_a_look_alike_letter_of_another_script_is_refused_naming_it(tmp_path):
+    """Issue 66 D: a Cyrillic А in place of A got a test sentence past the check (3-4 of its 6 trigrams learned).
+    A letter of a script that is not the recipe's is refused, naming the line and the letter; letters of the
+    recipe's script with accents are not."""
+    h = held(tmp_path, "t1 THE OLD MAN WALKED HOME\n")
+    message, extra = refuse_file(tmp_path, h, "a café line\nthe old m\u0430n walked home\n".encode(), ["LATIN"])
+    assert f"{extra}:2: this LM text line holds 'а' (U+0430 CYRILLIC SMALL LETTER A)" in message
+    assert "none of the recipe's scripts (LATIN" in message
+    h.refuse([(extra, [(1, "a naïve café line")])], ["LATIN"])  # Latin with accents: the recipe's script
+    h.refuse([(extra, [(1, "你好 hello")])], ["CJK", "LATIN"])
 
 
 def test_non_utf8_held_out_text_names_the_file_and_line(tmp_path):
@@ -98,4 +135,5 @@ def test_containment_is_linear_in_the_lm_text(tmp_path):
     start = time.perf_counter()
     found = sum(h.find(line) is not None for line in lines)
     assert time.perf_counter() - start < 10 and found == 0
-    assert h.find("x " + rows[1999] + " y").where.endswith(":2000")
+    match = h.find("x " + rows[1999] + " y")  # the first held-out line it holds (line 13 is part of line 2000)
+    assert match.contained and match.sentence in rows[1999] and match.where.endswith(":13")

@@ -1,8 +1,11 @@
 """The LM's held-out check exists once (wenet_udps.lm.held_out) and every entry point goes through it: a test
-sentence written with punctuation (S5), behind a byte-order mark (S6) or among more words (S7) is refused by
-``bin.build_lm``, by run.sh stage 2 (--lm true --lm_text) and left out by ``tools/make_lm_book_text.py``; a non-UTF-8
-LM text is one line through run.sh too (T1). ``bin.check_lm`` takes no LM text: its dev text goes through the same
-reader (tests/bin/test_build_lm.py ``test_t1_check_lm_names_a_non_utf8_text``)."""
+sentence written with punctuation (S5), behind a byte-order mark (S6) or among more words (S7), in fullwidth letters,
+with a zero-width space or a Cyrillic look-alike letter, and a 6-word (AN4-like) test sentence and a 2-word dev
+sentence inside longer lines (issue 66 D: refused when a line holds every n-gram of one at the LM's order) are
+refused by ``bin.build_lm``, by run.sh stage 2 (--lm true --lm_text, which passes the dev and the test texts) and
+left out by ``tools/make_lm_book_text.py``; a non-UTF-8 LM text is one line through run.sh too (T1).
+``bin.check_lm`` takes no LM text: its dev text goes through the same reader (tests/bin/test_build_lm.py
+``test_t1_check_lm_names_a_non_utf8_text``)."""
 import os
 import subprocess
 import sys
@@ -15,17 +18,28 @@ from tests.tools.load import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
-LEAKS = {  # issue case -> (LM text, its line holding the test sentence)
-    "S5": (f"a line of text\n{SENTENCE.lower()}.\n".encode(), 2),
-    "S6": f"\ufeff{SENTENCE}\na line of text\n".encode(),
-    "S7": (f"a line of text\nand {SENTENCE.lower()} after dark\n".encode(), 2),
+AN4 = "ENTER SIX TWO FOUR ONE NINE"
+FULLWIDTH = "".join(chr(ord(c) + 0xFEE0) if c != " " else c for c in SENTENCE)
+ZERO_WIDTH = SENTENCE.replace("WALKED", "WAL\u200bKED")
+LOOK_ALIKE = SENTENCE.replace("MAN", "M\u0410N")  # a Cyrillic capital A
+LEAKS = {  # issue case -> (LM text, its line holding the held-out sentence, what the refusal names)
+    "S5": (f"a line of text\n{SENTENCE.lower()}.\n", 2, ("held-out sentence", "test/text:2")),
+    "S6": (f"\ufeff{SENTENCE}\na line of text\n", 1, ("held-out sentence", "test/text:2")),
+    "S7": (f"a line of text\nand {SENTENCE.lower()} after dark\n", 2, ("held-out sentence", "test/text:2")),
+    "fullwidth": (f"a line of text\n{FULLWIDTH}\n", 2, ("is the held-out sentence", "test/text:2")),
+    "zero-width space": (f"a line of text\n{ZERO_WIDTH}\n", 2, ("is the held-out sentence", "test/text:2")),
+    "Cyrillic look-alike": (f"a line of text\n{LOOK_ALIKE}\n", 2,
+                            ("'А' (U+0410 CYRILLIC CAPITAL LETTER A)", "none of the recipe's scripts (LATIN")),
+    "6 words in a line": (f"a line of text\nplease {AN4.lower()} now and then stop\n", 2,
+                          ("holds every", "held-out sentence", "test/text:3")),
+    "dev sentence in a line": ("a line of text\nthere was a cat on the wall\n", 2,
+                               ("holds every", "held-out sentence", "dev/text:2")),
 }
-LEAKS["S6"] = (LEAKS["S6"], 1)
 
 
 def write_data(data: Path) -> None:
     for split, lines in (("train", ["a1 THE CAT SAT", "a2 A DOG RAN HOME"]), ("dev", ["d1 YES", "d2 A CAT"]),
-                         ("test", ["t1 NO", f"t2 {SENTENCE}"])):
+                         ("test", ["t1 NO", f"t2 {SENTENCE}", f"t3 {AN4}"])):
         (data / split).mkdir(parents=True)
         (data / split / "text").write_text("".join(f"{line}\n" for line in lines))
 
@@ -38,16 +52,34 @@ def last_line(proc) -> str:
 
 @pytest.mark.parametrize("case", sorted(LEAKS))
 def test_build_lm(tmp_path, case):
+    """build_lm at its default order 3 (a 2-word dev sentence is refused only as a whole line there)."""
     write_data(tmp_path)
-    books, at = LEAKS[case]
-    (tmp_path / "books.txt").write_bytes(books)
+    books, at, named = LEAKS[case]
+    (tmp_path / "books.txt").write_text(books, encoding="utf-8")
+    order = ["--order", "2"] if case == "dev sentence in a line" else []
     proc = subprocess.run([sys.executable, "-m", "wenet_udps.bin.build_lm", "--text", str(tmp_path / "train/text"),
                            "--lm_text", str(tmp_path / "books.txt"), "--held_out", str(tmp_path / "dev/text"),
-                           "--held_out", str(tmp_path / "test/text"), "--punctuation", "keep",
+                           "--held_out", str(tmp_path / "test/text"), "--punctuation", "keep", *order,
                            "--out", str(tmp_path / "lm.arpa")], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     line = last_line(proc)
-    assert f"books.txt:{at}" in line and "held-out sentence" in line and "test/text:2" in line
+    assert f"books.txt:{at}" in line and all(n in line for n in named), line
+    assert not (tmp_path / "lm.arpa").exists()
+
+
+def test_build_lm_without_held_out_texts_says_no_check_ran(tmp_path):
+    """Issue 66 D: build_lm --lm_text T without --held_out built from a test sentence and did not say that no
+    check ran."""
+    need_lmplz()
+    write_data(tmp_path)
+    (tmp_path / "books.txt").write_text(f"{SENTENCE}\n")
+    proc = subprocess.run([sys.executable, "-m", "wenet_udps.bin.build_lm", "--text", str(tmp_path / "train/text"),
+                           "--lm_text", str(tmp_path / "books.txt"), "--out", str(tmp_path / "lm.arpa")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stdout.splitlines() if "held-out" in line]
+    assert said == ["note: no held-out check ran (no --held_out): nothing stops a dev or test sentence in the LM "
+                    "text; pass the dev and test texts, as run.sh does"], proc.stdout
 
 
 def run_stage2(tmp_path, books: bytes, *extra):
@@ -55,18 +87,21 @@ def run_stage2(tmp_path, books: bytes, *extra):
     need_build_binary()
     need_flashlight()
     write_data(tmp_path / "data")
-    (tmp_path / "books.txt").write_bytes(books)
+    (tmp_path / "books.txt").write_bytes(books if isinstance(books, bytes) else books.encode())
     return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "2",
                            "--data", str(tmp_path / "data"), "--token_type", "char", "--lm", "true", "--lm_order", "2",
                            "--lm_text", str(tmp_path / "books.txt"), *extra], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
 
 
-@pytest.mark.parametrize("case", sorted(LEAKS))
+# run.sh stage 2 runs build_lm (about 14 s a run): the cases that need run.sh's part, its dev and test texts, its
+# --lm_order (2 here) and its training text (the recipe's script), beside issue 57's.
+@pytest.mark.parametrize("case", ["S5", "S6", "S7", "Cyrillic look-alike", "dev sentence in a line"])
 def test_run_sh_stage2(tmp_path, case):
-    books, at = LEAKS[case]
+    """run.sh stage 2 (a 2-gram LM here) passes its dev and its test texts to the check."""
+    books, at, named = LEAKS[case]
     line = last_line(run_stage2(tmp_path, books, "--text_punctuation", "keep"))
-    assert f"books.txt:{at}" in line and "held-out sentence" in line and "test/text:2" in line
+    assert f"books.txt:{at}" in line and all(n in line for n in named), line
     assert not (tmp_path / "data" / "lm" / "lm.arpa").exists()
 
 
@@ -85,12 +120,16 @@ def test_make_lm_book_text(tmp_path):
     (ls / "CHAPTERS.TXT").write_text("16042  | 4680 | 12.0  | train-clean-100  | 2    | 200   | Ch 1 | Held Book\n")
     # the held-out speaker's transcripts, behind a byte-order mark (S6)
     (ls / "train-clean-5" / "4680" / "16042" / "4680-16042.trans.txt").write_text(
-        f"\ufeff4680-16042-0000 {SENTENCE}\n", encoding="utf-8")
+        f"\ufeff4680-16042-0000 {SENTENCE}\n4680-16042-0001 {AN4}\n", encoding="utf-8")
     work = tmp_path / "books"
     work.mkdir()
-    # another book holding the sentence among more words (S7), with punctuation (S5)
-    (work / "kept.txt").write_text(book(300, "Training Book", f"It was a dark night. And then, {SENTENCE.lower()} "
-                                                              "after dark, alone. The wind blew hard."))
+    # another book holding the sentence among more words (S7), with punctuation (S5), in fullwidth letters, with a
+    # zero-width space, with a Cyrillic look-alike, and the 6-word sentence among more words
+    variants = [f"And then, {SENTENCE.lower()} after dark, alone.", f"{FULLWIDTH.capitalize()}.",
+                f"{ZERO_WIDTH.capitalize()}.", f"{LOOK_ALIKE.capitalize()}.",
+                f"Please {AN4.lower()} now and then stop."]
+    (work / "kept.txt").write_text(book(300, "Training Book", f"It was a dark night. {' '.join(variants)} "
+                                                              "The wind blew hard."))
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     subprocess.run(git + ["add", "."], check=True)

@@ -19,6 +19,9 @@ tool = load_tool("make_lm_book_text")
     ("He had 3 dogs.", None),              # numbers are not spelled out: dropped
     ("CHAPTER THE FIRST", None),           # no lower-case letter: a heading
     ("Yes.", None),                        # under 2 words
+    ("The old m\u0430n walked home.", None),  # a Cyrillic look-alike (issue 66 D: dropped from MAN, not the line)
+    ("He read \u03bb\u03cc\u03b3\u03bf\u03c2 aloud.", None),  # Greek letters: not a LibriSpeech transcript
+    ("\uff34he \uff43at ran", "THE CAT RAN"),  # fullwidth letters are their Latin letters (NFKD)
 ])
 def test_normalise(sentence, expected):
     assert tool.normalise(sentence) == expected

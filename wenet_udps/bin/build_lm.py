@@ -8,9 +8,11 @@ transcripts (``--text``) may hold one (a corpus whose speakers read the same pro
 ``--text`` is a Kaldi text (key words...), ``--lm_text`` plain text (one sentence a line); ``--char_lm`` builds a
 character LM (Mandarin: each character a word; the text needs no spaces). Both are normalised as ``--case`` and
 ``--punctuation`` declare (the recipe's, passed by run.sh: the one normaliser, ``wenet_udps.utils.text_norm``), so the
-LM's words are spelt as the units are. A line of ``--lm_text`` that is, or contains, a held-out sentence (compared
-in lower case without punctuation; ``wenet_udps.lm.held_out``) stops the build. Check an LM against a dev text
-with ``wenet_udps.bin.check_lm``.
+LM's words are spelt as the units are. A line of ``--lm_text`` that is, or holds every ``--order``-gram of, a
+held-out sentence (compared as a reader sees them: NFKC, no zero-width characters, lower case, no punctuation;
+``wenet_udps.lm.held_out``) stops the build, as does a line holding a letter of a script that is not the recipe's
+(a Cyrillic look-alike in English text; the scripts of ``--text``, else of ``--held_out``). Without ``--held_out``
+one line says that no held-out check ran. Check an LM against a dev text with ``wenet_udps.bin.check_lm``.
 """
 import argparse
 import logging
@@ -52,14 +54,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--prune: {e}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     norm = text_norm.from_args(args)
-    held_out = HeldOut(args.held_out, char=args.char_lm)
+    held_out = HeldOut(args.held_out, char=args.char_lm, order=args.order)
     read = {path: lm_sentences(path, keyed, norm) for keyed, paths in ((True, args.text), (False, args.lm_text))
             for path in paths}
     transcripts = [(path, read[path][0]) for path in args.text]
     extra = [(path, read[path][0]) for path in args.lm_text]
-    held_out.refuse(extra)
+    # the recipe's scripts: those of its training transcripts, else of its dev/test texts
+    scripts = (text_norm.text_scripts(s for _, rows in transcripts for _, s in rows) if args.text
+               else held_out.scripts())
+    held_out.refuse(extra, scripts)
     for _, said in read.values():
         print(said, flush=True)
+    if not args.held_out:
+        print("note: no held-out check ran (no --held_out): nothing stops a dev or test sentence in the LM text; "
+              "pass the dev and test texts, as run.sh does", flush=True)
     shared = list(held_out.matches(transcripts))
     if shared:
         print(f"note: {len(shared)} transcript line(s) are or hold dev/test sentences, kept (the acoustic model "

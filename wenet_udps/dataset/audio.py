@@ -5,9 +5,9 @@ feeds Kaldi fbank, so dither and energy floors behave like Kaldi's.
 
 The one audio reader: every path that reads audio (raw lists, shards, training, recognize, the CMVN tool,
 make_shard_list, sherpa_decode, the Python API's files and arrays, streaming) goes through ``read_frames`` /
-``load_audio``, which refuse audio that is not whole (less data than its header declares, ``audio_length``), and
-apply one channel policy (``load_audio``); arrays are first held to one dtype policy (``array_frames``) and then
-read as a file.
+``load_audio``, which refuse audio that is not known to be whole (less data than its header declares, a format
+whose length is not checked or a header declaring none: ``audio_length``), and apply one channel policy
+(``load_audio``); arrays are first held to one dtype policy (``array_frames``) and then read as a file.
 """
 import io
 import os
@@ -17,20 +17,17 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from wenet_udps.dataset.audio_length import missing_data
+from wenet_udps.dataset.audio_length import FORMATS, cut_before_open, length_problem
 from wenet_udps.utils.cli import UserError
 
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
 MIN_SAMPLE_RATE = 1000
-# File name extensions of the formats load_audio reads (those of soundfile's libsndfile here): the one set of
-# audio formats. The shard reader takes a member as audio by its extension, and make_shard_list repacks any other
-# file as WAV, so a file the raw path decodes is never packed under a name the shard path does not read.
-_FORMAT_EXTENSIONS = {"WAV": ("wav", "wave"), "WAVEX": ("wav",), "RF64": ("rf64",), "W64": ("w64",),
-                      "FLAC": ("flac",), "OGG": ("ogg", "oga", "opus"), "MP3": ("mp3",), "NIST": ("sph", "nist"),
-                      "AIFF": ("aiff", "aif", "aifc"), "AU": ("au", "snd"), "CAF": ("caf",)}
-AUDIO_EXTENSIONS = frozenset(ext for fmt, exts in _FORMAT_EXTENSIONS.items() if fmt in sf.available_formats()
-                             for ext in exts)
+# File name extensions of the formats read (``audio_length.FORMATS``, those of this libsndfile): the one set of audio
+# formats. The shard reader takes a member as audio by its extension, and make_shard_list repacks any other file as
+# WAV, so a file the raw path decodes is never packed under a name the shard path does not read.
+AUDIO_EXTENSIONS = frozenset(ext for fmt, known in FORMATS.items() if fmt in sf.available_formats()
+                             for ext in known.extensions)
 # The dtypes an array (the Python API, streaming) may have, and the divisor that brings each to full scale [-1, 1]
 # as soundfile reads the same samples from a file (see ``array_frames``).
 ARRAY_SCALES = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.int16): 2.0 ** 15,
@@ -41,6 +38,8 @@ MAX_FLOAT_PEAK = 2.0
 # How far a segment's end may lie past the end of its recording and be cut there (Kaldi's extract-segments
 # --max-overshoot default); further, the segments file is wrong for this audio and the utterance is bad_audio.
 MAX_SEGMENT_OVERSHOOT = 0.5
+# ``dataset_conf.channel``'s value that reads multi-channel audio as the mean of its channels (else: a channel index).
+CHANNEL_MEAN = "mean"
 
 
 class UnusableUtterance(Exception):
@@ -100,28 +99,31 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
     Returns:
         (frames (N, C), sample_rate).
     Raises:
-        BadAudioError for missing, unreadable, cut (less data than its header declares: ``audio_length``),
-        empty or non-finite audio.
+        BadAudioError for missing, unreadable, cut (less data than its header declares) or unchecked (a format
+        not read, a header declaring no length: ``audio_length``), empty or non-finite audio.
     """
     label = _label(source, name, where)
     problem = segment_problem(start, end)
     if problem is not None:
         raise BadAudioError(f"no segment of {label} {problem}")
+    if isinstance(source, str) and os.path.exists(source) and not os.path.isfile(source):
+        raise BadAudioError(f"cannot read audio {label}: not a regular file")  # a FIFO or device would block
     try:
-        if isinstance(source, str):
-            if os.path.exists(source) and not os.path.isfile(source):  # a FIFO or device would block the reader
-                raise BadAudioError(f"cannot read audio {label}: not a regular file")
-            with open(source, "rb") as f:
-                missing = missing_data(f, os.path.getsize(source))
-            handle = sf.SoundFile(source)
-        else:
-            missing = missing_data(io.BytesIO(source), len(source))
-            handle = sf.SoundFile(io.BytesIO(source))
-    except (OSError, RuntimeError, sf.SoundFileError) as e:
+        with (open(source, "rb") if isinstance(source, str) else io.BytesIO(source)) as f:
+            size = os.fstat(f.fileno()).st_size if isinstance(source, str) else len(source)
+            try:
+                handle = sf.SoundFile(source if isinstance(source, str) else io.BytesIO(source))
+            except (RuntimeError, TypeError, sf.SoundFileError) as e:  # TypeError: a .raw file (no header)
+                cut = cut_before_open(f, size)  # a cut header libsndfile refuses: say "truncated"
+                raise BadAudioError(f"truncated audio {label}: {cut.detail}" if cut
+                                    else f"cannot read audio {label}: {e}") from None
+            length = length_problem(f, size, handle.format, handle.format_info)
+    except OSError as e:
         raise BadAudioError(f"cannot read audio {label}: {e}") from None
-    if missing is not None:
+    if length is not None:  # whole, or refused: a length that cannot be checked is refused too
         handle.close()
-        raise BadAudioError(f"truncated audio {label}: {missing}")
+        raise BadAudioError(f"truncated audio {label}: {length.detail}" if length.cut
+                            else f"audio {label} is not read: {length.detail}")
     with handle:
         sr, total = handle.samplerate, handle.frames
         if sr < MIN_SAMPLE_RATE:  # a broken header: resampling its "hours" of audio would exhaust memory
@@ -151,29 +153,32 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
 
 
 def load_audio(source: Union[str, bytes], start: Optional[float] = None, end: Optional[float] = None,
-               name: str = "", max_seconds: Optional[float] = None, channel: Optional[int] = None,
+               name: str = "", max_seconds: Optional[float] = None, channel: Union[int, str, None] = None,
                where: Optional[str] = None) -> Tuple[np.ndarray, int]:
     """Read audio as a mono float32 waveform in the int16 range: :func:`read_frames`, then the channel policy.
 
-    The channel policy (``channel``: ``dataset_conf.channel``): mono audio is read as it is; audio of several
-    channels is BadAudioError unless ``channel`` names one of them, which is then read (never a silent channel 0:
-    with the speech on another channel that trains and scores the wrong signal). ``channel`` past the audio's
-    channels is BadAudioError too.
+    The channel policy (``channel``: ``dataset_conf.channel``), one for every file of a list, so that a list
+    mixing mono and multi-channel recordings is read whole: mono audio is read as it is, whatever ``channel``
+    says; audio of several channels is read at channel ``channel`` (an int), or as the mean of its channels
+    (``"mean"``), and is BadAudioError when ``channel`` is unset (never a silent channel 0: with the speech on
+    another channel that trains and scores the wrong signal) or names a channel the audio lacks.
 
     Returns:
         (waveform (N,), sample_rate).
     """
     frames, sr = read_frames(source, start, end, name, max_seconds, where)
     channels = frames.shape[1]
-    if channel is None and channels == 1:
+    if channels == 1:
         return np.ascontiguousarray(frames[:, 0]), sr
     label = _label(source, name, where)
     if channel is None:
         raise BadAudioError(f"audio {label} has {channels} channels: set dataset_conf.channel to the one to read "
-                            f"(0 to {channels - 1}); multi-channel audio is never reduced to one silently")
+                            f"(0 to {channels - 1}) or to {CHANNEL_MEAN}; multi-channel audio is never reduced to "
+                            f"one silently")
+    if channel == CHANNEL_MEAN:
+        return frames.mean(axis=1, dtype=np.float32), sr
     if channel >= channels:
-        raise BadAudioError(f"audio {label} has {channels} channel{'s' if channels > 1 else ''}, no channel "
-                            f"{channel} (dataset_conf.channel)")
+        raise BadAudioError(f"audio {label} has {channels} channels, no channel {channel} (dataset_conf.channel)")
     return np.ascontiguousarray(frames[:, channel]), sr
 
 

@@ -25,7 +25,8 @@ from wenet_udps.utils.registry import lookup
 
 DATA_TYPES = ("raw", "shard")
 # Why an utterance of the list was not used: unusable data, then the filter_conf key that dropped it.
-BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "bad_text", "bad_key", "special_symbol", "shard_error")
+BAD_REASONS = ("bad_audio", "non_finite", "missing_member", "bad_text", "bad_key", "empty_text", "special_symbol",
+               "unk_text", "shard_error")
 FILTER_REASONS = ("min_length", "max_length", "token_min_length", "token_max_length", "min_output_input_ratio",
                   "max_output_input_ratio", "no_frames", "ctc_frames", "oversize_member")
 # Why a filtered utterance was dropped, in the log line, for the reasons that are not filter_conf keys.
@@ -128,7 +129,8 @@ class AsrDataset(IterableDataset):
         min_frames: utterances with fewer feature frames are dropped and counted as ``no_frames`` (the model's
             ``model_builder.min_input_frames``: shorter ones would crash its subsampling convolutions).
         admission: training's check of the targets (``wenet_udps.train.targets.TargetAdmission``): counted as
-            ``special_symbol`` and ``ctc_frames``; None (decoding) admits every target.
+            ``empty_text``, ``special_symbol``, ``unk_text`` and ``ctc_frames``; None (decoding) admits every
+            target.
         items: the raw list's entries, read already (the API's wav.scp, ``kaldi_data.scp_utterances``);
             ``data_list_file`` then names the file they came from in every message.
     """

@@ -68,6 +68,9 @@ def scp_utterances(wav_scp: str) -> List[Tuple[str, str, Optional[float], Option
     return [(utt, wavs[rec], start, end) for utt, rec, start, end in cut]
 
 
+EMPTY_TRANSCRIPT = "with an empty transcript"  # the count of read_utterances' left-out utterances that is unusable
+
+
 def read_utterances(wav_file: str, text_file: str, segments_file: Optional[str] = None,
                     left_out_counts: Optional[Dict[str, int]] = None
                     ) -> List[Tuple[str, str, str, Optional[float], Optional[float]]]:
@@ -76,7 +79,9 @@ def read_utterances(wav_file: str, text_file: str, segments_file: Optional[str] 
     With a segments file each segment is an utterance cut from its recording (start/end in seconds); without one,
     every wav.scp entry is an utterance (start/end None). Utterances without audio, without text or with an empty
     transcript are left out; one warning gives the count of each, with an example key (and ``left_out_counts``,
-    when given, is filled with them: ``{"without text": n, ...}``).
+    when given, is filled with them: ``{"without text": n, ...}``). A key only one of the files has is left out
+    by choice; an empty or blank transcript (:data:`EMPTY_TRANSCRIPT`) is unusable data, as training counts it
+    (``train.targets``): the list tools refuse a list with more of them than the bad-fraction limit.
     """
     wavs = read_wav_scp(wav_file)
     texts = read_kaldi_map(text_file, allow_empty_value=True)
@@ -84,7 +89,7 @@ def read_utterances(wav_file: str, text_file: str, segments_file: Optional[str] 
         pairs = [(utt, rec, start, end) for utt, rec, start, end in read_segments(segments_file)]
     else:
         pairs = [(key, key, None, None) for key in wavs]
-    left_out: Dict[str, List[str]] = {"without text": [], "with an empty transcript": [], "without audio": []}
+    left_out: Dict[str, List[str]] = {"without text": [], EMPTY_TRANSCRIPT: [], "without audio": []}
     entries = []
     for utt, rec, start, end in pairs:
         if rec not in wavs:
@@ -92,7 +97,7 @@ def read_utterances(wav_file: str, text_file: str, segments_file: Optional[str] 
         elif utt not in texts:
             left_out["without text"].append(utt)
         elif not texts[utt].strip():
-            left_out["with an empty transcript"].append(utt)
+            left_out[EMPTY_TRANSCRIPT].append(utt)
         else:
             entries.append((utt, wavs[rec], texts[utt], start, end))
     listed = {utt for utt, _, _, _ in pairs}

@@ -6,18 +6,18 @@ checks (``no_frames``; training: ``ctc_frames``).
 does no config work.
 """
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from wenet_udps.dataset.audio import BadAudioError, TooLong, duration_seconds, load_audio, resample, \
-    speed_perturb
+from wenet_udps.dataset.audio import CHANNEL_MEAN, BadAudioError, TooLong, duration_seconds, load_audio, \
+    resample, speed_perturb
 from wenet_udps.dataset import features, wave_aug
 from wenet_udps.dataset.features import FbankConf, MfccConf, compute_features, feature_dim
 from wenet_udps.dataset.processor import BATCH_SPEC, FilterConf, filter_conf_checked, filter_reason, \
     shuffle_buffer, sort_buffer
 from wenet_udps.utils.counts import MAX_BAD_FRACTION
-from wenet_udps.utils.schema import check_section, section
+from wenet_udps.utils.schema import ConfigError, check_section, section
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,10 @@ class DatasetConf:
     """``dataset_conf`` (WeNet's keys; ``cycle`` and ``list_shuffle`` are WeNet keys too). ``seed`` seeds the list
     shuffle and augmentation streams. ``max_bad_fraction``: a pass (an epoch, a decode, the soup's dev set, CMVN
     stats) whose share of unusable utterances (bad audio, non-finite samples) exceeds it is an error, as is a pass
-    with no usable utterance at all (the one rule: ``wenet_udps.utils.counts``). ``channel``: the channel read
-    from multi-channel audio (files, shard members, API arrays alike); unset, such audio is bad audio, skipped and
-    counted (``audio.load_audio``'s channel policy)."""
+    with no usable utterance at all (the one rule: ``wenet_udps.utils.counts``). ``channel``: the channel (an index)
+    read from multi-channel audio (files, shard members, API arrays alike), or ``mean`` (the mean of its channels);
+    unset, such audio is bad audio, skipped and counted. Mono audio is read as it is whatever ``channel`` says, so
+    one list may mix mono and multi-channel files (``audio.load_audio``'s channel policy)."""
     filter_conf: Optional[dict] = section(FilterConf)
     resample_conf: Optional[dict] = section(ResampleConf)
     speed_perturb: bool = False
@@ -70,12 +71,17 @@ class DatasetConf:
     cycle: int = 1
     seed: int = 777
     max_bad_fraction: float = MAX_BAD_FRACTION
-    channel: Optional[int] = None
+    channel: Union[int, str, None] = None
 
 
 def check_dataset_conf(conf: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """``dataset_conf`` checked and converted (ConfigError names the key path)."""
-    return check_section(conf, DatasetConf, "dataset_conf")
+    checked = check_section(conf, DatasetConf, "dataset_conf")
+    channel = checked.get("channel")
+    if isinstance(channel, str) and channel != CHANNEL_MEAN:
+        raise ConfigError("dataset_conf.channel", f"must be a channel index (>= 0) or {CHANNEL_MEAN!r}, got "
+                                                  f"{channel!r}")
+    return checked
 
 
 class UtteranceProcessor:
@@ -84,7 +90,7 @@ class UtteranceProcessor:
     ``__call__`` returns the ``filter_conf`` key (a str) when the filter drops the utterance, and raises
     ``BadAudioError`` for bad audio (unreadable, truncated, empty, non-finite samples or features).
     ``admission`` (training only; ``wenet_udps.train.targets.TargetAdmission``) checks the label: its
-    ``check_symbols`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
+    ``check_text`` raises ``UnusableUtterance``, its ``ctc_reason`` names a reason (a str) to drop it.
     """
 
     def __init__(self, conf: Dict[str, Any], tokenizer: Any = None, min_frames: int = 1, admission: Any = None):
@@ -113,7 +119,7 @@ class UtteranceProcessor:
         if self.tokenizer is not None:
             label = self.tokenizer.tokenize(sample["txt"])[1]
             if self.admission is not None:  # before the audio is read: a rejected text costs no decoding
-                self.admission.check_symbols(sample["key"], sample["txt"], label)
+                self.admission.check_text(sample["key"], sample["txt"], label)
         # max_length is checked from the header, before the samples are read; the whole filter then runs on the
         # file's own rate, before resampling spends memory on a dropped utterance.
         try:

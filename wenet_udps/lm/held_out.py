@@ -2,27 +2,32 @@
 ``tools/make_lm_book_text.py``): an LM that has seen a dev or test sentence makes the dev-tuned weights and the test
 WER meaningless.
 
-Sentences are compared in :func:`wenet_udps.utils.text_norm.match_form` (lower case, punctuation removed, white
-space collapsed: ``The cat ran.`` is the dev sentence ``THE CAT RAN``), as tokens: words, or characters for a
-character LM (Mandarin has no spaces). Held-out texts are Kaldi texts read by the one reader
-(``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming it).
+Sentences are compared as a reader sees them, in :func:`wenet_udps.utils.text_norm.match_form` (NFKC, format
+characters such as a zero-width space removed, lower case, punctuation removed, white space collapsed: ``The cat
+ran.`` and fullwidth ``ＴＨＥ ＣＡＴ`` are the dev sentences ``THE CAT RAN`` and ``THE CAT``), as tokens: words, or
+characters for a character LM (Mandarin has no spaces). Held-out texts are Kaldi texts read by the one reader
+(``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming it). A letter
+that only looks like the recipe's (a Cyrillic ``А`` in English text) is no match; :meth:`HeldOut.refuse` refuses an
+LM text line holding a letter of a script that is not the recipe's (``text_norm.foreign_letter``).
 
-An LM line is a held-out sentence when it equals one, or when it *contains* one of at least
-:data:`CONTAINED_MIN` tokens (8 words, 12 characters) as a run of whole tokens. Shorter held-out sentences (AN4's
-``YES``, ``ENTER ONE FIVE``, mini LibriSpeech test's ``I RETURNED TO THE DRAWING ROOM``) are refused only as whole
-lines: books hold such phrases by chance, and a 3-gram LM learns no more from them there than from any text. The
-containment check is linear in the LM text: each held-out sentence is indexed by its first :data:`CONTAINED_MIN`
-tokens, and each position of a line is one look-up of the tokens starting there (a whole comparison only where that
-anchor matches).
+An LM text line is a held-out sentence when it equals one, or when it holds every n-gram of one at the LM's order
+(``order``: 3 for a 3-gram LM). Why the order: an n-gram LM learns a text as its n-grams. A line holding every
+n-gram of a held-out sentence (inside more words, or in two places of the line) gives the LM each of the
+probabilities with which it scores that sentence's words after the first ``order - 1``, exactly as the sentence
+itself would, less only the n-grams at its start and end (AN4's 6-word test sentence inside a longer line gave a
+3-gram LM all 4 of its inner trigrams). A held-out sentence shorter than the order has no such n-gram (every
+n-gram of it holds the sentence start or end), so it is refused as a whole line only: inside a line, ``YES`` or
+``ENTER ONE FIVE`` (for a 4-gram LM) is a phrase any text may use, learned as any text's. The n-grams of a line are
+looked up in an index of the held-out sentences' n-grams: linear in the LM text.
 """
+from collections import defaultdict
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.options import DEFAULT_ORDER
 from wenet_udps.utils.kaldi_files import read_table
-from wenet_udps.utils.text_norm import match_form
-
-CONTAINED_MIN = {"words": 8, "chars": 12}
+from wenet_udps.utils.text_norm import foreign_letter, match_form, text_scripts
 
 
 @dataclass(frozen=True)
@@ -39,58 +44,84 @@ def tokens_of(text: str, char: bool) -> Tuple[str, ...]:
     return tuple(form.replace(" ", "")) if char else tuple(form.split())
 
 
+def _ngrams(tokens: Sequence[str], n: int) -> Set[Tuple[str, ...]]:
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
 class HeldOut:
     """The sentences of held-out (dev, test) Kaldi texts, for :meth:`find`.
 
     char: compare characters (a character LM) instead of words.
+    order: the n-gram order of the LM the text is for (the containment rule of the module docstring).
     """
 
-    def __init__(self, paths: Sequence[str], *, char: bool = False):
+    def __init__(self, paths: Sequence[str], *, char: bool = False, order: int = DEFAULT_ORDER):
         self.char = char
-        self.min_tokens = CONTAINED_MIN["chars" if char else "words"]
+        self.order = order
         self.whole: Dict[Tuple[str, ...], Match] = {}
-        self.anchors: Dict[Tuple[str, ...], List[Tuple[Tuple[str, ...], Match]]] = {}
+        self.grams: List[Tuple[int, Match]] = []  # per sentence of >= order tokens: its distinct n-grams, its match
+        self.index: Dict[Tuple[str, ...], List[int]] = defaultdict(list)  # n-gram -> the sentences holding it
+        self.sentences: List[str] = []
         for path in paths:
             for sentence, lineno in read_table(path, key_name="utterance key", allow_empty_value=True).values():
+                self.sentences.append(sentence)
                 tokens = tokens_of(sentence, char)
                 if not tokens or tokens in self.whole:
                     continue
                 match = Match(f"{path}:{lineno}", sentence, False)
                 self.whole[tokens] = match
-                if len(tokens) >= self.min_tokens:
-                    self.anchors.setdefault(tokens[:self.min_tokens], []).append(
-                        (tokens, Match(match.where, sentence, True)))
+                grams = _ngrams(tokens, order)
+                if grams:
+                    for gram in grams:
+                        self.index[gram].append(len(self.grams))
+                    self.grams.append((len(grams), Match(match.where, sentence, True)))
 
     def __len__(self) -> int:
         return len(self.whole)
 
+    def scripts(self) -> List[str]:
+        """The scripts of the held-out sentences' letters (``text_norm.text_scripts``)."""
+        return text_scripts(self.sentences)
+
     def find(self, text: str) -> Optional[Match]:
-        """The held-out sentence that ``text`` is, or contains (one of at least ``min_tokens`` tokens), or None."""
+        """The held-out sentence that ``text`` is, or holds every ``order``-gram of, or None."""
         tokens = tokens_of(text, self.char)
         if tokens in self.whole:
             return self.whole[tokens]
-        n = self.min_tokens
-        for i in range(len(tokens) - n + 1):
-            for sentence, match in self.anchors.get(tokens[i:i + n], ()):
-                if tokens[i:i + len(sentence)] == sentence:
-                    return match
-        return None
+        shared: Dict[int, int] = defaultdict(int)
+        for gram in _ngrams(tokens, self.order):
+            for i in self.index.get(gram, ()):
+                shared[i] += 1
+        held = [i for i, n in shared.items() if n == self.grams[i][0]]
+        return self.grams[min(held)][1] if held else None  # the first held-out line: the same in every run
 
     def matches(self, sources: Iterable[Tuple[str, Iterable[Tuple[int, str]]]]
                 ) -> Iterable[Tuple[str, Match, str]]:
         """(``path:line`` of the LM text, the held-out match, the LM text line) of every line of ``sources`` (path,
-        its (line number, sentence) rows) that is or contains a held-out sentence, in order."""
+        its (line number, sentence) rows) that is or holds a held-out sentence, in order."""
         for path, rows in sources:
             for lineno, sentence in rows:
                 match = self.find(sentence)
                 if match is not None:
                     yield f"{path}:{lineno}", match, sentence
 
-    def refuse(self, sources: Iterable[Tuple[str, Iterable[Tuple[int, str]]]]) -> None:
-        """LmError naming the first LM text line that is, or contains, a held-out sentence, and that sentence's
-        line."""
+    def refuse(self, sources: Iterable[Tuple[str, Iterable[Tuple[int, str]]]],
+               scripts: Optional[Sequence[str]] = None) -> None:
+        """LmError naming the first LM text line that is, or holds every ``order``-gram of, a held-out sentence,
+        and that sentence's line; with ``scripts`` (the recipe's: ``text_norm.text_scripts`` of its transcripts),
+        first the first line holding a letter of another script, naming the letter."""
+        if scripts:
+            sources = [(path, list(rows)) for path, rows in sources]
+            for path, rows in sources:
+                for lineno, sentence in rows:
+                    letter = foreign_letter(sentence, scripts)
+                    if letter is not None:
+                        raise LmError(f"{path}:{lineno}: this LM text line holds {letter}, a letter of none of the "
+                                      f"recipe's scripts ({', '.join(scripts)}, those of its transcripts): a "
+                                      f"look-alike hides a sentence from the held-out check, and the units cannot "
+                                      f"spell it; correct or remove the line ({sentence[:50]!r})")
         for line, match, sentence in self.matches(sources):
-            how = "contains" if match.contained else "is"
+            how = f"holds every {self.order}-gram of" if match.contained else "is"
             raise LmError(f"{line}: this LM text line {how} the held-out sentence of {match.where} "
                           f"({match.sentence[:50]!r}; line {sentence[:50]!r}): remove every dev and test sentence "
                           "from the LM text")

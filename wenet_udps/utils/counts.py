@@ -11,8 +11,10 @@ cv, recognize, the greedy soup's dev set, sherpa_decode, compute_cmvn_stats, mak
 
 This module imports only the standard library and ``cli``, so every layer may use it.
 """
+import argparse
 from typing import Any, Mapping, Optional
 
+from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
 
 MAX_BAD_FRACTION = 0.05
@@ -22,6 +24,14 @@ def max_bad_fraction(config: Optional[Mapping[str, Any]]) -> float:
     """The share of unusable utterances a pass may have: ``dataset_conf.max_bad_fraction`` of a train.yaml's
     ``config``, or :data:`MAX_BAD_FRACTION`."""
     return float(((config or {}).get("dataset_conf") or {}).get("max_bad_fraction", MAX_BAD_FRACTION))
+
+
+def add_max_bad_fraction(parser: argparse.ArgumentParser, unusable: str) -> None:
+    """``--max_bad_fraction`` of a tool that reads no train.yaml (make_raw_list, make_shard_list): the share of
+    ``unusable`` utterances above which it writes nothing (exit 1); default :data:`MAX_BAD_FRACTION`."""
+    parser.add_argument("--max_bad_fraction", type=cli.float_range(0.0, 1.0), default=MAX_BAD_FRACTION,
+                        help=f"the share of {unusable} above which nothing is written (exit 1; default "
+                             f"{MAX_BAD_FRACTION:g}, as dataset_conf.max_bad_fraction)")
 
 
 class WorkFailed(UserError):

@@ -20,12 +20,16 @@ byte for byte; a line that is changed has its white space collapsed. What is cha
 and each tool logs the counts.
 
 :func:`match_form` is the form in which the LM's held-out check compares sentences (``wenet_udps.lm.held_out``):
-lower case, punctuation removed, white space collapsed, whatever a recipe keeps (a dev sentence followed by ``.`` is
-still that sentence).
+what a reader sees, whatever a recipe keeps: Unicode NFKC (fullwidth ``ＴＨＥ`` and the ligature ``ﬁ`` are ``THE`` and
+``fi``, a no-break space a space), format characters removed (category ``Cf``: a zero-width space, a soft hyphen),
+lower case, punctuation removed, white space collapsed (a dev sentence followed by ``.`` is still that sentence).
+A letter that only looks like one (the Cyrillic ``А`` in Latin text) survives NFKC; :func:`foreign_letter` finds a
+letter of a script that is not among a recipe's scripts (:func:`text_scripts`: those of its transcripts' letters).
 
 This module imports only the standard library and ``cli``, so every layer of the package may use it.
 """
 import argparse
+import collections
 import functools
 import re
 import sys
@@ -151,12 +155,52 @@ class TextNorm:
 
 
 MATCH = TextNorm(case="lower", punctuation="remove")
+# A script is one of a text's own when at least this share of its letters are of it: a stray look-alike in the
+# transcripts does not make its script the recipe's (code-switched words do).
+MIN_SCRIPT_SHARE = 0.001
+# Names whose first word is not the script's (NFKC has already mapped fullwidth, halfwidth and mathematical forms).
+_SCRIPT_ALIASES = {"IDEOGRAPHIC": "CJK", "KATAKANA-HIRAGANA": "KATAKANA"}
+
+
+def _as_read(text: str) -> str:
+    """``text`` as a reader sees it: NFKC, format characters (Unicode category Cf) removed."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
 
 
 def match_form(text: str) -> str:
-    """The form in which sentences are compared (the LM's held-out check): lower case, punctuation removed, white
-    space collapsed."""
-    return " ".join(MATCH(text).split())
+    """The form in which sentences are compared (the LM's held-out check): as read (NFKC, no format characters),
+    lower case, punctuation removed, white space collapsed."""
+    return " ".join(MATCH(_as_read(text)).split())
+
+
+def script_of(char: str) -> Optional[str]:
+    """The script of a letter (the first word of its Unicode name: ``LATIN``, ``CYRILLIC``, ``GREEK``, ``CJK``,
+    ``HIRAGANA``, ...), None for a character that is not a letter or a modifier letter (shared by scripts)."""
+    if not unicodedata.category(char).startswith("L"):
+        return None
+    first = unicodedata.name(char, "").split(" ")[0]
+    return None if first in ("", "MODIFIER") else _SCRIPT_ALIASES.get(first, first)
+
+
+def text_scripts(texts: Iterable[str]) -> List[str]:
+    """The scripts of ``texts`` (a recipe's transcripts): those of at least :data:`MIN_SCRIPT_SHARE` of their
+    letters, as read (NFKC), most letters first."""
+    counts: "collections.Counter[str]" = collections.Counter()
+    for text in texts:
+        counts.update(filter(None, map(script_of, _as_read(text))))
+    total = sum(counts.values())
+    return [script for script, n in counts.most_common() if n >= MIN_SCRIPT_SHARE * total]
+
+
+def foreign_letter(text: str, scripts: Iterable[str]) -> Optional[str]:
+    """The first letter of ``text`` (as read) of a script not in ``scripts``, described for a message (``'А'
+    (U+0410 CYRILLIC CAPITAL LETTER A)``), or None."""
+    allowed = set(scripts)
+    for char in _as_read(text):
+        script = script_of(char)
+        if script is not None and script not in allowed:
+            return f"{char!r} (U+{ord(char):04X} {unicodedata.name(char)})"
+    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, case: str = "keep", punctuation: str = "refuse") -> None:
