@@ -37,35 +37,45 @@ def data(tmp_path_factory, fsdd_dir):
     items = [json.loads(line) for line in exp["train"].read_text().splitlines()]
     assert len(items) == len(TEXTS) and all(i["txt"] in WORDS for i in items)
     exp["train"].write_text("".join(json.dumps({**item, "txt": text}) + "\n" for item, text in zip(items, TEXTS)))
-    with tarfile.open(tmp / "train.tar", "w") as tar:
-        for item, text in zip(items, TEXTS):
-            tar.add(item["wav"], f"{item['key']}.wav")
-            info = tarfile.TarInfo(f"{item['key']}.txt")
-            info.size = len(text.encode())
-            tar.addfile(info, io.BytesIO(text.encode()))
+    _shard(tmp / "train.tar", items, TEXTS)
     (tmp / "shards.list").write_text(f"{tmp / 'train.tar'}\n")
+    # shard training reads its cv list as shards too (a raw list given as shards is refused, issue 66 E)
+    cv = [json.loads(line) for line in exp["cv"].read_text().splitlines()]
+    _shard(tmp / "cv.tar", cv, [i["txt"] for i in cv])
+    (tmp / "cv_shards.list").write_text(f"{tmp / 'cv.tar'}\n")
     kaldi = tmp / "kaldi"
     kaldi.mkdir()
     (kaldi / "wav.scp").write_text("".join(f"{i['key']} {i['wav']}\n" for i in items))
     (kaldi / "text").write_text("".join(f"{i['key']} {t}\n" for i, t in zip(items, TEXTS)))
-    return {"dir": tmp, "exp": exp, "shards": tmp / "shards.list", "kaldi": kaldi}
+    return {"dir": tmp, "exp": exp, "shards": tmp / "shards.list", "cv_shards": tmp / "cv_shards.list",
+            "kaldi": kaldi}
 
 
-def _train(data, train_list, data_type, name):
+def _shard(path, items, texts):
+    """One shard tar at ``path`` of the items' audio with ``texts`` as their transcripts."""
+    with tarfile.open(path, "w") as tar:
+        for item, text in zip(items, texts):
+            tar.add(item["wav"], f"{item['key']}.wav")
+            info = tarfile.TarInfo(f"{item['key']}.txt")
+            info.size = len(text.encode())
+            tar.addfile(info, io.BytesIO(text.encode()))
+
+
+def _train(data, train_list, cv_list, data_type, name):
     exp = data["exp"]
     return subprocess.run([sys.executable, "-m", "wenet_udps.bin.train", "--config", str(exp["conf"]),
-                           "--train_data", str(train_list), "--cv_data", str(exp["cv"]), "--data_type", data_type,
+                           "--train_data", str(train_list), "--cv_data", str(cv_list), "--data_type", data_type,
                            "--model_dir", str(data["dir"] / name), "--seed", "7"], cwd=ROOT, env=run_env(),
                           capture_output=True, text=True, timeout=600)
 
 
 def training_raw(data):
-    proc = _train(data, data["exp"]["train"], "raw", "raw_model")
+    proc = _train(data, data["exp"]["train"], data["exp"]["cv"], "raw", "raw_model")
     return proc.returncode, proc.stderr
 
 
 def training_shards(data):
-    proc = _train(data, data["shards"], "shard", "shard_model")
+    proc = _train(data, data["shards"], data["cv_shards"], "shard", "shard_model")
     return proc.returncode, proc.stderr
 
 
