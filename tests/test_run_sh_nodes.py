@@ -59,6 +59,13 @@ def test_node_options_are_checked_before_any_work(tmp_path, args, message):
     assert not list(tmp_path.iterdir())
 
 
+def test_help_names_the_node_options():
+    out = run_sh("--help").stdout
+    for option in ("--nproc_per_node", "--num_nodes", "--node_rank", "--HOST_NODE_ADDR", "--dist_timeout"):
+        assert f"  {option} " in out, option
+    assert "--nproc_per_node N (CPU, gloo)" in out
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A prepared fake AISHELL (stages 0-3) and the run every multi-node run must equal: one node, two processes,
@@ -163,12 +170,12 @@ def test_stages_5_to_7_on_node_0_after_two_nodes(cluster, loopback):
 
 @pytest.mark.slow
 def test_a_lost_node_stops_the_other_and_the_same_commands_resume(cluster):
-    """Both nodes on one exp dir (a shared disk, or the README's dry run). Node 1, killed with SIGKILL in epoch 0,
-    stops node 0 at once, naming rank 1; the checkpoints stay; the same two commands resume and end where an
-    uninterrupted run ends, bitwise."""
+    """Node 1, killed with SIGKILL in epoch 0, stops node 0 at once, naming rank 1; the checkpoints stay; the same
+    two commands resume and end where an uninterrupted run ends, bitwise. Node 1's exp dir is its own (no shared
+    storage): it resumes from the checkpoint rank 0 sends it."""
     root = cluster["root"]
-    exp = root / "lost_scaled_dot"
-    nodes, logs = two_nodes(cluster, root / "lost", root / "lost", "lost")
+    exp, node1 = root / "lost_scaled_dot", root / "node1_lost" / "lost"
+    nodes, logs = two_nodes(cluster, root / "lost", node1, "lost")
     try:
         deadline = time.time() + 300
         while not (exp / "step_2.yaml").exists():   # step 2 of 4 in epoch 0
@@ -195,10 +202,11 @@ def test_a_lost_node_stops_the_other_and_the_same_commands_resume(cluster):
         load_checkpoint(str(path))  # every checkpoint written verifies against its recorded SHA-256
     newest = max(written, key=lambda p: int(p.stem.split("_")[1]))
 
-    codes, out = finish(*two_nodes(cluster, root / "lost", root / "lost", "again"))
+    codes, out = finish(*two_nodes(cluster, root / "lost", node1, "again"))
     assert codes == [0, 0], out[0][-3000:] + out[1][-3000:]
     assert f"resuming from {newest}" in out[0]
     assert_same_training(exp / "final.pt", cluster["ref"] / "final.pt")
+    assert not (root / "node1_lost").exists()
 
 
 def start_torchrun_nodes(cluster, tmp_path, extra=((), ()), code1=ROOT, module="wenet_udps.bin.train", args=None):
@@ -279,6 +287,21 @@ def test_a_node_with_other_settings_is_refused_before_training(cluster, tmp_path
         assert "rank 1 was started with other settings than rank 0 (rank 0's -> rank 1's): " in out, out[-3000:]
         assert expected in out and "refused before training" in out, out[-3000:]
     assert not (tmp_path / "exp").exists()
+
+
+def test_rank_0s_refusal_stops_every_node(cluster, tmp_path):
+    """Rank 0 alone reads the model dir; when it refuses to train (here: a resume with another batch size), every
+    rank stops with its reason, not just node 0 while node 1 waits."""
+    (tmp_path / "exp").mkdir()
+    for name in ("epoch_0.pt", "epoch_0.yaml"):
+        shutil.copy(cluster["ref"] / name, tmp_path / "exp" / name)
+    other = ["--override", "dataset_conf.batch_conf.batch_size=4", "--checkpoint", "auto"]
+    results = torchrun_nodes(cluster, tmp_path, extra=(other, other))
+    for rank, (code, out) in enumerate(results):
+        assert code != 0, out[-3000:]
+        assert "this resume changes what the run trains on: dataset_conf.batch_conf.batch_size: 2 -> 4" in out
+    assert "rank 0 refused to train: --checkpoint " in results[1][1], results[1][1][-3000:]
+    assert sorted(p.name for p in (tmp_path / "exp").iterdir()) == [".lock", "epoch_0.pt", "epoch_0.yaml"]
 
 
 @pytest.mark.parametrize("data_type", ["raw", "shard"])

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.dataset.lists import unread_share
 from wenet_udps.kernels import selfcheck
 from wenet_udps.model_builder import attention_sites, build_model, ctc_output_frames, min_input_frames
 from wenet_udps.text import init_tokenizer
@@ -222,6 +223,15 @@ def build_data(run: Run):
                              min_frames=min_frames, admission=admission)
     cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True,
                           min_frames=min_frames, admission=admission)
+    unread = unread_share(len(train_set.items), run.info.world_size) if run.info.distributed else 0.0
+    what = f"{args.train_data} lists {len(train_set.items)} {'utterances' if args.data_type == 'raw' else 'shards'}"
+    if unread >= 1.0:
+        raise UserError(f"{what} for {run.info.world_size} ranks: a rank without any would end every epoch before "
+                        f"a step; write more, smaller shards (run.sh --num_utts_per_shard)")
+    if unread > 0.05:
+        logging.warning("%s for %d ranks: each epoch leaves about %.0f%% of them unread (ranks get one more or one "
+                        "less, and an epoch ends at the first rank out of batches); write more, smaller shards "
+                        "(run.sh --num_utts_per_shard)", what, run.info.world_size, 100 * unread)
     # An explicit generator, reseeded per epoch, keeps DataLoader iterator creation off the global RNG, so a
     # resumed run draws the same dropout masks as an uninterrupted one.
     loader_gen = torch.Generator()
