@@ -121,9 +121,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.check_resume:
         logging.info("--check_resume: %s", "resuming is allowed" if resolve_checkpoint(run) else "nothing to resume")
         return
-    # every rank trains the same thing or none does: checked before anything is written
-    check_same_settings(settings_record(run.config, run.data, {"dtype": run.dtype, "data_type": args.data_type,
-                                                               "num_workers": args.num_workers}))
+    if run.info.distributed:  # every rank trains the same thing or none does: checked before anything is written
+        check_same_settings(settings_record(run.config, run.data, {"dtype": run.dtype, "data_type": args.data_type,
+                                                                   "num_workers": args.num_workers}))
     try:
         train(run)
     except RuntimeError as e:  # a failed collective: name the rank that is gone, if one is
