@@ -54,10 +54,16 @@ text_punctuation=       # refuse | keep | remove: punctuation marks in them (ref
                         # each would become a unit); empty: settings.sh's, else refuse
 data_type=raw           # raw (data.list) | shard (tar shards)
 num_utts_per_shard=1000 # shard only
-num_nodes=1             # machines taking part in training
-node_rank=0             # this machine's rank (0 .. num_nodes-1)
-HOST_NODE_ADDR=localhost:29400  # rendezvous host:port (torchrun --rdzv_endpoint) for multi-node training
-gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on CPU in one process
+num_nodes=1             # machines taking part in training (stage 4), each with --gpus or --nproc_per_node
+node_rank=0             # this machine's rank (0 .. num_nodes-1). Node 0 hosts the rendezvous and alone writes the
+                        # exp dirs (checkpoints, stamps, train.log, locks, TensorBoard) and runs stages 5-7; another
+                        # node reads nothing there and writes nothing, and runs stages -1..4 only
+HOST_NODE_ADDR=localhost:29400  # node 0's host:port, where every node meets (torchrun --rdzv_endpoint, static)
+gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3: torchrun, one process per GPU (nccl); empty: CPU
+nproc_per_node=         # CPU: train through torchrun with this many processes per node (gloo), as --gpus does on
+                        # GPUs; empty: one process per training (--cpu_jobs of them side by side)
+dist_timeout=300        # torchrun runs: seconds a collective waits for the slowest rank; after that, or at once when
+                        # a rank's process died, every other rank stops, naming the lost rank
 skip_gpu_check=false    # with --gpus: true skips the GPU preflight (wenet_udps.bin.gpu_check) before stage 4
 num_workers=2           # DataLoader workers per training process
 cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
@@ -117,7 +123,10 @@ Stages (--stage N --stop_stage N reruns one):
    3  data.list (raw) or tar shards per set
    4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml; a rerun
       resumes, and may change max_epoch (--train_override max_epoch=N trains a finished run on); another change of
-      data or conf is refused, naming it (bin.train's resume check), unless --force true trains afresh
+      data or conf is refused, naming it (bin.train's resume check), unless --force true trains afresh.
+      On one CPU process per run, or through torchrun: --gpus (nccl) or --nproc_per_node N (CPU, gloo), and on
+      several machines --num_nodes N --node_rank R --HOST_NODE_ADDR node0:port on each (the same command
+      otherwise; node 0 writes, a lost node stops the others within --dist_timeout s, rerun to resume)
    5  average checkpoints (avg_N.pt), decode every test set in each mode, score (<exp>/<set>/<mode>/wer); with
       --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
       (<exp>/<set>/<mode>_<tag> with --lm_tag)
@@ -130,6 +139,7 @@ args_given=("$@")
 
 resolve_user_paths
 check_options
+check_nodes
 load_corpus_settings
 pick_variants
 [[ ${loso} == false ]] || run_loso

@@ -62,6 +62,31 @@ check_options() {
     || die "unknown corpus '${corpus}'; valid: ${corpora% }"
 }
 
+# check_nodes: torchrun's options (stage 4). Every node runs the same command but --node_rank; node 0 hosts the
+# rendezvous at --HOST_NODE_ADDR, its rank 0 alone reads and writes the exp dirs and decides for all (resume,
+# refusal: bin.train), so another node needs neither the exp dirs nor --checkpoint (node 0's to read), and leaves
+# stages 5-7, which read the checkpoints, to node 0.
+check_nodes() {
+  [[ -z ${nproc_per_node} || ${nproc_per_node} =~ ^[1-9][0-9]*$ ]] \
+    || die "--nproc_per_node takes an integer >= 1, got '${nproc_per_node}'"
+  [[ -z ${gpus} || -z ${nproc_per_node} ]] \
+    || die "--nproc_per_node is for training on the CPU; with --gpus each node runs one process per GPU listed"
+  [[ ${num_nodes} -eq 1 || -n ${gpus}${nproc_per_node} ]] \
+    || die "--num_nodes ${num_nodes} trains through torchrun: give --gpus, or --nproc_per_node (CPU processes per node)"
+  [[ ${dist_timeout} =~ ^[0-9]*\.?[0-9]+$ && ! ${dist_timeout} =~ ^[0.]+$ ]] \
+    || die "--dist_timeout takes a number of seconds > 0, got '${dist_timeout}'"
+  [[ ${HOST_NODE_ADDR} =~ ^[^:[:space:]]+:[0-9]+$ ]] \
+    || die "--HOST_NODE_ADDR takes node 0's host:port, e.g. node0:29400, got '${HOST_NODE_ADDR}'"
+  [[ ${node_rank} -gt 0 ]] || return 0
+  [[ ${stage} -le 4 ]] || die "--node_rank ${node_rank}: stages 5-7 run on node 0, which holds the checkpoints"
+  if [[ ${stop_stage} -gt 4 ]]; then
+    log "node ${node_rank}: stages ${stage}..4 here; stages 5-7 run on node 0, which holds the checkpoints"
+    stop_stage=4
+  fi
+  [[ -z ${checkpoint} ]] || log "node ${node_rank}: --checkpoint is read on node 0 (rank 0 sends it to every rank)"
+  checkpoint=
+}
+
 # load_corpus_settings: recipes/<corpus>/settings.sh, then what the command line gave (kept in given).
 load_corpus_settings() {
   local v settings="train_set dev_set test_sets token_type nbpe bpe_mode wer_char text_case text_punctuation"

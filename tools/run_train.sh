@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run.sh's stage 4: one training per run (variant x seed), on the CPU side by side or on GPUs with torchrun. A run
-# is never overwritten: an exp dir trained with other settings stops the stage (its .train.stamp says how).
-# Source after tools/run_setup.sh; the functions read run.sh's option variables.
+# run.sh's stage 4: one training per run (variant x seed), on the CPU side by side, or through torchrun on GPUs or
+# CPU processes, on one node or several. A run is never overwritten: an exp dir trained with other settings stops
+# the stage (its .train.stamp says how). Source after tools/run_setup.sh; the functions read run.sh's options.
 
 # On the CPU, up to --cpu_jobs trainings run at once: a small model gains little from more intra-op threads, so
 # two one-thread trainings on two cores take about the time of one (measured: docs/benchmarks.md). The thread count
@@ -98,15 +98,19 @@ train_key() {
 # bin.train's one rule (wenet_udps.train.resume_check), asked here before training (--check_resume): max_epoch (and
 # log_interval, save_interval) may change, so a finished run extended with --train_override max_epoch=N trains on
 # from its newest checkpoint; any other change of data or conf would mix two runs and is refused, naming it.
+# On several nodes every node starts every run (a node that skipped one would leave the others waiting at the
+# rendezvous), and rank 0 decides in the job, for all nodes: resume, refusal, or nothing left to train.
 train_run() {
-  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o num_gpus resume
+  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o resume
   exp=$(run_exp "$1")
   [[ -z ${enc_init} ]] || init=$(enc_init_of "${udps}")
   resume=$(checkpoint_of "${seed}")
   train_key "${udps}" "${seed}" "${init}"
-  newest=$(newest_checkpoint "${exp}")
-  [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
-  if [[ ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] \
+  if [[ ${num_nodes} -eq 1 ]]; then
+    newest=$(newest_checkpoint "${exp}")
+    [[ -f ${exp}/final.pt || -n ${newest} ]] && trained=true
+  fi
+  if [[ ${num_nodes} -eq 1 && ${force} == false && -z ${resume} && -f ${exp}/final.pt ]] \
       && stamp_ok "${exp}/.train.stamp" "${train_stamp}"; then
     log "stage 4: ${exp}/final.pt exists, skipping (trained with the same settings)"; return 0
   fi
@@ -125,22 +129,55 @@ train_run() {
       | sed 's/^wenet_udps.bin.train: error: //; s/; resume with .*//'); keep its settings (max_epoch may change)," \
       "train afresh there with --force true, or train elsewhere with --dir"
   fi
-  mkdir -p "${exp}"
-  [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
-  stamp_write "${exp}/.train.stamp" "${train_stamp}"
+  if [[ ${node_rank} -eq 0 ]]; then
+    mkdir -p "${exp}"
+    [[ -z ${gpu_json} ]] || cp "${gpu_json}" "${exp}/gpu_check.json"
+    # Several nodes: after training, as rank 0's resume check runs in the job and a refused run leaves no stamp.
+    [[ ${num_nodes} -gt 1 ]] || stamp_write "${exp}/.train.stamp" "${train_stamp}"
+  fi
   # Wait for a free slot (CPU) first, so that the line below is logged when this training starts.
-  [[ -n ${gpus} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
+  [[ -n ${gpus}${nproc_per_node} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
   local from=${resume:+, continuing from ${resume}}${newest:+, resuming}
   log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed/#none/of the conf})${from}"
-  if [[ -z ${gpus} ]]; then
+  if [[ -z ${gpus}${nproc_per_node} ]]; then
     train_on_cpu "${exp}" "${args[@]}" --device cpu
   else
-    num_gpus=$(echo "${gpus}" | awk -F, '{print NF}')
-    CUDA_VISIBLE_DEVICES=${gpus} torchrun --nnodes="${num_nodes}" --nproc_per_node="${num_gpus}" \
-      --node_rank="${node_rank}" --rdzv_id=wenet_udps --rdzv_backend=c10d --rdzv_endpoint="${HOST_NODE_ADDR}" \
-      -m wenet_udps.bin.train "${args[@]}" --device cuda --dist_backend nccl
-    log_trained "${exp}"
+    train_torchrun "${exp}" "${args[@]}"
+    [[ ${num_nodes} -eq 1 || ${node_rank} -ne 0 ]] || stamp_write "${exp}/.train.stamp" "${train_stamp}"
   fi
+}
+
+# train_torchrun EXP ARGS...: bin.train through torchrun, on this node's GPUs (nccl) or --nproc_per_node CPU
+# processes (gloo): the same command on every node but --node_rank. Static rendezvous: node_rank R's processes are
+# ranks R*N.., so node 0 holds rank 0, which alone writes EXP (its output is appended to EXP/train.log too); another
+# node only prints. No restarts: a lost node stops the run (every rank names it within --dist_timeout s), and the
+# same commands started again resume from the newest checkpoint.
+train_torchrun() {
+  local exp=$1 procs env=(CUDA_VISIBLE_DEVICES="${gpus}") device=cuda backend=nccl status=0 where; shift
+  if [[ -n ${gpus} ]]; then
+    procs=$(echo "${gpus}" | awk -F, '{print NF}')
+  else  # the cores shared out among this node's processes, as --cpu_jobs shares them out among trainings
+    procs=${nproc_per_node} device=cpu backend=gloo
+    env+=(OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / procs > 0 ? $(nproc) / procs : 1 ))}")
+  fi
+  local cmd=(torchrun --nnodes="${num_nodes}" --nproc_per_node="${procs}" --node_rank="${node_rank}"
+             --rdzv_backend=static --rdzv_endpoint="${HOST_NODE_ADDR}" --rdzv_id="$(basename "${exp}")"
+             --max_restarts=0 -m wenet_udps.bin.train "$@" --device "${device}" --dist_backend "${backend}"
+             --dist_timeout "${dist_timeout}")
+  if [[ ${num_nodes} -gt 1 ]]; then
+    where="this node writes ${exp}"
+    [[ ${node_rank} -eq 0 ]] || where="node 0 writes the checkpoints and logs; nothing is written here"
+    log "stage 4: node ${node_rank} of ${num_nodes} (training processes here: ${procs}) meets the others at" \
+      "${HOST_NODE_ADDR}; ${where}"
+  fi
+  if [[ ${node_rank} -eq 0 ]]; then
+    env "${env[@]}" "${cmd[@]}" 2>&1 | tee -a "${exp}/train.log" || status=$?
+  else
+    env "${env[@]}" "${cmd[@]}" || status=$?
+  fi
+  [[ ${status} -eq 0 ]] || die "stage 4: training ${exp} failed (exit ${status}; the lines above say why);" \
+    "every checkpoint written stays: start the same command on every node again to resume from the newest"
+  [[ ${node_rank} -ne 0 ]] || log_trained "${exp}"
 }
 
 stage_train() {  # stage 4: every run, the CPU ones up to --cpu_jobs at a time
@@ -151,7 +188,9 @@ stage_train() {  # stage 4: every run, the CPU ones up to --cpu_jobs at a time
   python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
-  for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
+  if [[ ${node_rank} -eq 0 ]]; then   # another node writes nothing into the exp dirs
+    for run in "${runs[@]}"; do lock_exp "$(run_exp "${run}")"; done   # before anything is written there
+  fi
   gpu_preflight
   for run in "${runs[@]}"; do train_run "${run}"; done
   wait_trainings

@@ -8,9 +8,12 @@ DDP on one machine (4 GPUs; gloo and --device cpu for CPU processes):
     torchrun --standalone --nnodes=1 --nproc_per_node=4 -m wenet_udps.bin.train --device cuda \
         --dist_backend nccl --config ... --model_dir exp/conformer
 
-Several machines (run on each, same --rdzv_id/--rdzv_endpoint):
-    torchrun --nnodes=2 --nproc_per_node=8 --rdzv_id=job42 --rdzv_backend=c10d \
-        --rdzv_endpoint=host0:29400 -m wenet_udps.bin.train --device cuda --dist_backend nccl ...
+Several machines (run on each, NODE_RANK 0 on host0, which writes the checkpoints; run.sh --num_nodes does this):
+    torchrun --nnodes=2 --nproc_per_node=8 --node_rank=NODE_RANK --rdzv_backend=static \
+        --rdzv_endpoint=host0:29400 --max_restarts=0 -m wenet_udps.bin.train --device cuda --dist_backend nccl ...
+Every rank checks at start-up that all ranks have the same config, data lists and code (wenet_udps.train.
+same_settings); rank 0 alone reads and writes --model_dir and sends the others the checkpoint it resumes from. A
+lost rank stops the others within --dist_timeout seconds, naming it (wenet_udps.train.distributed).
 
 Resume exactly where a run stopped with ``--checkpoint exp/x/epoch_N.pt`` (or a ``step_N.pt`` written every
 ``save_interval`` steps). ``--checkpoint auto`` resumes from the newest valid epoch_N.pt/step_N.pt in
@@ -26,7 +29,6 @@ and export, checkpoints (wenet_udps.train.checkpoint) and TensorBoard logs (tags
 """
 import argparse
 import logging
-import os
 from typing import List, Optional
 
 from wenet_udps.utils.omp import short_spin
@@ -36,10 +38,11 @@ import torch  # noqa: E402
 
 from wenet_udps.config import finalize_config, load_config  # noqa: E402
 from wenet_udps.train.checkpoint import add_verify_flag  # noqa: E402
-from wenet_udps.train.distributed import init_distributed  # noqa: E402
+from wenet_udps.train.distributed import DEFAULT_TIMEOUT, init_distributed, peer_failure  # noqa: E402
 from wenet_udps.train.executor import AMP_DTYPES  # noqa: E402
 from wenet_udps.train.init_modules import parse_prefixes  # noqa: E402
-from wenet_udps.train.run_dir import RunLock  # noqa: E402
+from wenet_udps.train.resume_check import data_record  # noqa: E402
+from wenet_udps.train.same_settings import check_same_settings, settings_record  # noqa: E402
 from wenet_udps.train.trainer import Run, resolve_checkpoint, train  # noqa: E402
 from wenet_udps.utils import cli  # noqa: E402
 from wenet_udps.utils.cli import run_cli  # noqa: E402
@@ -82,6 +85,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--dist_backend", default=None, choices=["nccl", "gloo"],
                    help="default: nccl with --device cuda, else gloo")
+    p.add_argument("--dist_timeout", type=cli.float_range(0.0, low_open=True), default=DEFAULT_TIMEOUT,
+                   help="seconds a collective waits for the slowest rank before the run stops, naming a lost rank "
+                        "(default: %(default)g)")
     p.add_argument("--dtype", default="fp32", choices=list(AMP_DTYPES), help="fp16: autocast + GradScaler")
     p.add_argument("--use_amp", action="store_true", help="same as --dtype fp16")
     p.add_argument("--tensorboard_dir", default=None, type=cli.output_dir, help="default: MODEL_DIR/tensorboard")
@@ -96,7 +102,7 @@ def set_up(args: argparse.Namespace) -> Run:
     :func:`wenet_udps.train.trainer.choose_checkpoint`)."""
     dtype = "fp16" if args.use_amp else args.dtype
     backend = args.dist_backend or ("nccl" if args.device == "cuda" else "gloo")
-    info = init_distributed(backend, args.device)
+    info = init_distributed(backend, args.device, args.dist_timeout)
     logging.basicConfig(level=logging.INFO if info.is_main else logging.WARNING,
                         format=f"%(asctime)s [rank {info.rank}] %(levelname)s %(message)s", force=True)
     device = torch.device(f"cuda:{info.local_rank}" if args.device == "cuda" else "cpu")
@@ -104,7 +110,9 @@ def set_up(args: argparse.Namespace) -> Run:
                              cmvn=args.cmvn)
     seed = int(args.seed if args.seed is not None else config["seed"])
     config["seed"] = seed  # the record (train.yaml, every checkpoint's yaml) is the seed that ran
-    return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype)
+    cmvn = (config.get("cmvn_conf") or {}).get("cmvn_file") if config.get("cmvn") else None
+    return Run(args=args, info=info, device=device, config=config, seed=seed, dtype=dtype,
+               data=data_record(args.train_data, args.cv_data, cmvn))
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -113,13 +121,19 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.check_resume:
         logging.info("--check_resume: %s", "resuming is allowed" if resolve_checkpoint(run) else "nothing to resume")
         return
-    os.makedirs(args.model_dir, exist_ok=True)
-    lock = RunLock(args.model_dir) if run.info.is_main else None
+    if run.info.distributed:  # every rank trains the same thing or none does: checked before anything is written
+        check_same_settings(settings_record(run.config, run.data, {"dtype": run.dtype, "data_type": args.data_type,
+                                                                   "num_workers": args.num_workers}))
     try:
         train(run)
+    except RuntimeError as e:  # a failed collective: name the rank that is gone, if one is
+        lost = peer_failure(run.info, e)
+        if lost is None:
+            raise
+        raise lost from e
     finally:
-        if lock is not None:
-            lock.release()
+        if run.lock is not None:
+            run.lock.release()
 
 
 if __name__ == "__main__":

@@ -189,3 +189,13 @@ def partition(num_items: int, *, rank: int, world_size: int, worker_id: int, num
     if shuffle:
         order = np.random.default_rng([seed, epoch]).permutation(num_items)
     return order[rank::world_size][worker_id::num_workers].tolist()
+
+
+def unread_share(num_items: int, world_size: int) -> float:
+    """About the share of a list's items an epoch leaves unread on ``world_size`` ranks: :func:`partition` gives
+    each rank the floor or the ceiling of ``num_items / world_size`` items, and the epoch ends for all when the
+    first rank runs out of batches, so the ``num_items % world_size`` extra items (whole shards, for a shard list)
+    go mostly unread; 1.0 when a rank has no item at all (no rank then trains a step)."""
+    if num_items < world_size:
+        return 1.0
+    return (num_items % world_size) / num_items

@@ -39,12 +39,12 @@ def _flat(value: Any, prefix: str = "") -> Dict[str, Any]:
     return {prefix[:-1]: value}
 
 
-def config_changes(was: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
-    """``key: old -> new`` for every leaf that differs (``<absent>`` on one side), keys in ``MAY_CHANGE`` left out."""
+def config_changes(was: Mapping[str, Any], now: Mapping[str, Any], exempt=MAY_CHANGE) -> List[str]:
+    """``key: old -> new`` for every leaf that differs (``<absent>`` on one side), keys in ``exempt`` left out."""
     old, new = _flat(was), _flat(now)
     absent = "<absent>"
     return [f"{key}: {old.get(key, absent)} -> {new.get(key, absent)}" for key in sorted(set(old) | set(new))
-            if key not in MAY_CHANGE and old.get(key, absent) != new.get(key, absent)]
+            if key not in exempt and old.get(key, absent) != new.get(key, absent)]
 
 
 def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Mapping[str, Mapping[str, str]],

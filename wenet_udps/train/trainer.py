@@ -15,23 +15,24 @@ from torch.utils.data import DataLoader
 
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
+from wenet_udps.dataset.lists import unread_share
 from wenet_udps.kernels import selfcheck
 from wenet_udps.model_builder import attention_sites, build_model, ctc_output_frames, min_input_frames
 from wenet_udps.text import init_tokenizer
 from wenet_udps.text.base_tokenizer import units_fingerprint
 from wenet_udps.train.checkpoint import fit_weights, gather_rng_states, link_final, load_checkpoint, \
     load_newest_valid, save_checkpoint, save_yaml, seed_all, set_rank_rng_state
-from wenet_udps.train.distributed import DistInfo, cleanup, needs_unused_params
+from wenet_udps.train.distributed import DistInfo, broadcast_object, cleanup, needs_unused_params
 from wenet_udps.train.executor import Executor
 from wenet_udps.train.init_modules import init_modules
 from wenet_udps.train.progress import progress_line
-from wenet_udps.train.resume_check import checked_resume, data_record
-from wenet_udps.train.run_dir import RunDirError, claim, retire_later
+from wenet_udps.train.resume_check import checked_resume
+from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.transformer.attention import is_udps
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, one_line
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Run:
     ckpt: Dict[str, Any] = field(default_factory=dict)
     data: Dict[str, Any] = field(default_factory=dict)  # resume_check.data_record of the lists
     resume_changes: List[Dict[str, Any]] = field(default_factory=list)  # forced resumes' differences
+    lock: Optional[RunLock] = None   # rank 0's lock on the model dir (choose_checkpoint)
 
 
 def resolve_checkpoint(run: Run) -> bool:
@@ -63,8 +65,6 @@ def resolve_checkpoint(run: Run) -> bool:
         run.ckpt_path, run.ckpt = args.checkpoint, load_checkpoint(args.checkpoint, verify=args.verify_checkpoint,
                                                                    units=units)
     resumes = "optimizer" in run.ckpt
-    cmvn = (run.config.get("cmvn_conf") or {}).get("cmvn_file") if run.config.get("cmvn") else None
-    run.data = data_record(args.train_data, args.cv_data, cmvn)
     ran = ran_with(run)
     if args.check_resume:  # run.sh asks from one process: the process count is compared when the training starts
         ran.pop("world_size")
@@ -74,15 +74,30 @@ def resolve_checkpoint(run: Run) -> bool:
 
 
 def choose_checkpoint(run: Run) -> None:
-    """:func:`resolve_checkpoint`, then claim the dir and set the run id (a resumed run keeps its own)."""
+    """Rank 0 locks and claims the dir, resolves the checkpoint (:func:`resolve_checkpoint`), sets the run id (a
+    resumed run keeps its own) and writes train.yaml; every other rank gets its decision, the checkpoint itself or
+    the refusal, by broadcast: the other ranks never read or write the model dir, which other nodes may not see
+    (and a shared one could show them an older listing)."""
     args = run.args
-    resumes = resolve_checkpoint(run)
+    decision: Dict[str, Any] = {}
     if run.info.is_main:
-        claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
-        if resumes:
-            retire_later(args.model_dir, int(run.ckpt["step"]))
-        save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
-    run.run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
+        try:
+            os.makedirs(args.model_dir, exist_ok=True)
+            run.lock = RunLock(args.model_dir)
+            resumes = resolve_checkpoint(run)
+            claim(args.model_dir, run.ckpt.get("run_id") if resumes else None, args.force)
+            if resumes:
+                retire_later(args.model_dir, int(run.ckpt["step"]))
+            save_yaml(run.config, os.path.join(args.model_dir, "train.yaml"))
+            run_id = str(run.ckpt.get("run_id")) if resumes and run.ckpt.get("run_id") else uuid.uuid4().hex
+            decision = {"path": run.ckpt_path, "ckpt": run.ckpt, "run_id": run_id}
+        except Exception as e:
+            broadcast_object({"refused": one_line(e)})
+            raise
+    decision = broadcast_object(decision)
+    if "refused" in decision:
+        raise UserError(f"rank 0 refused to train: {decision['refused']}")
+    run.ckpt_path, run.ckpt, run.run_id = decision["path"], decision["ckpt"], decision["run_id"]
 
 
 def ran_with(run: Run) -> Dict[str, Any]:
@@ -208,6 +223,15 @@ def build_data(run: Run):
                              min_frames=min_frames, admission=admission)
     cv_set = init_dataset(args.data_type, args.cv_data, tokenizer, eval_dataset_conf(dataset_conf), partition=True,
                           min_frames=min_frames, admission=admission)
+    unread = unread_share(len(train_set.items), run.info.world_size) if run.info.distributed else 0.0
+    what = f"{args.train_data} lists {len(train_set.items)} {'utterances' if args.data_type == 'raw' else 'shards'}"
+    if unread >= 1.0:
+        raise UserError(f"{what} for {run.info.world_size} ranks: a rank without any would end every epoch before "
+                        f"a step; write more, smaller shards (run.sh --num_utts_per_shard)")
+    if unread > 0.05:
+        logging.warning("%s for %d ranks: each epoch leaves about %.0f%% of them unread (ranks get one more or one "
+                        "less, and an epoch ends at the first rank out of batches); write more, smaller shards "
+                        "(run.sh --num_utts_per_shard)", what, run.info.world_size, 100 * unread)
     # An explicit generator, reseeded per epoch, keeps DataLoader iterator creation off the global RNG, so a
     # resumed run draws the same dropout masks as an uninterrupted one.
     loader_gen = torch.Generator()

@@ -5,6 +5,7 @@ CPU results (docs/reproducibility.md), so that a stale or foreign table shows.
     lines = provenance_markdown(provenance(seeds=[1, 2, 3]))
 """
 import datetime
+import hashlib
 import os
 import platform
 import subprocess
@@ -47,13 +48,28 @@ def compiled_vec_isa() -> str:
         return f"unknown ({type(exc).__name__})"
 
 
+def commit() -> str:
+    """This checkout's commit (12 hex digits), "unknown" outside a git checkout, marked when files were changed."""
+    found = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        found += " (uncommitted changes)"
+    return found
+
+
+def code_sha256() -> str:
+    """SHA-256 of the package's source files (names and contents; no git needed): the code a process runs, which a
+    commit names only when nothing was changed since."""
+    package = ROOT / "wenet_udps"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and p.suffix in (".py", ".cpp", ".h")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def provenance(seeds: Sequence[int] = ()) -> Dict[str, str]:
     """Key facts of this checkout and machine, as strings."""
-    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
-        commit += " (uncommitted changes)"
     facts = {
-        "commit": commit,
+        "commit": commit(),
         "date": datetime.date.today().isoformat(),
         "machine": f"{cpu_model()}, {os.cpu_count()} CPUs",
         "torch": torch.__version__,
