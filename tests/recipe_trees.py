@@ -23,15 +23,21 @@ def noise(path: Path, seconds: float, seed: int, fmt: str) -> None:
 def make_aishell(root: Path, utts_per_speaker=(("train", "S0002", 8), ("dev", "S0724", 2), ("test", "S0764", 2))
                  ) -> Path:
     """``root/data_aishell/{wav/<split>/<spk>/BAC009<spk>W<nnnn>.wav, transcript/aishell_transcript_v0.8.txt}``:
-    the transcript is word-segmented (spaces between words), one line per utterance of all splits."""
+    the transcript is word-segmented (spaces between words), one line per utterance of all splits. Dev and test
+    use only characters that training has, as in AISHELL (a transcript mostly of characters outside the units is
+    refused as ``unk_text``)."""
     src = root / "data_aishell"
     rng = np.random.default_rng(0)
     lines = []
+    seen: List[str] = []
     for split, spk, num in utts_per_speaker:
         for i in range(num):
             key = f"BAC009{spk}W{121 + i:04d}"
             noise(src / "wav" / split / spk / f"{key}.wav", 0.8, len(lines), "WAV")
-            chars = [HANZI[j] for j in rng.integers(0, len(HANZI), size=4)]
+            pool = HANZI if split == "train" else sorted(set(seen))
+            chars = [pool[j] for j in rng.integers(0, len(pool), size=4)]
+            if split == "train":
+                seen += chars
             lines.append(f"{key} {''.join(chars[:2])} {''.join(chars[2:])}\n")
     (src / "transcript").mkdir(parents=True)
     (src / "transcript" / "aishell_transcript_v0.8.txt").write_text("".join(lines), encoding="utf-8")
