@@ -26,7 +26,7 @@ CASES = [
     ("lm_weight", math.nan, "attention_rescoring", "expected a finite number"),
     ("lm_weight", 1e6, "attention_rescoring", "must be in [0, 5], got 1e+06"),
     ("word_score", math.inf, "attention_rescoring", "expected a finite number"),
-    ("beam_size", 0, "attention", "must be >= 1, got 0"),
+    ("beam_size", 0, "attention", "must be in 1..1000, got 0"),
     ("reverse_weight", 1.5, "attention_rescoring", "must be in [0, 1], got 1.5"),
     ("blank_penalty", -1.0, "ctc_greedy_search", "must be >= 0, got -1"),
     ("lm_weight", 0.5, "attention_rescoring", "applies to the *_lm modes only, which"),
