@@ -1,6 +1,8 @@
 """Which settings change the bits of a result? One fresh process per setting (docs/reproducibility.md).
 
-    python bench/reproducibility.py            # the table of docs/reproducibility.md
+    python bench/reproducibility.py            # the training table of docs/reproducibility.md
+    python bench/reproducibility.py --decode --exp_dir exp/tiny_en/x --checkpoint avg_5.pt \
+        --test_data data/tiny_en/test/data.list --lm data/tiny_en/lm/lm.bin    # its decoding table
 
 Per setting, two fingerprints (first 12 hex digits of a SHA-1):
 - ``tiles``: the compiled (or eager) UDPS tile kernel, forward + backward on fixed random inputs (B=4, H=4, T=203);
@@ -13,7 +15,9 @@ Settings: the default; another run of the default; one intra-op thread; ATen's C
 """
 import argparse
 import hashlib
+import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -77,11 +81,91 @@ def child(simdlen) -> None:
     print(" ".join(row))
 
 
+def decode_child(args) -> None:
+    """Print {mode: [digest of each run]} (JSON) of ``args.runs`` decodes of the list at ``args.batch_size``."""
+    from torch.utils.data import DataLoader
+    from wenet_udps.decode.data_list import eval_dataset, load_experiment
+    from wenet_udps.lm.search import LmSearch, LmSearchConfig
+    from wenet_udps.text import init_tokenizer
+    from wenet_udps.transformer.search import DECODING_METHODS, METHODS_WITHOUT_LM
+
+    config, model = load_experiment(args.exp_dir, args.checkpoint)
+    tokenizer = init_tokenizer(config)
+    modes = list(DECODING_METHODS if args.lm else METHODS_WITHOUT_LM)
+    kwargs = {"ctc_weight": 0.5}  # run.sh's
+    if args.lm:
+        kwargs["lm_search"] = LmSearch(args.lm, tokenizer, model.ctc.blank_id, LmSearchConfig(
+            lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size))
+    digests, junk, rng = {m: [] for m in modes}, [], random.Random(args.batch_size)
+    for _ in range(args.runs):
+        junk += [bytearray(rng.randint(1, 1 << 16)) for _ in range(rng.randint(1, 50))]  # another heap each run
+        sums = {m: hashlib.sha256() for m in modes}
+        for batch in DataLoader(eval_dataset(config, tokenizer, args.test_data, args.batch_size), batch_size=None):
+            out = model.decode(modes, batch["feats"], batch["feats_lengths"], args.beam_size, **kwargs)
+            for row in sorted(range(len(batch["keys"])), key=batch["order"].__getitem__):
+                for m in modes:
+                    r = out[m][row]
+                    sums[m].update(json.dumps([batch["keys"][row], tokenizer.detokenize(r.tokens)[0], r.tokens,
+                                               r.score.hex(), r.nbest, [x.hex() for x in r.nbest_scores]]).encode())
+        for m in modes:
+            digests[m].append(sums[m].hexdigest()[:12])
+    print(json.dumps(digests))
+
+
+def decode_table(args) -> None:
+    """The decoding table: one column per (process, batch size, threads), one row per mode."""
+    settings = [(p, b, t) for t in args.threads for b in args.batch_sizes for p in range(1, args.processes + 1)]
+    columns = {}
+    for proc, batch_size, threads in settings:
+        cmd = [sys.executable, __file__, "--decode_child", "--batch_size", str(batch_size)] + [
+            f"--{k}={v}" for k in ("exp_dir", "checkpoint", "test_data", "lm", "lm_weight", "word_score",
+                                   "beam_size", "runs") if (v := getattr(args, k)) is not None]
+        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(threads))
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"reproducibility.py: error: the decode of process {proc}, batch size {batch_size}, {threads} "
+                     f"threads failed: {done.stderr.strip().splitlines()[-1:]}")
+        columns[(proc, batch_size, threads)] = json.loads(done.stdout.strip().splitlines()[-1])
+    names = [f"process {p}, batch {b}, {t} thread{'s' * (t > 1)}" for p, b, t in settings]
+    print(f"{args.runs} runs per cell: one digest where they agree\n")
+    print("| mode | " + " | ".join(names) + " | identical |\n|---|" + "---|" * (len(names) + 1))
+    all_same = True
+    for mode in next(iter(columns.values())):
+        cells = [sorted(set(columns[s][mode])) for s in settings]
+        same = len({d for cell in cells for d in cell}) == 1
+        all_same &= same
+        print(f"| {mode} | " + " | ".join(" / ".join(c) for c in cells) + f" | {'yes' if same else 'NO'} |")
+    print(f"\nevery mode identical in every run and setting: {'yes' if all_same else 'NO'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--simdlen", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--decode", action="store_true", help="the decoding table (see above)")
+    parser.add_argument("--decode_child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--exp_dir", help="--decode: the experiment dir (train.yaml)")
+    parser.add_argument("--checkpoint", default="final.pt", help="--decode: its checkpoint")
+    parser.add_argument("--test_data", help="--decode: a raw data.list")
+    parser.add_argument("--lm", default=None, help="--decode: a word LM (ARPA or KenLM binary): the *_lm modes too")
+    parser.add_argument("--lm_weight", type=float, default=0.3)
+    parser.add_argument("--word_score", type=float, default=0.0)
+    parser.add_argument("--beam_size", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=5, help="--decode: decodes per process")
+    parser.add_argument("--processes", type=int, default=2, help="--decode: fresh processes per setting")
+    parser.add_argument("--batch_sizes", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--threads", type=int, nargs="+", default=[int(os.environ.get("OMP_NUM_THREADS", 2))],
+                        help="--decode: OMP_NUM_THREADS of the processes (default this one's, else 2)")
+    parser.add_argument("--batch_size", type=int, default=16, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.decode_child:
+        decode_child(args)
+        return
+    if args.decode:
+        if not (args.exp_dir and args.test_data):
+            parser.error("--decode needs --exp_dir and --test_data")
+        decode_table(args)
+        return
     if args.child:
         child(args.simdlen)
         return

@@ -110,10 +110,12 @@ def test_unknown_corpus_lists_only_real_corpora():
     # -5 wrote 0 shards and up-to-date stamps, 0 was a traceback (issue 36)
     (["--data_type", "shard", "--num_utts_per_shard", "-5"], "--num_utts_per_shard must be >= 1, got -5"),
     (["--num_utts_per_shard", "0"], "--num_utts_per_shard must be >= 1, got 0"),
-    (["--beam_size", "0"], "--beam_size must be >= 1, got 0"),
+    (["--beam_size", "0"], "--beam_size 0: must be in 1..1000, got 0"),
+    (["--beam_size", "1000000000"], "--beam_size 1000000000: must be in 1..1000, got 1000000000 (hypotheses kept"),
+    (["--decode_batch_size", "5000"], "--decode_batch_size 5000: must be in 1..1024, got 5000 (a batch's padded"),
     (["--num_workers", "-1"], "--num_workers must be >= 0, got -1"),
     (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
-    (["--decoding_chunk_size", "0"], "--decoding_chunk_size must be -1 (full context) or >= 1, got 0"),
+    (["--decoding_chunk_size", "0"], "--decoding_chunk_size 0: must be in 1..10000 or -1, got 0"),
     (["--num_decoding_left_chunks", "4"], "--num_decoding_left_chunks 4 limits the left context of chunked"),
 ])
 def test_malformed_options_are_usage_errors(args, message):

@@ -43,16 +43,19 @@ check_options() {
   [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"
   [[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
   [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
-  for v in num_utts_per_shard beam_size decode_batch_size num_nodes; do
+  for v in num_utts_per_shard num_nodes; do
     [[ ${!v} -ge 1 ]] || die "--${v} must be >= 1, got ${!v}"
   done
+  # the decoding options by recognize's own checkers (wenet_udps/transformer/decode_options.py), ceilings included
+  local err
+  err=$(python3 -c 'import sys; from wenet_udps.transformer.decode_options import run_sh_error
+print(run_sh_error(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' beam_size "${beam_size}" \
+    decode_batch_size "${decode_batch_size}" decoding_chunk_size "${decoding_chunk_size}" \
+    num_decoding_left_chunks "${num_decoding_left_chunks}") || die "the check of the decoding options failed"
+  [[ -z ${err} ]] || die "${err}"
   [[ ${num_workers} -ge 0 ]] || die "--num_workers must be >= 0, got ${num_workers}"
   [[ ${node_rank} -ge 0 && ${node_rank} -lt ${num_nodes} ]] \
     || die "--node_rank must be in 0..$((num_nodes - 1)) (--num_nodes ${num_nodes}), got ${node_rank}"
-  [[ ${decoding_chunk_size} -ge 1 || ${decoding_chunk_size} -eq -1 ]] \
-    || die "--decoding_chunk_size must be -1 (full context) or >= 1, got ${decoding_chunk_size}"
-  [[ ${num_decoding_left_chunks} -ge -1 ]] \
-    || die "--num_decoding_left_chunks must be -1 (all) or >= 0, got ${num_decoding_left_chunks}"
   [[ ${num_decoding_left_chunks} -eq -1 || ${decoding_chunk_size} -ge 1 ]] \
     || die "--num_decoding_left_chunks ${num_decoding_left_chunks} limits the left context of chunked decoding;" \
       "without --decoding_chunk_size it would do nothing"

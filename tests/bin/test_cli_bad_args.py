@@ -201,9 +201,9 @@ CONF = str(ROOT / "conf" / "aishell" / "train_conformer.yaml")  # decoder: trans
 # (program, options added to the required ones, words of the one line): the cases issue 36 found as tracebacks
 # (or, for average_model's epochs, as a run that averaged nothing), each now refused before any work.
 ISSUE_CASES = [
-    ("bin/recognize", ["--beam_size", "0"], "--beam_size: must be >= 1, got 0"),
-    ("bin/recognize", ["--beam_size", "-3"], "--beam_size: must be >= 1, got -3"),
-    ("bin/recognize", ["--decoding_chunk_size", "0"], "--decoding_chunk_size: must be >= 1 or -1, got 0"),
+    ("bin/recognize", ["--beam_size", "0"], "--beam_size: must be in 1..1000, got 0"),
+    ("bin/recognize", ["--beam_size", "-3"], "--beam_size: must be in 1..1000, got -3"),
+    ("bin/recognize", ["--decoding_chunk_size", "0"], "--decoding_chunk_size: must be in 1..10000 or -1, got 0"),
     ("bin/recognize", ["--blank_penalty", "-1"], "--blank_penalty: must be >= 0, got -1"),
     ("bin/recognize", ["--num_workers", "-1"], "--num_workers: must be >= 0, got -1"),
     ("bin/recognize", ["--simulate_streaming"], "--simulate_streaming decodes one utterance at a time: use "

@@ -25,7 +25,7 @@ CASES = [
     ("lm_weight", math.nan, "attention_rescoring", "expected a finite number"),
     ("lm_weight", 1e6, "attention_rescoring", "must be in [0, 5], got 1e+06"),
     ("word_score", math.inf, "attention_rescoring", "expected a finite number"),
-    ("beam_size", 0, "attention", "must be >= 1, got 0"),
+    ("beam_size", 0, "attention", "must be in 1..1000, got 0"),
     ("reverse_weight", 1.5, "attention_rescoring", "must be in [0, 1], got 1.5"),
     ("blank_penalty", -1.0, "ctc_greedy_search", "must be >= 0, got -1"),
     ("lm_weight", 0.5, "attention_rescoring", "applies to the *_lm modes only, which"),
@@ -139,6 +139,6 @@ def test_the_programs_that_decode_for_a_check_take_the_same_ranges(exp, program,
     module = importlib.import_module(f"wenet_udps.bin.{program}")
     argv = [a.format(conf=exp["conf"], ckpt=exp["ckpt"], dir=exp["dir"]) for a in required]
     for flag, value, words in [("--ctc_weight", "5", "must be in [0, 1], got 5"),
-                               ("--beam_size", "0", "must be >= 1, got 0")]:
+                               ("--beam_size", "0", "must be in 1..1000, got 0")]:
         line = _one_line_usage_error(lambda: module.main(argv + [flag, value]), capsys)
         assert f"argument {flag}: {words}" in line, line

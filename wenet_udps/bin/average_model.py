@@ -60,7 +60,7 @@ def get_parser() -> cli.ArgumentParser:
     # The soup's decoding: recognize's checks (decode_options.DECODE_OPTIONS), run.sh's defaults.
     p.add_argument("--beam_size", type=DECODE_OPTIONS["beam_size"].check, default=10)
     p.add_argument("--ctc_weight", type=DECODE_OPTIONS["ctc_weight"].check, default=0.5)
-    p.add_argument("--batch_size", type=cli.positive_int, default=16)
+    p.add_argument("--batch_size", type=DECODE_OPTIONS["batch_size"].check, default=16)
     p.add_argument("--wer_char", type=int, default=0, choices=[0, 1], help="score characters (CER)")
     add_verify_flag(p)
     return p

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 import torch
 
 from wenet_udps.export.exporter import check_parity, export_model, summarize
-from wenet_udps.transformer.decode_options import DECODE_OPTIONS, chunk_size_for
+from wenet_udps.transformer.decode_options import CHUNK_SIZE, DECODE_OPTIONS, LEFT_CHUNKS, chunk_size_for
 from wenet_udps.text import init_tokenizer
 from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataError
@@ -44,10 +44,10 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--output_dir", required=True, type=cli.output_dir)
     p.add_argument("--format", default="wenet", choices=["wenet", "sherpa-onnx"],
                    help="wenet: encoder/decoder TorchScript + ONNX; sherpa-onnx: sherpa-onnx's WeNet CTC models")
-    p.add_argument("--chunk_size", type=cli.positive_int, default=None,
+    p.add_argument("--chunk_size", type=CHUNK_SIZE, default=None,
                    help="output frames per streaming chunk (default the model's static_chunk_size, else 16); "
                         "refused where the model cannot decode at it (a non-streaming or other static chunk)")
-    p.add_argument("--left_chunks", type=cli.int_range(0, also=(-1,)), default=None,
+    p.add_argument("--left_chunks", type=LEFT_CHUNKS, default=None,
                    help="chunks of left context kept (default -1: all; sherpa-onnx: 4, must be > 0)")
     p.add_argument("--reverse_weight", type=DECODE_OPTIONS["reverse_weight"].check, default=0.0,
                    help="export the r2l decoder output (> 0)")

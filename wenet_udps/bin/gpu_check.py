@@ -28,6 +28,7 @@ import torch
 
 from wenet_udps.config import read_conf
 from wenet_udps.utils import cli
+from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF_NAME = "train_conformer.yaml"
@@ -50,7 +51,8 @@ def _args(argv: Optional[List[str]]) -> argparse.Namespace:
                         help="autocast dtype of the training step (default bf16 on cuda, fp32 on cpu)")
     parser.add_argument("--lengths", type=_lengths, default=[512, 1024, 2048, 4096],
                         help="T of the speed/memory check, comma-separated (default 512,1024,2048,4096)")
-    parser.add_argument("--batch", type=cli.positive_int, default=2, help="utterances of the training step (per GPU)")
+    parser.add_argument("--batch", type=cli.int_range(1, BATCH_SIZE_MAX, why=BATCH_WHY), default=2,
+                        help="utterances of the training step (per GPU)")
     parser.add_argument("--frames", type=cli.positive_int, default=400,
                         help="feature frames per utterance of the training step")
     parser.add_argument("--json", type=cli.output_file, help="write the report here")

@@ -26,6 +26,7 @@ from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.export import sherpa_runtime as rt
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.scoring.tokens import read_text
+from wenet_udps.transformer.decode_options import CHUNK_MAX, CHUNK_SIZE, LEFT_CHUNKS_WHY
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
@@ -43,9 +44,9 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--result_dir", required=True, type=cli.output_dir)
     p.add_argument("--int8", action="store_true", help="the int8 model (model[-streaming].int8.onnx)")
     p.add_argument("--streaming", action="store_true", help="OnlineRecognizer on model-streaming[.int8].onnx")
-    p.add_argument("--chunk_size", type=cli.positive_int, default=None,
+    p.add_argument("--chunk_size", type=CHUNK_SIZE, default=None,
                    help="--streaming: the export's chunk size (default: the one the export recorded)")
-    p.add_argument("--left_chunks", type=cli.positive_int, default=None,
+    p.add_argument("--left_chunks", type=cli.int_range(1, CHUNK_MAX, why=LEFT_CHUNKS_WHY), default=None,
                    help="--streaming: the export's left chunks (default: the ones the export recorded)")
     p.add_argument("--num_threads", type=cli.positive_int, default=1)
     return p

@@ -169,7 +169,8 @@ def pad_batch(samples: List[Dict]) -> Dict[str, Any]:
     """Collate, longest utterance first (as WeNet): feats (B, T, F) float32 zero-padded, feats_lengths (B,)
     int32, target (B, L) int64 padded with -1, target_lengths (B,) int32, keys List[str], txts List[str] (the
     transcripts, as the list gives them), seconds List[float] (each utterance's duration,
-    wenet_udps.dataset.audio.duration_seconds)."""
+    wenet_udps.dataset.audio.duration_seconds), order List[int] (each row's place in ``samples``: decoding writes
+    its results in the list's order, whatever the batch size)."""
     order = sorted(range(len(samples)), key=lambda i: -samples[i]["feat"].shape[0])
     samples = [samples[i] for i in order]
     feat_lens = [s["feat"].shape[0] for s in samples]
@@ -182,4 +183,5 @@ def pad_batch(samples: List[Dict]) -> Dict[str, Any]:
         target[i, :label_lens[i]] = s["label"]
     return {"keys": [s["key"] for s in samples], "txts": [s["txt"] for s in samples], "feats": torch.from_numpy(feats),
             "feats_lengths": torch.tensor(feat_lens, dtype=torch.int32), "target": torch.from_numpy(target),
-            "target_lengths": torch.tensor(label_lens, dtype=torch.int32), "seconds": [s["seconds"] for s in samples]}
+            "target_lengths": torch.tensor(label_lens, dtype=torch.int32), "seconds": [s["seconds"] for s in samples],
+            "order": order}

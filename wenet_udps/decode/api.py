@@ -35,8 +35,10 @@ from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_o
     resolve_decode_options
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.counts import max_bad_fraction as conf_bad_fraction
+from wenet_udps.utils.source_info import content_sha256
 
 Audio = Union[str, "os.PathLike[str]", bytes, Tuple[np.ndarray, int]]
+LM_CACHE = 4  # LM searches a model keeps loaded (by content, weights and beam)
 # The decoding options each method takes as keywords (DECODE_OPTIONS); transcribe and stream decode one utterance,
 # and stream sets the chunking from its own arguments.
 STREAM_SET = ("batch_size", "decoding_chunk_size", "num_decoding_left_chunks", "simulate_streaming")
@@ -100,7 +102,7 @@ class RecognitionModel:
         # One encoder frame in seconds: the CTC alignment's time unit.
         self.frame_seconds = (model.encoder.embed.subsampling_rate
                               * frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0)
-        self._lm: Dict[Tuple[str, float, float, int], LmSearch] = {}
+        self._lm: Dict[Tuple[str, float, float, int], LmSearch] = {}  # by the LM file's SHA-256
 
     def features(self, audio: Audio, sample_rate: Optional[int] = None) -> Tuple[str, torch.Tensor]:
         """(name, (T, F) features) of one input (a path, audio file bytes, an (array, sample_rate) pair:
@@ -136,12 +138,16 @@ class RecognitionModel:
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
         if lm is not None:
-            key = (lm, lm_weight, word_score, beam_size)
-            if key not in self._lm:
-                self._lm[key] = LmSearch(lm, self.tokenizer, self.model.ctc.blank_id,
-                                         LmSearchConfig(lm_weight=lm_weight, word_score=word_score,
-                                                        beam_size=beam_size))
-            values["lm_search"] = self._lm[key]
+            # An LM is its content, as a result is (a file replaced or rewritten at the same path is another LM,
+            # loaded anew; the one loaded before sits in memory, untouched: lm.binary.load_kenlm).
+            search = self._lm.get((content_sha256(lm), lm_weight, word_score, beam_size))
+            if search is None:
+                search = LmSearch(lm, self.tokenizer, self.model.ctc.blank_id,
+                                  LmSearchConfig(lm_weight=lm_weight, word_score=word_score, beam_size=beam_size))
+                self._lm[(search.info.sha256, lm_weight, word_score, beam_size)] = search  # the content it read
+                while len(self._lm) > LM_CACHE:  # LMs replaced since are not asked for again: let them go
+                    self._lm.pop(next(iter(self._lm)))
+            values["lm_search"] = search
         return modes, beam_size, batch_size, values
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,

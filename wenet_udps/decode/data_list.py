@@ -91,9 +91,10 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             decode_seconds += time.perf_counter() - t0
             audio_seconds += sum(batch["seconds"])
             audible += sum(int(not_silent(f[:n])) for f, n in zip(batch["feats"], batch["feats_lengths"].tolist()))
+            rows = sorted(range(len(batch["keys"])), key=batch["order"].__getitem__)  # the list's order
             for mode in modes:
-                for key, res in zip(batch["keys"], out[mode]):
-                    results[mode][key] = tokenizer.detokenize(res.tokens)[0]
+                for row in rows:
+                    results[mode][batch["keys"][row]] = tokenizer.detokenize(out[mode][row].tokens)[0]
             references.update(zip(batch["keys"], batch["txts"]))
             bar.update(len(batch["keys"]))
     bar.close()

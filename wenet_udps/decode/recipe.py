@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
-from wenet_udps.utils.source_info import file_sha256, read_source
+from wenet_udps.utils.source_info import content_sha256, file_sha256, read_source
 
 # The search options a record gives (chunking stays the model's own or the caller's: streaming passes its own).
 RECORDED = ("beam_size", "ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio")
@@ -39,7 +39,6 @@ class RecipeDecoding:
         self.values: Dict[Tuple[str, str], Dict[Any, List[str]]] = {}
         self.lm_sha: Dict[str, str] = {}
         self.warned: Set[str] = set()
-        self.lm_sums: Dict[Tuple[str, int, int], str] = {}
         records = sorted(glob.glob(os.path.join(glob.escape(exp_dir), "*", "*", "decode.info")))
         sha = file_sha256(checkpoint) if records else None
         for path in records:
@@ -66,7 +65,7 @@ class RecipeDecoding:
 
     def defaults(self, modes: Sequence[str], lm: Optional[str] = None) -> Dict[str, Any]:
         """The options recorded for ``modes`` (see the module docstring), run.sh's defaults for the rest."""
-        lm_sha = self._lm_sum(lm) if lm is not None and self.lm_sha and os.path.isfile(lm) else None
+        lm_sha = content_sha256(lm) if lm is not None and self.lm_sha and os.path.isfile(lm) else None
         out: Dict[str, Any] = {}
         for name in RECORDED + LM_RECORDED:
             spec = DECODE_OPTIONS[name]
@@ -84,14 +83,6 @@ class RecipeDecoding:
             if name not in out and name in RUN_SH_DEFAULTS:
                 out[name] = RUN_SH_DEFAULTS[name]
         return out
-
-    def _lm_sum(self, lm: str) -> str:
-        """The SHA-256 of the LM file, once per (path, size, mtime): a published LM is gigabytes."""
-        stat = os.stat(lm)
-        key = (os.path.abspath(lm), stat.st_size, stat.st_mtime_ns)
-        if key not in self.lm_sums:
-            self.lm_sums[key] = file_sha256(lm)
-        return self.lm_sums[key]
 
     def _found(self, modes: Sequence[str], name: str, lm_sha: Optional[str]) -> Mapping[Any, List[str]]:
         found: Dict[Any, List[str]] = {}

@@ -2,18 +2,21 @@
 it parses in full on every load). A binary keeps its words only as hashes, and the lexicon decoder needs them
 spelled, so :func:`write_binary` writes the ARPA's unigrams beside it, one a line, in
 ``<binary>.words`` (:func:`words_path`); :func:`read_binary` identifies the binary by its header (order, n-gram
-counts) and reads that file. :func:`read_lm` reads either kind of LM file: the one reader of every LM entry point.
+counts) and reads that file. :func:`read_lm` reads either kind of LM file: the one reader of every LM entry
+point; :func:`load_kenlm` hands KenLM a private copy in memory of the file read (never the file itself, which may be
+replaced or overwritten meanwhile).
 
 The words file is bound to its binary: its first line records the binary's SHA-256 and size
 (``#binary sha256=<hex> size=<bytes>``), and every read checks them, so that another LM's words file (even one of
 the same word count, whose words would be scored as other words) is refused naming both files. A words file
 without that line (written before the binding) is refused too, with the one command that rewrites both.
 """
+import hashlib
 import os
 import re
 import struct
 import subprocess
-from typing import List, Tuple
+from typing import Any, Callable, List, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
@@ -122,6 +125,33 @@ def read_lm(path: str) -> LmInfo:
     if os.path.isfile(path) and is_kenlm_binary(path):
         return read_binary(path)
     return read_arpa(path)
+
+
+def load_kenlm(info: LmInfo, load: Callable[[str], Any]) -> Any:
+    """``load(path)`` (KenLM's loader) on a private in-memory copy of the LM file ``info`` describes, never on the
+    file itself.
+
+    Why: KenLM maps a binary into memory as it is, so a binary overwritten in place (``cp new.bin lm.bin``) while a
+    model holds it changed the pages under KenLM's feet, and the next decode died with SIGSEGV (issue 66). The copy
+    (an anonymous memory file, ``memfd``) is what KenLM maps or parses; nobody else can write it, and it goes with
+    the last reference. The copy is checked against ``info.sha256`` (what ``read_lm`` read and checked): a file
+    changed between the two reads is refused (LmError), so the LM decoded with is the one identified.
+    """
+    fd = os.memfd_create("wenet_udps_lm", os.MFD_CLOEXEC)
+    try:
+        digest = hashlib.sha256()
+        with open(info.path, "rb") as src:
+            for block in iter(lambda: src.read(1 << 20), b""):
+                digest.update(block)
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(fd, view):]
+        if digest.hexdigest() != info.sha256:
+            raise LmError(f"{info.path} changed while it was being loaded (SHA-256 {info.sha256[:12]} when read, "
+                          f"{digest.hexdigest()[:12]} when copied): load it again once it is written")
+        return load(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)  # KenLM holds its own mapping (a binary) or has parsed the file (ARPA)
 
 
 def write_binary(arpa: str, out: str, memory: str = "10%") -> LmInfo:

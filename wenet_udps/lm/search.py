@@ -1,5 +1,6 @@
-"""CTC prefix beam search with a word n-gram LM (flashlight-text's lexicon decoder over KenLM), the first pass of
-``ctc_prefix_beam_search_lm`` and ``attention_rescoring_lm``.
+"""CTC prefix beam search with a word n-gram LM (flashlight-text's lexicon decoder over KenLM, run by
+:mod:`.lexicon_search` with a fixed order among equal scores), the first pass of ``ctc_prefix_beam_search_lm`` and
+``attention_rescoring_lm``.
 
 The lexicon is the LM's own vocabulary spelled with the model's units (the tokenizer's own split, so BPE words are
 their pieces, the first carrying '▁'; a Mandarin character LM's words are single characters), so every word the
@@ -9,17 +10,18 @@ word-boundary unit: the space unit '▁' of a character model of spaced text, el
 Mandarin characters carry no separate boundary).
 A word has more than one spelling in the decoder's trie (``trie_spellings``), so that a last unit lasting several
 frames (as CTC spikes do) costs nothing more than in CTC prefix beam search.
-Score of a hypothesis: CTC log-probability + lm_weight * LM log-probability (natural log) + word_score * words.
+Score of a hypothesis: CTC log-probability (natural log) + lm_weight * LM log-probability (KenLM's, base 10) +
+word_score * words.
 """
 import logging
-import math
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 import torch
 
 from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
-from wenet_udps.lm.binary import read_lm
+from wenet_udps.lm.binary import load_kenlm, read_lm
+from wenet_udps.lm.lexicon_search import LexiconBeamSearch, LexiconTrie, SearchOptions
 from wenet_udps.lm.tools import import_flashlight
 from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
@@ -85,7 +87,7 @@ class LmSearch:
     """
 
     def __init__(self, lm_path: str, tokenizer: Any, blank_id: int, conf: LmSearchConfig):
-        fl_decoder, fl_kenlm, fl_dict = import_flashlight()
+        _, fl_kenlm, fl_dict = import_flashlight()
         self.info: LmInfo = read_lm(lm_path)
         self.conf, self.blank_id = conf, blank_id
         self.char_lm = is_char_lm(self.info.words)
@@ -102,14 +104,10 @@ class LmSearch:
         uses_space = (isinstance(tokenizer, CharTokenizer) and space is not None and not tokenizer.split_with_space
                       and not self.char_lm)
         self.sil_id = space if uses_space else blank_id
-        self.num_units = len(tokenizer.symbol_table)
         words = list(lexicon) + [w for w in SPECIAL_WORDS if w in self.info.words or w == UNK]
         self.word_dict = fl_dict.Dictionary(words)
-        try:
-            self.lm = fl_kenlm.KenLM(self.info.path, self.word_dict)
-        except RuntimeError as e:  # KenLM's own check of a file read_lm let through
-            raise LmError(f"KenLM cannot load {lm_path}: {str(e).strip().splitlines()[-1]}") from None
-        trie = fl_decoder.Trie(self.num_units, self.sil_id)
+        self.lm = load_kenlm(self.info, lambda path: fl_kenlm.KenLM(path, self.word_dict))
+        trie = LexiconTrie()
         start = self.lm.start(False)
         boundaries = sorted({blank_id, self.sil_id})
         for word, spellings in trie_spellings(lexicon, boundaries).items():
@@ -117,20 +115,17 @@ class LmSearch:
             for ids in spellings:
                 trie.insert(ids, index, self.lm.score(start, index)[1])
         self.spelling = {self.word_dict.get_index(w): ids for w, ids in lexicon.items()}
-        trie.smear(fl_decoder.SmearingMode.MAX)  # a prefix's look-ahead: its best word's unigram score
-        options = fl_decoder.LexiconDecoderOptions(
-            beam_size=conf.beam_size, beam_size_token=self.num_units, beam_threshold=conf.beam_threshold,
-            lm_weight=conf.lm_weight, word_score=conf.word_score, unk_score=-math.inf, sil_score=0.0, log_add=False,
-            criterion_type=fl_decoder.CriterionType.CTC)
-        self.decoder = fl_decoder.LexiconDecoder(options, trie, self.lm, self.sil_id, blank_id,
-                                                 self.word_dict.get_index(UNK), [], False)
+        trie.smear()  # a prefix's look-ahead: its best word's unigram score
+        self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
+            beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
+            word_score=conf.word_score))
 
-    def units(self, words: List[int]) -> List[int]:
-        """A hypothesis's word indices (the decoder pads with -1) -> the units of their spellings, with the space
-        unit between words when the units have one (so the tokenizer's detokenize gives the words' text)."""
+    def units(self, words: Sequence[int]) -> List[int]:
+        """A hypothesis's word indices -> the units of their spellings, with the space unit between words when the
+        units have one (so the tokenizer's detokenize gives the words' text)."""
         out: List[int] = []
         for w in words:
-            if w >= 0 and w in self.spelling:
+            if w in self.spelling:
                 if out and self.sil_id != self.blank_id:
                     out.append(self.sil_id)
                 out.extend(self.spelling[w])
@@ -138,17 +133,13 @@ class LmSearch:
 
     @torch.no_grad()
     def __call__(self, ctc_probs: torch.Tensor, ctc_lens: torch.Tensor) -> List[DecodeResult]:
-        probs = ctc_probs.detach().float().cpu().contiguous()
+        probs = ctc_probs.detach().float().cpu()
         results = []
         for i in range(probs.size(0)):
-            emissions = probs[i, :int(ctc_lens[i])].contiguous()
-            hyps = self.decoder.decode(emissions.data_ptr(), emissions.size(0), emissions.size(1))
             nbest: Dict[tuple, float] = {}
-            for hyp in hyps:  # best first; paths that merge to the same units keep the best score
-                key = tuple(self.units(hyp.words))
-                nbest.setdefault(key, hyp.score)
-                if len(nbest) == self.conf.beam_size:
-                    break
+            for words, score in self.search.search(probs[i, :int(ctc_lens[i])].numpy()):
+                # best first (ties in a fixed order); paths that merge to the same units keep the best score
+                nbest.setdefault(tuple(self.units(words)), score)
             if not nbest:  # no path spells LM words (e.g. an utterance too short): an empty hypothesis
                 nbest[()] = 0.0
             results.append(DecodeResult(tokens=list(next(iter(nbest))), score=next(iter(nbest.values())),

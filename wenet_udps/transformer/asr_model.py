@@ -117,7 +117,8 @@ class ASRModel(nn.Module):
                length_penalty: float = 0.0, blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
                lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
                ) -> Dict[str, List[DecodeResult]]:
-        """Decode a batch with several methods from one encoder pass.
+        """Decode a batch with several methods from one encoder pass per utterance (each alone, so that its result
+        is the same in any batch).
 
         Args:
             methods: names from ``DECODING_METHODS``.
@@ -159,11 +160,21 @@ class ASRModel(nn.Module):
             raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
             raise ValueError("reverse_weight > 0 needs the bitransformer decoder")
-        encoder_out, encoder_mask = self.encode(speech, speech_lengths, decoding_chunk_size, num_decoding_left_chunks,
-                                                simulate_streaming)
-        return self.search(methods, encoder_out, encoder_mask, beam_size, ctc_weight=ctc_weight,
-                           reverse_weight=reverse_weight, length_penalty=length_penalty, blank_penalty=blank_penalty,
-                           max_len_ratio=max_len_ratio, lm_search=lm_search)
+        # Each utterance is encoded and searched alone, at its own length: a batch's matrix products (MKL picks its
+        # blocking by their row count), convolutions and padded attention round otherwise than one utterance's,
+        # so a result would depend on the batch it was in and on its padding (issue 66: every mode gives the same
+        # bits at batch size 1 and 16).
+        results: Dict[str, List[DecodeResult]] = {m: [] for m in methods}
+        for i in range(speech.size(0)):
+            length = speech_lengths[i:i + 1]
+            encoder_out, encoder_mask = self.encode(speech[i:i + 1, :int(length)], length, decoding_chunk_size,
+                                                    num_decoding_left_chunks, simulate_streaming)
+            one = self.search(methods, encoder_out, encoder_mask, beam_size, ctc_weight=ctc_weight,
+                              reverse_weight=reverse_weight, length_penalty=length_penalty,
+                              blank_penalty=blank_penalty, max_len_ratio=max_len_ratio, lm_search=lm_search)
+            for m in methods:
+                results[m] += one[m]
+        return results
 
     @torch.no_grad()
     def search(self, methods: List[str], encoder_out: torch.Tensor, encoder_mask: torch.Tensor, beam_size: int, *,

@@ -24,14 +24,27 @@ from torch import nn
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
 
 RESCORING = ("attention_rescoring", "attention_rescoring_lm")
 CTC_SEARCHES = tuple(m for m in DECODING_METHODS if m != "attention")
-# lm_weight scales the LM's natural-log probability of a word (3 to 10 nats for most words of an n-gram LM)
-# against the CTC log-probabilities of its units. Tuned values lie between 0.1 and 2 (run.sh's grid is 0.3 0.6 1.0,
-# docs/lm.md's AN4 grid 0 to 1); at 5 a word already costs 15 to 50 nats, more than a confident CTC spike gives,
-# so words are dropped, and far above it (1e6) every hypothesis is empty (issue 57, M13).
+# lm_weight scales the LM's log10 probability of a word (KenLM's; 1.5 to 4.5 for most words of an n-gram LM, 3 to
+# 10 nats) against the CTC log-probabilities of its units. Tuned values lie between 0.1 and 2 (run.sh's grid is
+# 0.3 0.6 1.0, docs/lm.md's AN4 grid 0 to 1); at 5 a word already costs 7 to 20 more than a confident CTC spike
+# gives, so words are dropped, and far above it (1e6) every hypothesis is empty (issue 57, M13).
 LM_WEIGHT_MAX = 5.0
+# Every size a user gives has a ceiling, each with its reason in the message (issue 66, case 6: beam_size=10**9
+# grew the API to 18 GB, recognize --beam_size 1000000000 ended in a MemoryError traceback).
+BEAM_SIZE_MAX = 1000
+BEAM_WHY = ("hypotheses kept per frame, and the n-best that rescoring scores at once: each frame of a search tries "
+            "up to beam_size x the vocabulary, so time and memory grow with it; WeNet decodes at 10, ESPnet at 10 "
+            "to 60")
+CHUNK_MAX = 10000
+CHUNK_WHY = (f"encoder frames; {CHUNK_MAX} of them are over 400 s of audio, so a longer chunk is full context, "
+             f"which -1 says")
+LEFT_CHUNKS_WHY = f"more left chunks than an utterance has ({CHUNK_MAX} of one frame: over 400 s) are all of them: -1"
+CHUNK_SIZE = cli.int_range(1, CHUNK_MAX, why=CHUNK_WHY)           # export's and sherpa_decode's --chunk_size
+LEFT_CHUNKS = cli.int_range(0, CHUNK_MAX, also=(-1,), why=LEFT_CHUNKS_WHY)  # ... and --left_chunks
 
 
 @dataclass(frozen=True)
@@ -47,8 +60,10 @@ class DecodeOption:
 
 
 DECODE_OPTIONS: Dict[str, DecodeOption] = {
-    "beam_size": DecodeOption(cli.positive_int, 10, None, "", "beam of the CTC prefix and attention searches"),
-    "batch_size": DecodeOption(cli.positive_int, 16, None, "", "utterances per batch"),
+    "beam_size": DecodeOption(cli.int_range(1, BEAM_SIZE_MAX, why=BEAM_WHY), 10, None, "",
+                              f"beam of the CTC prefix, LM and attention searches, at most {BEAM_SIZE_MAX}"),
+    "batch_size": DecodeOption(cli.int_range(1, BATCH_SIZE_MAX, why=BATCH_WHY), 16, None, "",
+                               f"utterances read per batch, at most {BATCH_SIZE_MAX} (each is decoded alone)"),
     "ctc_weight": DecodeOption(
         cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "weight of the CTC prefix score against the decoder's in attention_rescoring (attention_rescoring_lm: of "
@@ -57,10 +72,10 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)"),
     "decoding_chunk_size": DecodeOption(
-        cli.int_range(1, also=(-1,)), None, None, "",
+        cli.int_range(1, CHUNK_MAX, also=(-1,), why=CHUNK_WHY), None, None, "",
         "-1 full context; > 0 chunk size (0, training's random chunks, is rejected); default the model's own (full "
         "context, or its static_chunk_size). A size the model cannot decode at is refused"),
-    "num_decoding_left_chunks": DecodeOption(cli.int_range(0, also=(-1,)), -1, None, "",
+    "num_decoding_left_chunks": DecodeOption(LEFT_CHUNKS, -1, None, "",
                                              "left chunks seen per chunk, -1 all"),
     "simulate_streaming": DecodeOption(None, False, None, "",
                                        "with a chunk size > 0: encoder chunk by chunk with caches (batch size 1)"),
@@ -83,6 +98,23 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
     "word_score": DecodeOption(cli.finite_float, 0.0, LM_METHODS, "the *_lm modes",
                                "*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)"),
 }
+
+
+# run.sh's decoding options (stage 5 passes them to recognize) and the recognize options they are.
+RUN_SH_OPTIONS = {"beam_size": "beam_size", "decode_batch_size": "batch_size",
+                  "decoding_chunk_size": "decoding_chunk_size", "num_decoding_left_chunks": "num_decoding_left_chunks"}
+
+
+def run_sh_error(values: Mapping[str, str]) -> str:
+    """run.sh's decoding options (run.sh's name -> the text given, :data:`RUN_SH_OPTIONS`) checked by recognize's
+    checkers before any stage: the first error in one line naming run.sh's option, or "" (a value that stage 5's
+    recognize would refuse after hours of training is refused at the start)."""
+    for name, text in values.items():
+        try:
+            DECODE_OPTIONS[RUN_SH_OPTIONS[name]].check(text)
+        except argparse.ArgumentTypeError as e:
+            return cli.one_line(f"--{name} {text}: {e}")
+    return ""
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:

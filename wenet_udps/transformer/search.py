@@ -237,15 +237,18 @@ def _advance(decoder: torch.nn.Module, live: _Beams, done: torch.Tensor, step: i
                                            live.memory_caches)
     if suppress_eos:
         logp[:, eos] = -math.inf
-    top_logp, top_idx = logp.topk(beam_size, dim=-1)  # (running, beam)
+    # A step tries beam x min(beam, vocabulary) extensions per utterance: a beam wider than the vocabulary takes
+    # every token of each hypothesis (topk of more than the vocabulary would fail).
+    k = min(beam_size, logp.size(-1))
+    top_logp, top_idx = logp.topk(k, dim=-1)  # (running, k)
     if bool(done.any()):  # (none, most steps of a long search: the masks' dozen small ops are skipped)
         top_logp = mask_finished_scores(top_logp, done)
         top_idx = mask_finished_preds(top_idx, done, eos)
     utts = running // beam_size
-    scores, flat = (live.scores + top_logp).view(utts, beam_size * beam_size).topk(beam_size, dim=-1)
+    scores, flat = (live.scores + top_logp).view(utts, beam_size * k).topk(beam_size, dim=-1)
     base = torch.arange(utts, device=flat.device).unsqueeze(1) * beam_size  # first row of each utterance
-    src = (base + flat // beam_size).view(-1)  # which running hypothesis each survivor extends
-    token = top_idx.view(utts, beam_size * beam_size).gather(1, flat).view(-1, 1)
+    src = (base + flat // k).view(-1)  # which running hypothesis each survivor extends
+    token = top_idx.view(utts, beam_size * k).gather(1, flat).view(-1, 1)
     hyps = torch.cat([live.hyps[src], token], dim=1)
     if cache is not None:  # (a decoder that keeps no cache returns None)
         cache.reorder(src)

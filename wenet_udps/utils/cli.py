@@ -120,20 +120,22 @@ def _number(text: str, kind: type) -> float:
     return value
 
 
-def int_range(low: Optional[int] = None, high: Optional[int] = None, *, also: Sequence[int] = ()):
-    """``type=``: an int in [low, high] (None: unbounded), or one of ``also`` (e.g. -1 meaning "all"). Its
-    ``value`` attribute checks an int already parsed (the Python API's options), with the same message."""
+def int_range(low: Optional[int] = None, high: Optional[int] = None, *, also: Sequence[int] = (), why: str = ""):
+    """``type=``: an int in [low, high] (None: unbounded), or one of ``also`` (e.g. -1 meaning "all"); ``why`` says
+    why the range is what it is, in the message. Its ``value`` attribute checks an int already parsed (the Python
+    API's options), with the same message."""
     def in_range(value: int) -> int:
         if value in also or ((low is None or value >= low) and (high is None or value <= high)):
             return value
         bounds = (f"in {low}..{high}" if low is not None and high is not None
                   else f">= {low}" if low is not None else f"<= {high}")
         extra = "".join(f" or {a}" for a in also)
-        raise argparse.ArgumentTypeError(f"must be {bounds}{extra}, got {value}")
+        reason = f" ({why})" if why and high is not None and value > high else ""
+        raise argparse.ArgumentTypeError(f"must be {bounds}{extra}, got {value}{reason}")
 
     def check(text: str) -> int:
         return in_range(int(_number(text, int)))
-    return _role("number")(_type("int", check, low=low, high=high, also=tuple(also), value=in_range))
+    return _role("number")(_type("int", check, low=low, high=high, also=tuple(also), value=in_range, why=why))
 
 
 def float_range(low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False):

@@ -206,11 +206,15 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
     raise ConfigError(path, f"expected {_type_name(annotation)}, got {value!r} ({type(value).__name__})")
 
 
-# (key name pattern, low, high, low inclusive[, high inclusive]): the valid range of every key whose name matches
-# (fullmatch); a list value (``betas``) is checked item by item.
+# A batch (of training or decoding) is held in memory at once: the ceiling of every batch_size, decoding's too.
+BATCH_SIZE_MAX = 1024
+BATCH_WHY = "a batch's padded features, and in training its activations, are held in memory at once"
+# (key name pattern, low, high, low inclusive[, high inclusive[, why]]): the valid range of every key whose name
+# matches (fullmatch), and why a ceiling is where it is; a list value (``betas``) is checked item by item.
 RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
-    (r"lr|grad_clip|attention_heads|num_blocks|r_num_blocks|output_size|linear_units|batch_size|max_frames_in_batch"
+    (r"batch_size", 0.0, BATCH_SIZE_MAX, False, True, BATCH_WHY),
+    (r"lr|grad_clip|attention_heads|num_blocks|r_num_blocks|output_size|linear_units|max_frames_in_batch"
      r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
      r"|cnn_module_kernel|shuffle_size|sort_size|log_interval|max_length|token_max_length"
      r"|max_output_input_ratio", 0.0, math.inf, False),
@@ -232,10 +236,14 @@ def check_range(key: str, value: Any, path: str) -> None:
         raise ConfigError(path, f"must be a finite number, got {value}")
     for pattern, low, high, low_inclusive, *rest in RANGES:
         high_inclusive = rest[0] if rest else True
+        why = f" ({rest[1]})" if len(rest) > 1 else ""
         if re.fullmatch(pattern, key):
             too_low = value < low if low_inclusive else value <= low
-            if too_low or (value > high if high_inclusive else value >= high):
-                if math.isfinite(high):
+            too_high = value > high if high_inclusive else value >= high
+            if too_high and why:  # a ceiling with its reason (the floor reads as for an unbounded key)
+                raise ConfigError(path, f"must be {'<=' if high_inclusive else '<'} {high:g}, got {value}{why}")
+            if too_low or too_high:
+                if math.isfinite(high) and not why:
                     valid = f"in [{low:g}, {high:g}{']' if high_inclusive else ')'}"
                 elif not low_inclusive and isinstance(value, int):
                     valid = f">= {int(low) + 1}"

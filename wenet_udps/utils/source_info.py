@@ -17,7 +17,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]\s*(.*?)\s*$")
 
@@ -28,6 +28,20 @@ def file_sha256(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+_SUMS: Dict[Tuple[str, int, int, int, int, int], str] = {}
+
+
+def content_sha256(path: str) -> str:
+    """The SHA-256 of ``path``, computed again only when the file may have changed: its inode, size, modification
+    and change times (the change time moves on every write, also one that restores the modification time) are
+    those of the last computation. A published LM is gigabytes; a result, an LM, a model is identified by this."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _SUMS:
+        _SUMS[key] = file_sha256(path)
+    return _SUMS[key]
 
 
 def model_source(checkpoint: str, config: str) -> Dict[str, str]:
