@@ -1,6 +1,6 @@
 """Which settings change the bits of a result? One fresh process per setting (docs/reproducibility.md).
 
-    python bench/reproducibility.py            # the table of docs/reproducibility.md
+    python -m bench.reproducibility            # the table of docs/reproducibility.md
 
 Per setting, two fingerprints (first 12 hex digits of a SHA-1):
 - ``tiles``: the compiled (or eager) UDPS tile kernel, forward + backward on fixed random inputs (B=4, H=4, T=203);
@@ -90,8 +90,9 @@ def main() -> None:
         for name, extra, simdlen in SETTINGS:
             env = dict(os.environ, PYTHONPATH=str(ROOT))
             env.update({key: value.format(tmp=tmp) for key, value in extra.items()})
-            cmd = [sys.executable, __file__, "--child"] + ([] if simdlen is None else ["--simdlen", str(simdlen)])
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            cmd = [sys.executable, "-m", "bench.reproducibility", "--child",
+                   *([] if simdlen is None else ["--simdlen", str(simdlen)])]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
             cells = proc.stdout.split() if proc.returncode == 0 else ["failed"] * 3
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 

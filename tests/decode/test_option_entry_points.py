@@ -60,11 +60,7 @@ def _one_line_usage_error(call, capsys) -> str:
 
 
 def _decode_speed():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("decode_speed")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return importlib.import_module("bench.decode_speed")
 
 
 @pytest.mark.parametrize("option, value, mode, words", CASES, ids=IDS)
