@@ -138,15 +138,14 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
-check_lm_values
-[[ ${lm} == false ]] || { check_lm_options; check_lm_install; }
+[[ ${lm} == false ]] || { check_lm_values; check_lm_options; check_lm_install; }
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir
 check_seeds; check_checkpoint   # before describe_variants reads the first seed's checkpoint
 if runs_stage 4 7; then tmp=$(mktemp -d); describe_variants; fi
 plan_runs
-cpu_threads=${OMP_NUM_THREADS:-$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))}   # see tools/run_train.sh
+cpu_threads=$(train_threads)
 
 if runs_stage -1; then stage_download; [[ ${lm} == false ]] || stage_lm_download; fi
 if runs_stage 0; then stage_prepare; fi
