@@ -61,8 +61,8 @@ gpus=                   # comma-separated GPU ids, e.g. 0,1,2,3; empty: train on
 skip_gpu_check=false    # with --gpus: true skips the GPU preflight (wenet_udps.bin.gpu_check) before stage 4
 num_workers=2           # DataLoader workers per training process
 cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
-                        # threads and its log in <exp>/train.log, each epoch's progress line printed here (1: one
-                        # at a time, all cores, log to the terminal)
+                        # threads (all cores when one model trains) and its log in <exp>/train.log, each epoch's
+                        # progress line printed here (1: one at a time, all cores, log to the terminal)
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
