@@ -1,10 +1,19 @@
 import os
 from pathlib import Path
 
-import pytest
-import torch
+# pytest-xdist's workers share the cores (the README's command: one per core): each worker, and every process a test
+# starts, gets its share of intra-op threads. Two 2-thread processes on 2 cores spin at every OpenMP barrier: the
+# decode tests took 2.7x the CPU time (docs/benchmarks.md, "Why was UDPS slower beside another job"). A thread count
+# the caller set is kept; tests of the thread count set their own.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ["OMP_NUM_THREADS"] = str(max(1, _CORES // _WORKERS))
 
-from wenet_udps.utils.env import env_flag
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from wenet_udps.utils.env import env_flag  # noqa: E402
 
 # Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a
 # kernel, and its own library functions, are decorated, i.e. when triton is first imported: set it before that.
