@@ -53,7 +53,8 @@ def test_inputs_without_padding_have_every_length_t_and_an_all_true_mask():
 
 
 def test_ext_from_a_folder_without_the_package_is_a_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "attention.py"), "--ext-from", str(tmp_path),
-                           "--T", "16", "--impls", "sdpa (scaled-dot)"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "bench.attention", "--ext-from", str(tmp_path),
+                           "--T", "16", "--impls", "sdpa (scaled-dot)"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
     assert proc.returncode == 2
     assert f"error: --ext-from {tmp_path}: no " in proc.stderr
