@@ -67,8 +67,8 @@ dist_timeout=300        # torchrun runs: seconds a collective waits for the slow
 skip_gpu_check=false    # with --gpus: true skips the GPU preflight (wenet_udps.bin.gpu_check) before stage 4
 num_workers=2           # DataLoader workers per training process
 cpu_jobs=2              # CPU only: trainings (variants x seeds) run side by side, each with nproc / cpu_jobs torch
-                        # threads and its log in <exp>/train.log, each epoch's progress line printed here (1: one
-                        # at a time, all cores, log to the terminal)
+                        # threads (all cores when one model trains) and its log in <exp>/train.log, each epoch's
+                        # progress line printed here (1: one at a time, all cores, log to the terminal)
 train_dtype=fp32        # fp32 | bf16 (autocast) | fp16 (autocast + GradScaler)
 train_override=         # extra overrides for training, e.g. "max_epoch=3 dataset_conf.batch_conf.batch_size=8"
 seeds=                  # training seeds, e.g. "1 2 3": one model per variant and seed, in <exp>_seed<N>; empty: one
@@ -148,15 +148,14 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
-check_lm_values
-[[ ${lm} == false ]] || { check_lm_options; check_lm_install; }
+[[ ${lm} == false ]] || { check_lm_values; check_lm_options; check_lm_install; }
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir
 check_seeds; check_checkpoint   # before describe_variants reads the first seed's checkpoint
 if runs_stage 4 7; then tmp=$(mktemp -d); describe_variants; fi
 plan_runs
-cpu_threads=${OMP_NUM_THREADS:-$(( $(nproc) / cpu_jobs > 0 ? $(nproc) / cpu_jobs : 1 ))}   # see tools/run_train.sh
+cpu_threads=$(train_threads)
 
 if runs_stage -1; then stage_download; [[ ${lm} == false ]] || stage_lm_download; fi
 if runs_stage 0; then stage_prepare; fi

@@ -4,7 +4,7 @@ attention_gpu.py, compile_cost.py), and the neighbour process of ``--neighbour``
 Inputs are (B, H, T, d_k) with a key padding mask (lengths in [T/2, T], or all T: ``padding=False``); every
 attention is called as ``fn(q, k, v, mask, *extra)``; ``interleaved_medians`` times implementations in rounds, each
 round in a shuffled order, so that load from other processes hits all of them alike. Imported by the scripts beside
-it (``python bench/<name>.py`` puts bench/ on sys.path); not a benchmark itself.
+it (``python -m bench.<name>`` from the repository root); not a benchmark itself.
 """
 import contextlib
 import os

@@ -8,13 +8,13 @@ round runs every implementation once, in a shuffled order) so load from other pr
 the table reports the median time and its ratio to SDPA's median. Peak memory of forward+backward is measured in a
 fresh subprocess per (implementation, T): peak RSS growth on CPU, ``torch.cuda.max_memory_allocated`` on GPU.
 
-    python bench/attention.py --out docs/bench_attention.md          # T in 64 128 256 512 1024 2048
-    python bench/attention.py --quick                                # T in 64 128, 3 repeats
-    python bench/attention.py --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
-    python bench/attention.py --threads 1 --T 128 512 --profile      # where the time goes: top ops per impl
-    python bench/attention.py --threads 1 --clock cpu --no-memory --no-padding --T 256 512 1024 2048 \
+    python -m bench.attention --out docs/bench_attention.md          # T in 64 128 256 512 1024 2048
+    python -m bench.attention --quick                                # T in 64 128, 3 repeats
+    python -m bench.attention --threads 1 --clock cpu --no-memory    # steadier on a loaded machine
+    python -m bench.attention --threads 1 --T 128 512 --profile      # where the time goes: top ops per impl
+    python -m bench.attention --threads 1 --clock cpu --no-memory --no-padding --T 256 512 1024 2048 \
         --impls "sdpa (scaled-dot)" "udps cpp (ext)" --ext-from /path/to/other/checkout   # before/after, one run
-    python bench/attention.py --threads 2 --neighbour suite --no-memory --batch 4 --T 300 \
+    python -m bench.attention --threads 2 --neighbour suite --no-memory --batch 4 --T 300 \
         --impls "sdpa (scaled-dot)" "udps cpp (ext)"                # beside another job (issue 49)
 
 ``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times next to a process competing for the cores.
@@ -40,7 +40,7 @@ from wenet_udps.utils.omp import short_spin  # noqa: E402
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
-from _harness import (NEIGHBOURS, interleaved_medians, make_inputs, neighbour, step, udps_call,  # noqa: E402
+from bench._harness import (NEIGHBOURS, interleaved_medians, make_inputs, neighbour, step, udps_call,  # noqa: E402
                       write_table)
 from wenet_udps.kernels import cpu_tiled  # noqa: E402
 from wenet_udps.kernels.cpu_ext import ext_available, udps_attention_ext  # noqa: E402
@@ -130,11 +130,11 @@ def measure_memory_child(name: str, t: int, args) -> float:
 
 
 def measure_memory(name: str, t: int, args) -> float:
-    cmd = [sys.executable, __file__, "--_memory", name, "--T", str(t), "--batch", str(args.batch),
+    cmd = [sys.executable, "-m", "bench.attention", "--_memory", name, "--T", str(t), "--batch", str(args.batch),
            "--heads", str(args.heads), "--d-k", str(args.d_k), "--dtype", args.dtype, "--device", args.device,
            *(["--no-padding"] if args.no_padding else []),
            *(["--ext-from", str(args.ext_from)] if args.ext_from else [])]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
     return json.loads(out.strip().splitlines()[-1])["peak_mib"]
 
 

@@ -17,8 +17,8 @@ backend) |
 norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
 | udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
 
-    python bench/attention_gpu.py --out docs/bench_attention_gpu.md
-    python bench/attention_gpu.py --tune --T 1024 4096   # block sizes / warps of the Triton kernel, checked
+    python -m bench.attention_gpu --out docs/bench_attention_gpu.md
+    python -m bench.attention_gpu --tune --T 1024 4096   # block sizes / warps of the Triton kernel, checked
 
 ``--device cpu`` (with ``TRITON_INTERPRET=1``, toy sizes, ``--no-flex``) only dry-runs the same table on the CPU
 (bench/gpu_report.sh --dry_run true): its times are medians of a few ``time.perf_counter`` calls, and peak memory
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from _harness import ALPHA, make_inputs, step, udps_call, write_table
+from bench._harness import ALPHA, make_inputs, step, udps_call, write_table
 from wenet_udps.kernels import selfcheck, triton_udps
 from wenet_udps.kernels.reference import udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention

@@ -8,8 +8,8 @@ inductor cache ("cold", a new machine) and again with the cache it left ("warm",
 resumed training). "break-even calls" = compile cost / (reference - compiled) per call: a process must make that many
 such calls before compiling pays.
 
-    python bench/compile_cost.py --out docs/bench_compile_cost.md
-    python bench/compile_cost.py --T 64 128 --repeats 5 --no-compile-cost
+    python -m bench.compile_cost --out docs/bench_compile_cost.md
+    python -m bench.compile_cost --T 64 128 --repeats 5 --no-compile-cost
 """
 import argparse
 import json
@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 from typing import Callable, Dict
 
+ROOT = Path(__file__).resolve().parents[1]
 
 from wenet_udps.utils.omp import short_spin  # noqa: E402
 
 short_spin()  # as training processes run, set before torch loads OpenMP
 import torch  # noqa: E402
 
-from _harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
+from bench._harness import interleaved_medians, make_inputs, step, udps_call, write_table  # noqa: E402
 from wenet_udps.kernels.cpu_tiled import udps_attention_tiled  # noqa: E402
 from wenet_udps.kernels.dispatch import TILED_MIN_SCORES  # noqa: E402
 from wenet_udps.kernels.reference import udps_attention_reference  # noqa: E402
@@ -64,10 +65,10 @@ def compile_child(t: int, args) -> float:
 
 
 def compile_cost(t: int, args, cache_dir: str) -> float:
-    cmd = [sys.executable, __file__, "--_compile", "--T", str(t), "--batch", str(args.batch), "--heads",
-           str(args.heads), "--d-k", str(args.d_k)]
+    cmd = [sys.executable, "-m", "bench.compile_cost", "--_compile", "--T", str(t), "--batch", str(args.batch),
+           "--heads", str(args.heads), "--d-k", str(args.d_k)]
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=ROOT).stdout
     return json.loads(out.strip().splitlines()[-1])["seconds"]
 
 

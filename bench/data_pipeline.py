@@ -5,7 +5,7 @@ fbank with dither (kaldi-native-fbank) + spec_aug, as seconds of audio per secon
 FSDD recordings (8 kHz, ~0.4 s each, resampled) and generated 10 s 16 kHz WAV files.
 
 Command (from the repository root):
-    python bench/data_pipeline.py --fsdd ../shared/data/fsdd/recordings --num_fsdd 500 --num_long 20
+    python -m bench.data_pipeline --fsdd ../shared/data/fsdd/recordings --num_fsdd 500 --num_long 20
 
 ``--audio_dir DIR --config CONF`` times a corpus' own recordings (every audio file under DIR, sorted, the first
 ``--num_files``) through that training conf's ``dataset_conf`` instead (its resampling, speed perturbation,

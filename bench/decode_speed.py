@@ -1,6 +1,6 @@
 """Decoding time per model and mode, steady state: each model decodes a data list once per mode, after a warm-up.
 
-    python bench/decode_speed.py --exp_dirs exp/tiny_zh/train_conformer_scaled_dot exp/tiny_zh/train_conformer_udps \
+    python -m bench.decode_speed --exp_dirs exp/tiny_zh/train_conformer_scaled_dot exp/tiny_zh/train_conformer_udps \
         --test_data data/tiny_zh/test/data.list --repeats 3 --threads 1
 
 Times all four modes (ctc_greedy_search, ctc_prefix_beam_search, attention, attention_rescoring) unless ``--modes``
@@ -46,7 +46,7 @@ from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
-from _harness import NEIGHBOURS, neighbour
+from bench._harness import NEIGHBOURS, neighbour
 
 BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "beam_size", "batch_size")
 

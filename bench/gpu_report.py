@@ -1,7 +1,7 @@
 """The report of bench/gpu_report.sh: what each part left in its work dir, as report.md and report.json.
 
-    python bench/gpu_report.py env > WORK/env.json       # the machine and versions (once, at the start)
-    python bench/gpu_report.py write --work WORK --out OUT [--dry_run true]
+    python -m bench.gpu_report env > WORK/env.json       # the machine and versions (once, at the start)
+    python -m bench.gpu_report write --work WORK --out OUT [--dry_run true]
 
 ``write`` reads WORK/parts.tsv (part, exit status, seconds, box) and each part's output: a: the pytest JUnit XML;
 b: bench/gpu_an4.sh's logs, WERs and GPU samples; c, d, f: the Markdown tables of attention_gpu.py, train_step.py
@@ -23,10 +23,10 @@ from typing import Any, Dict, List, Optional
 
 import soundfile as sf
 
+from wenet_udps.results.peers import read_peer_results
+from wenet_udps.scoring.bound import ScoreError, check_scored, read_score
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from wenet_udps.results.peers import read_peer_results  # noqa: E402
-from wenet_udps.scoring.bound import ScoreError, check_scored, read_score  # noqa: E402
 
 PARTS = {"a": "native kernel tests (pytest -m gpu)", "b": "AN4 on the GPU, both attentions (run.sh stages -1..5)",
          "c": "attention vs flash SDPA (bench/attention_gpu.py)",

@@ -83,22 +83,22 @@ part_command() {  # part_command NAME: the command of part NAME, in the array cm
   case $1 in
     a) cmd=("${a_cmd[@]}") ;;
     b) cmd=(bash bench/gpu_an4.sh "${work}/an4" "${an4}" "${b_opts[@]}") ;;
-    c) cmd=(python3 bench/attention_gpu.py --no-flex "${c_opts[@]}" --out "${work}/c_attention.md") ;;
-    d) cmd=(python3 bench/train_step.py --no-decode "${d_opts[@]}" --out "${work}/d_train_step.md") ;;
-    e) cmd=(python3 bench/data_pipeline.py --audio_dir "${an4}" --config conf/an4/train_conformer_gpu.yaml
+    c) cmd=(python3 -m bench.attention_gpu --no-flex "${c_opts[@]}" --out "${work}/c_attention.md") ;;
+    d) cmd=(python3 -m bench.train_step --no-decode "${d_opts[@]}" --out "${work}/d_train_step.md") ;;
+    e) cmd=(python3 -m bench.data_pipeline --audio_dir "${an4}" --config conf/an4/train_conformer_gpu.yaml
             "${e_opts[@]}" --json "${work}/e_data_pipeline.json") ;;
-    f) cmd=(python3 bench/attention_gpu.py --tune "${f_opts[@]}" --out "${work}/f_tune.md") ;;
+    f) cmd=(python3 -m bench.attention_gpu --tune "${f_opts[@]}" --out "${work}/f_tune.md") ;;
   esac
 }
 
 report() {  # the report from what WORK holds so far; then the logs, packed. Never stops the run: the parts left
   # are worth more than a report written now.
-  python3 bench/gpu_report.py write --work "${work}" --out "${out}" --dry_run "${dry_run}" \
+  python3 -m bench.gpu_report write --work "${work}" --out "${out}" --dry_run "${dry_run}" \
     || log "the report writer failed (above); the next part runs, and the logs are packed"
   tar -czf "${out}/logs.tar.gz" -C "${work}" logs parts.tsv env.json 2> /dev/null || true
 }
 
-if ! python3 bench/gpu_report.py env > "${work}/env.json"; then
+if ! python3 -m bench.gpu_report env > "${work}/env.json"; then
   log "reading the versions failed (above)"
   echo '{}' > "${work}/env.json"
 fi

@@ -13,16 +13,15 @@ kernel differ (``--jit`` compiles the kernels of another file, e.g. ``git show R
 (exp2, reciprocal) at 16 threads per clock per SM, FP32 at 128, and dense bf16/fp16 tensor work at about 4096 FLOP
 per clock per SM; the ``clk`` columns divide each class by its rate (clocks per score per SM).
 
-    python bench/kernel_sass.py                                  # bf16, d_k 64, T 1024, padding mask, sm_90
-    python bench/kernel_sass.py --mask rows --dtype float16      # causal + padding (the decoder), fp16
-    python bench/kernel_sass.py --jit /tmp/old_jit.py            # the same for another version of the kernels
+    python -m bench.kernel_sass                                  # bf16, d_k 64, T 1024, padding mask, sm_90
+    python -m bench.kernel_sass --mask rows --dtype float16      # causal + padding (the decoder), fp16
+    python -m bench.kernel_sass --jit /tmp/old_jit.py            # the same for another version of the kernels
 """
 import argparse
 import collections
 import importlib.util
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -33,8 +32,8 @@ from triton.backends.compiler import BaseBackend, GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.jit import JITFunction, native_specialize_impl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from wenet_udps.kernels import triton_udps  # noqa: E402
+from wenet_udps.kernels import triton_udps
+
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 # Per-SM issue rates of sm_90 (threads per clock): MUFU, FP32 pipe, and tensor-core FLOP (dense bf16/fp16).

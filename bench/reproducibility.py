@@ -1,7 +1,7 @@
 """Which settings change the bits of a result? One fresh process per setting (docs/reproducibility.md).
 
-    python bench/reproducibility.py            # the training table of docs/reproducibility.md
-    python bench/reproducibility.py --decode --exp_dir exp/tiny_en/x --checkpoint avg_5.pt \
+    python -m bench.reproducibility            # the training table of docs/reproducibility.md
+    python -m bench.reproducibility --decode --exp_dir exp/tiny_en/x --checkpoint avg_5.pt \
         --test_data data/tiny_en/test/data.list --lm data/tiny_en/lm/lm.bin    # its decoding table
 
 Per setting, two fingerprints (first 12 hex digits of a SHA-1):
@@ -174,8 +174,9 @@ def main() -> None:
         for name, extra, simdlen in SETTINGS:
             env = dict(os.environ, PYTHONPATH=str(ROOT))
             env.update({key: value.format(tmp=tmp) for key, value in extra.items()})
-            cmd = [sys.executable, __file__, "--child"] + ([] if simdlen is None else ["--simdlen", str(simdlen)])
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            cmd = [sys.executable, "-m", "bench.reproducibility", "--child",
+                   *([] if simdlen is None else ["--simdlen", str(simdlen)])]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
             cells = proc.stdout.split() if proc.returncode == 0 else ["failed"] * 3
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 

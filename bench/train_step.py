@@ -10,18 +10,18 @@ Decoding real-time factor (decode seconds / audio seconds, 10 ms frames) is meas
 ``model.decode`` on the first batch in eval mode (median of interleaved repeats); for ``attention`` also per
 decoder step, since the two untrained models stop the beam search after different numbers of steps.
 
-    python bench/train_step.py --out docs/bench_train_step.md
-    python bench/train_step.py --quick        # transformer only, short batches, 2 repeats, no decoding
-    python bench/train_step.py --device cuda --dtype bf16 --confs conformer --no-decode --profile  # where it goes
-    python bench/train_step.py --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
-    python bench/train_step.py --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
+    python -m bench.train_step --out docs/bench_train_step.md
+    python -m bench.train_step --quick        # transformer only, short batches, 2 repeats, no decoding
+    python -m bench.train_step --device cuda --dtype bf16 --confs conformer --no-decode --profile  # where it goes
+    python -m bench.train_step --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
+    python -m bench.train_step --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
         --threads 1 --clock cpu        # real batches: the shortest, median and longest 8 utterances of the list
 
 ``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times everything next to a process competing for the
 cores, as ``bench/decode_speed.py --neighbour`` does; with ``--threads 2`` on 2 cores that oversubscribes them, the
-"loaded machine" of issue 49 (docs/benchmarks.md, "Why is UDPS slower beside another job?"):
+"loaded machine" of issue 49 (docs/benchmarks.md, "Why was UDPS slower beside another job, and is it still?"):
 
-    python bench/train_step.py --confs conformer --batches 4x400 --threads 2 --neighbour busyloop --no-decode
+    python -m bench.train_step --confs conformer --batches 4x400 --threads 2 --neighbour busyloop --no-decode
 
 With ``--data_list`` the batches are real utterances of that list (the conf's fbank and units, no augmentation,
 targets the real transcripts), 8 a batch as training sorts them: the shortest, the median and the longest 8 by
@@ -48,8 +48,8 @@ import torch  # noqa: E402
 from wenet_udps.config import read_conf  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
 
-from _harness import NEIGHBOURS, neighbour  # noqa: E402
-from _step_profile import profile_rows  # noqa: E402
+from bench._harness import NEIGHBOURS, neighbour  # noqa: E402
+from bench._step_profile import profile_rows  # noqa: E402
 
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
          "transformer": ROOT / "conf/aishell/train_transformer.yaml",

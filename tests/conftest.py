@@ -1,10 +1,19 @@
 import os
 from pathlib import Path
 
-import pytest
-import torch
+# pytest-xdist's workers share the cores (the README's command: one per core): each worker, and every process a test
+# starts, gets its share of intra-op threads. Two 2-thread processes on 2 cores spin at every OpenMP barrier: the
+# decode tests took 2.7x the CPU time (docs/benchmarks.md, "Why was UDPS slower beside another job"). A thread count
+# the caller set is kept; tests of the thread count set their own.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ["OMP_NUM_THREADS"] = str(max(1, _CORES // _WORKERS))
 
-from wenet_udps.utils.env import env_flag
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from wenet_udps.utils.env import env_flag  # noqa: E402
 
 # Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a
 # kernel, and its own library functions, are decorated, i.e. when triton is first imported: set it before that.
@@ -21,6 +30,12 @@ FSDD_DIR = next((d for d in FSDD_CANDIDATES if d.is_dir()), FSDD_CANDIDATES[0])
 # .ci/run matches this text to tell FSDD skips from others; keep it the start of the skip reason.
 FSDD_SKIP = ("FSDD recordings not found: `bash run.sh --corpus fsdd --stage -1 --stop_stage -1` downloads them "
              "(or place them at ../shared/data/fsdd/recordings)")
+# The real AN4 (SPHERE, 0.8 h): looked for where FSDD's recordings are, or at $AN4_DIR.
+AN4_CANDIDATES = [Path(os.environ["AN4_DIR"])] if os.environ.get("AN4_DIR") else [
+    (ROOT / ".." / "shared" / "data" / "an4" / "an4").resolve(), ROOT / "downloads" / "an4" / "an4"]
+AN4_DIR = next((d for d in AN4_CANDIDATES if (d / "wav").is_dir()), AN4_CANDIDATES[0])
+AN4_SKIP = ("AN4 recordings not found: `bash run.sh --corpus an4 --stage -1 --stop_stage -1` downloads them "
+            "(or set AN4_DIR to a folder holding AN4's wav/ and etc/)")
 
 
 def pytest_collection_modifyitems(items):
@@ -62,3 +77,19 @@ def fsdd_dir():
             pytest.fail(f"FSDD recordings not found at any of {[str(d) for d in FSDD_CANDIDATES]}")
         pytest.skip(FSDD_SKIP)
     return FSDD_DIR
+
+
+@pytest.fixture(scope="session")
+def an4_dir():
+    """The real AN4 (SPHERE) folder; skips the test without it (.ci/run lets a clone skip it, as FSDD's tests)."""
+    if not (AN4_DIR / "wav").is_dir():
+        pytest.skip(AN4_SKIP)
+    return AN4_DIR
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """run.sh's stages 0-7 on a tiny synthesised corpus, once per session (tests/run_sh_helpers.py); its tests share
+    the xdist group "tiny_run", so that under `--dist loadgroup` one worker runs it once for all of them."""
+    from tests.run_sh_helpers import run_tiny_corpus
+    return run_tiny_corpus(tmp_path_factory.mktemp("tiny_run"))

@@ -3,8 +3,6 @@ and gradients match the float32 reference (a faster key-pass setting miscompiled
 under the Triton interpreter at toy sizes."""
 import argparse
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +10,7 @@ pytest.importorskip("triton", minversion="3.9" if os.environ.get("TRITON_INTERPR
 if os.environ.get("TRITON_INTERPRET") != "1":
     pytest.skip("runs the Triton kernel on CPU tensors (TRITON_INTERPRET=1, set by tests/conftest.py without CUDA)",
                 allow_module_level=True)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import attention_gpu  # noqa: E402
+from bench import attention_gpu  # noqa: E402
 
 
 D = attention_gpu.triton_udps.DEFAULT_BLOCKS

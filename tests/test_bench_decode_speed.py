@@ -24,10 +24,10 @@ def test_decode_speed_times_modes_and_decoder_steps_of_two_models(tmp_path, fsdd
         dirs.append(str(exp))
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 4)
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), "--exp_dirs", *dirs,
+    proc = subprocess.run([sys.executable, "-m", "bench.decode_speed", "--exp_dirs", *dirs,
                            "--checkpoint", "avg.pt", "--test_data", str(data), "--modes", "attention",
                            "--step_prefixes", "1", "4", "--repeats", "1", "--beam_size", "2", "--batch_size", "2"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     for what in ("decoder step at prefix 1:", "decoder step at prefix 4:", "attention:"):
         assert f"ratio {dirs[1]} / {dirs[0]}, {what}" in proc.stdout, proc.stdout
@@ -44,10 +44,10 @@ def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(t
     make_model_dir(exp, att_udps=True)
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 2)
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), "--exp_dirs", str(exp),
+    proc = subprocess.run([sys.executable, "-m", "bench.decode_speed", "--exp_dirs", str(exp),
                            "--checkpoint", "avg.pt", "--test_data", str(data), "--neighbour", "busyloop",
                            "--long_utterance_s", "1.5", "--step_prefixes", "3", "--repeats", "1", "--beam_size", "2",
-                           "--batch_size", "2"], capture_output=True, text=True, timeout=300)
+                           "--batch_size", "2"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"):
         assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout
@@ -62,8 +62,8 @@ def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(t
 
 
 def run_bench(*args):
-    return subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), *args], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "bench.decode_speed", *args], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
 
 
 def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):

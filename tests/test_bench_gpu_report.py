@@ -89,7 +89,7 @@ def test_a_benchmark_cut_short_still_reports_the_rows_it_printed(tmp_path):
         "Device: H100; torch 2.11\n\n| dtype | T | implementation | fwd ms | fwd ratio |\n|---|---|---|---|---|\n"
         "| bfloat16 | 256 | sdpa flash (no mask) | 0.010 | 1.00 |\n| bfloat16 | 256 | udps triton | 0.030 | 3.00 |\n"
         "Traceback (most recent call last):\n")
-    proc = subprocess.run([sys.executable, "bench/gpu_report.py", "write", "--work", work, "--out", out], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "bench.gpu_report", "write", "--work", work, "--out", out], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())

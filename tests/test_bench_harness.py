@@ -26,9 +26,9 @@ def running(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("kind", ["busyloop", "matmul"])
 def test_a_neighbour_stops_when_its_benchmark_is_killed(kind):
-    code = (f"import sys, time\nsys.path.insert(0, {str(ROOT / 'bench')!r})\nimport _harness\n"
+    code = (f"import time\nfrom bench import _harness\n"
             f"with _harness.neighbour({kind!r}):\n    time.sleep(120)\n")
-    bench = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    bench = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     pid = int(bench.stdout.readline().split()[-1])  # "neighbour KIND: pid N"
     try:
         assert running(pid)
@@ -44,11 +44,7 @@ def test_a_neighbour_stops_when_its_benchmark_is_killed(kind):
 
 
 def test_inputs_without_padding_have_every_length_t_and_an_all_true_mask():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import _harness
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    from bench import _harness
     *_, mask, lengths = _harness.make_inputs(4, 2, 64, 8, padding=False)
     assert mask.shape == (4, 1, 64) and mask.all() and (lengths == 64).all()
     *_, mask, lengths = _harness.make_inputs(4, 2, 64, 8)
@@ -57,7 +53,8 @@ def test_inputs_without_padding_have_every_length_t_and_an_all_true_mask():
 
 
 def test_ext_from_a_folder_without_the_package_is_a_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "attention.py"), "--ext-from", str(tmp_path),
-                           "--T", "16", "--impls", "sdpa (scaled-dot)"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "bench.attention", "--ext-from", str(tmp_path),
+                           "--T", "16", "--impls", "sdpa (scaled-dot)"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
     assert proc.returncode == 2
     assert f"error: --ext-from {tmp_path}: no " in proc.stderr

@@ -18,7 +18,7 @@ def test_the_compiled_loops_cost_what_the_math_needs():
         pytest.skip("this triton wheel carries no nvdisasm")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "bench/kernel_sass.py", "--T", "256"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "bench.kernel_sass", "--T", "256"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| udps")]
@@ -33,6 +33,6 @@ def test_the_compiled_loops_cost_what_the_math_needs():
 
 def test_refuses_kernels_loaded_for_the_interpreter():
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "bench/kernel_sass.py"], cwd=ROOT, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "bench.kernel_sass"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and "unset TRITON_INTERPRET" in proc.stderr

@@ -1,12 +1,9 @@
 """bench/_step_profile.py (train_step.py --profile): one profiled step per attention, as rows of the step table."""
 import contextlib
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import _step_profile  # noqa: E402
+from bench import _step_profile
 
 
 def cells(rows):

@@ -1,37 +1,22 @@
 """run.sh end to end on a few synthesised utterances (every stage but the download), and its input checks."""
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.bare_path import bare_bin
+from tests.run_sh_helpers import ROOT, TINY_MODEL, one_error_line as _one_error_line, run_sh
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY_MODEL = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=64 "
-              "decoder_conf.linear_units=64 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=4")
 MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
 
 
-def run_sh(*args, env=None, timeout=900, own=None):
-    # own: --data and --dir under this tmp dir, not the checkout's data/ and exp/ (issue 47 case 25)
-    own = ["--data", str(own / "data"), "--dir", str(own / "exp" / "x")] if own else []
-    return subprocess.run(["bash", str(ROOT / "run.sh"), *args, *own], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
 @pytest.mark.slow
-def test_all_stages_on_a_tiny_corpus(tmp_path):
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is required (bash tools/install.sh installs it)")
-    data, exp = tmp_path / "data", tmp_path / "exp" / "tiny"
-    proc = run_sh("--stage", "0", "--stop_stage", "7", "--data", str(data), "--dir", str(exp),
-                  "--prepare_opts", "--num_train 12 --num_dev 4 --num_test 4",
-                  "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
-                  "--num_workers", "1", "--decode_batch_size", "4")
-    assert proc.returncode == 0, proc.stderr[-4000:]
+@pytest.mark.xdist_group("tiny_run")
+def test_all_stages_on_a_tiny_corpus(tiny_run):
+    """Stages 0-7 (tests/run_sh_helpers.py run_tiny_corpus, run once per session) and a rerun that skips them."""
+    proc, data, exp = tiny_run.proc, tiny_run.data, tiny_run.exp
     for stage in range(0, 8):
         assert re.search(rf"\) stage {stage}: ", proc.stderr), f"stage {stage} did not log"
     # Stage 4's two background trainings: each one's progress line on the terminal, and the seed that ran (issue 57)
@@ -39,6 +24,9 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
         assert re.search(rf"stage 4 progress, tiny_{variant}: epoch 0 of 0\.\.0 done; train loss .*; cv loss .*, "
                          rf"last epoch", proc.stderr), proc.stderr[-4000:]
         assert f"stage 4: {exp}_{variant} trained with seed 777 ({exp}_{variant}/train.yaml)" in proc.stderr
+        # issue 68: one epoch of 3 batches is far short of the conf's 2,000-step warm-up, said before it trains on
+        assert re.search(rf"stage 4 progress, tiny_{variant}: warning: scheduler_conf.warmup_steps 2000 is more "
+                         r"than the 3 optimizer steps this run takes at most", proc.stderr), proc.stderr[-4000:]
     for variant, udps in (("scaled_dot", "false"), ("udps", "true")):
         d = Path(f"{exp}_{variant}")
         assert re.search(rf"^att_udps: {udps}$", (d / "train.yaml").read_text(), re.M)
@@ -55,9 +43,9 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
             assert len((d / "test" / name / "text").read_text().splitlines()) == 4
             assert (d / "test" / name / "rtf").read_text().startswith("RTF ")
         assert re.search(rf"stage 7: {d} test sherpa_int8: Overall -> .*, RTF ", proc.stderr)
-    results = (tmp_path / "exp" / "RESULTS.md").read_text()
+    results = (tiny_run.results / "RESULTS.md").read_text()
     assert "udps" in results.lower() and "attention_rescoring" in results and "sherpa_int8" in results
-    plots = tmp_path / "exp" / "plots"
+    plots = tiny_run.results / "plots"
     assert list(plots.glob("*.png"))
     # Stage 7 looks inside both variants: attention weights per layer and the entropy per head.
     assert {p.name for p in plots.glob("attention_*.png")} == {"attention_tiny_scaled_dot.png",
@@ -67,13 +55,6 @@ def test_all_stages_on_a_tiny_corpus(tmp_path):
                    "--train_override", TINY_MODEL)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "exists, skipping" in again.stderr and "stage 4: train" not in again.stderr
-
-
-def _one_error_line(proc):
-    assert proc.returncode != 0
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert lines, "no message"
-    return lines[-1]
 
 
 def test_unknown_corpus_lists_only_real_corpora():

@@ -5,6 +5,7 @@ run.sh stops before any work, saying how to install."""
 import gzip
 import hashlib
 import os
+import site as sitelib
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +147,9 @@ def test_lm_options_that_would_do_nothing_are_refused(tmp_path, args, message):
     (["--lm_tag", "books"], "--lm_tag sets up the word LM of --lm true, and --lm is false"),
     (["--lm", "true", "--lm_tag", "my_books"], "--lm_tag names folders: letters, digits, '.' and '-'"),
     (["--lm", "true", "--lm_tag", "../x"], "--lm_tag names folders"),
+    # issue 68: run.sh checks the LM values only with --lm true; a value given without it is refused all the same
+    (["--lm_weights", "0.3 -1"], "--lm_weights tunes the word LM of --lm true, and --lm is false"),
+    (["--word-scores=0 1"], "--word_scores tunes the word LM of --lm true, and --lm is false"),
 ])
 def test_lm_options_without_the_lm_or_badly_named_are_refused(tmp_path, args, message):
     proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "2", "--stop_stage", "2",
@@ -205,7 +209,7 @@ def test_lm_without_the_tools_stops_first(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "python3").symlink_to(sys.executable)
-    site = [p for p in sys.path if p.endswith("site-packages")]
+    site = sitelib.getsitepackages()
     env = {**os.environ, "PATH": f"{bindir}:/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([str(ROOT), *site])}
     data = tmp_path / "data"
     make_texts(data)

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from tests.test_run_sh import ROOT, TINY_MODEL
+from tests.run_sh_helpers import ROOT, TINY_MODEL
 
 
 @pytest.mark.slow

@@ -1,11 +1,11 @@
 """run.sh --udps_sites: one model per attention-site set, one table with paired tests; --keep_checkpoints."""
 import re
-import shutil
 
 import pytest
 import yaml
 
-from tests.test_run_sh import TINY_MODEL, _one_error_line, run_sh
+from tests.run_sh_helpers import TINY_CORPUS, TINY_MODEL, copy_trained, run_sh
+from tests.run_sh_helpers import one_error_line as _one_error_line
 
 SITES = "none enc_self dec_self+dec_cross all"
 LABELS = {"none": "scaled_dot", "enc_self": "udps_enc_self", "dec_self+dec_cross": "udps_dec_self_dec_cross",
@@ -41,16 +41,22 @@ def test_help_lists_every_stage():
 
 
 @pytest.mark.slow
-def test_site_ablation_end_to_end_on_a_tiny_corpus(tmp_path):
-    if shutil.which("espeak-ng") is None:
-        pytest.fail("espeak-ng is required (bash tools/install.sh installs it)")
-    data, prefix = tmp_path / "data", tmp_path / "exp" / "abl"
+@pytest.mark.xdist_group("tiny_run")
+def test_site_ablation_end_to_end_on_a_tiny_corpus(tmp_path, tiny_run):
+    """On the session's tiny corpus (tests/run_sh_helpers.py): its none and all models are the scaled-dot and UDPS
+    models tiny_run trained with the same data and settings, copied in, so stage 4 trains the two site sets."""
+    data, prefix = tiny_run.data, tmp_path / "exp" / "abl"
+    for label in ("scaled_dot", "udps"):
+        copy_trained(tiny_run.exp.with_name(f"{tiny_run.exp.name}_{label}"), prefix.with_name(f"abl_{label}"))
     common = ["--data", str(data), "--dir", str(prefix), "--udps_sites", SITES, "--train_override", TINY_MODEL,
               "--average_num", "1", "--beam_size", "2", "--num_workers", "1", "--decode_batch_size", "4",
               "--decode_modes", "ctc_greedy_search attention", "--keep_checkpoints", "averaged"]
-    proc = run_sh("--stage", "0", "--stop_stage", "5", "--prepare_opts", "--num_train 12 --num_dev 4 --num_test 4",
-                  *common)
+    proc = run_sh("--stage", "0", "--stop_stage", "5", *TINY_CORPUS, *common)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    # The copied none and all models are taken as trained; the two site sets train.
+    for label in ("scaled_dot", "udps"):
+        assert f"stage 4: {prefix}_{label}/final.pt exists, skipping" in proc.stderr
+    assert proc.stderr.count("stage 4: train ") == 2
     for sites, label in LABELS.items():
         exp = tmp_path / "exp" / f"abl_{label}"
         config = yaml.safe_load((exp / "train.yaml").read_text())

@@ -53,7 +53,7 @@ file_sum() {
 # edited base does), or of dataset_conf's KEYs only.
 conf_sum() {
   python3 -c "import hashlib, json, sys
-from wenet_udps.config import read_conf
+from wenet_udps.utils.conf_file import read_conf
 c = read_conf(sys.argv[1])
 if sys.argv[2:]: c = {k: (c.get('dataset_conf') or {}).get(k) for k in sys.argv[2:]}
 print(hashlib.md5(json.dumps(c, sort_keys=True).encode()).hexdigest())" "$@"
@@ -61,7 +61,7 @@ print(hashlib.md5(json.dumps(c, sort_keys=True).encode()).hexdigest())" "$@"
 
 # newest_checkpoint EXP: the complete epoch_N.pt or step_N.pt with the most optimizer steps, or nothing.
 newest_checkpoint() {
-  python3 -c "import sys; from wenet_udps.train.checkpoint import latest_checkpoint as newest
+  python3 -c "import sys; from wenet_udps.train.checkpoint_files import latest_checkpoint as newest
 print(newest(sys.argv[1]) or '')" "$1"
 }
 

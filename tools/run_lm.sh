@@ -19,8 +19,9 @@ find_kenlm_program("lmplz"); find_kenlm_program("build_binary"); import_flashlig
     || die "--lm true: ${err#*LmToolsMissing: }"
 }
 
-# check_lm_values: --lm_weights, --word_scores, --lm_order and --lm_prune by the rules of the programs stages 2 and
-# 5 give them to (wenet_udps/lm/options.py), before any stage: an empty or bad list would stop a stage half-way.
+# check_lm_values (--lm true): --lm_weights, --word_scores, --lm_order and --lm_prune by the rules of the programs
+# stages 2 and 5 give them to (wenet_udps/lm/options.py), before any stage: an empty or bad list would stop a stage
+# half-way.
 check_lm_values() {
   local err
   err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error; print(run_sh_error(*sys.argv[1:]))' \

@@ -17,6 +17,12 @@ resolve_user_paths() {
   while [[ ${dir} == */ && ${dir} != / ]]; do dir=${dir%/}; done
 }
 
+given() {  # given NAME: the command line sets --NAME (also written --NAME=VALUE, or with '-' for '_')
+  local a
+  for a in "${args_given[@]}"; do [[ ${a%%=*} != --${1//_/?} ]] || return 0; done
+  return 1
+}
+
 check_options() {
   local v corpora
   for v in stage stop_stage average_num beam_size num_workers cpu_jobs decode_batch_size decoding_chunk_size \
@@ -33,6 +39,9 @@ check_options() {
   if [[ ${lm} == false ]]; then  # an LM option without --lm true would be ignored
     for v in lm_name lm_mirror lm_text lm_order lm_prune lm_tag; do
       [[ -z ${!v} ]] || die "--${v} sets up the word LM of --lm true, and --lm is false"
+    done
+    for v in lm_weights word_scores; do   # these two have defaults: given on the command line
+      ! given "${v}" || die "--${v} tunes the word LM of --lm true, and --lm is false"
     done
   fi
   [[ -z ${lm_text} || -f ${lm_text} ]] || die "--lm_text ${lm_text}: no such file"

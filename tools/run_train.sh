@@ -4,10 +4,17 @@
 # the stage (its .train.stamp says how). Source after tools/run_setup.sh; the functions read run.sh's options.
 
 # On the CPU, up to --cpu_jobs trainings run at once: a small model gains little from more intra-op threads, so
-# two one-thread trainings on two cores take about the time of one (measured: docs/benchmarks.md). The thread count
-# depends on --cpu_jobs (or OMP_NUM_THREADS) only, not on how many runs there are, so a model's numbers do not
-# depend on which other runs this command trains.
+# two one-thread trainings on two cores take about the time of one (measured: docs/small_confs.md).
 training_pids=() training_exps=() training_lines=()
+# train_threads: torch threads per CPU training, OMP_NUM_THREADS when set, else nproc / the trainings that run at
+# once: --cpu_jobs, or the models this command trains when they are fewer (one model alone gets every core instead of
+# leaving them idle). The count is fixed by the command, not by which of its runs are left to train, so a rerun
+# resumes with the same one; another count rounds differently (docs/reproducibility.md), and RESULTS.md records it.
+train_threads() {
+  local at_once=$(( ${#runs[@]} < cpu_jobs ? ${#runs[@]} : cpu_jobs ))
+  (( at_once >= 1 )) || at_once=1
+  echo "${OMP_NUM_THREADS:-$(( $(nproc) / at_once > 0 ? $(nproc) / at_once : 1 ))}"
+}
 progress_poll=2    # seconds between two looks at the background trainings' logs (print_progress)
 train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or in the background
   local exp=$1; shift
@@ -22,7 +29,8 @@ train_on_cpu() {  # train_on_cpu EXP ARGS...: run bin.train now (cpu_jobs 1) or 
   training_pids+=($!) training_exps+=("${exp}")
 }
 # print_progress: each background training's progress lines (wenet_udps.train.progress: the epoch, the losses,
-# the time left) written to its train.log since the last call, on the terminal with the model's name.
+# the time left; a warning such as a warm-up longer than the run) written to its train.log since the last call, on
+# the terminal with the model's name.
 print_progress() {
   local i total line
   for i in "${!training_exps[@]}"; do
@@ -30,7 +38,7 @@ print_progress() {
     (( total > training_lines[i] )) || continue
     while IFS= read -r line; do
       log "stage 4 progress, ${training_exps[i]##*/}: ${line#*progress: }"
-    done < <(sed -n "$(( training_lines[i] + 1 )),${total}p" "${training_exps[i]}/train.log" | grep "progress: epoch")
+    done < <(sed -n "$(( training_lines[i] + 1 )),${total}p" "${training_exps[i]}/train.log" | grep "progress: ")
     training_lines[i]=${total}
   done
 }
@@ -185,7 +193,7 @@ stage_train() {  # stage 4: every run, the CPU ones up to --cpu_jobs at a time
   for f in "${data}/${train_set}/$(list_name):3" "${data}/${dev_set}/$(list_name):3" "${units}:2" "${cmvn}:1"; do
     require "${f%:*}" "${f##*:}"
   done
-  python3 -c "import sys; from wenet_udps.transformer.cmvn import load_cmvn_json as load
+  python3 -c "import sys; from wenet_udps.utils.cmvn_stats import read_cmvn_stats as load
 try: load(sys.argv[1])
 except (OSError, ValueError) as e: sys.exit(str(e))" "${cmvn}" || exit 1   # e.g. Kaldi stats: names the converter
   if [[ ${node_rank} -eq 0 ]]; then   # another node writes nothing into the exp dirs

@@ -20,11 +20,12 @@ from torch import nn
 
 from wenet_udps.transformer.asr_model import ASRModel
 from wenet_udps.transformer.attention import ATTENTION_CLASSES, is_udps, udps_classes, udps_counterpart
-from wenet_udps.transformer.cmvn import CmvnError, GlobalCMVN, load_cmvn_json
+from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
 from wenet_udps.transformer.encoder import ENCODER_CLASSES
 from wenet_udps.transformer.subsampling import SUBSAMPLING_CLASSES
+from wenet_udps.utils.cmvn_stats import CmvnError
 from wenet_udps.utils.registry import lookup
 from wenet_udps.utils.schema import ConfigError, check_section, convert, defaults_of, route, section
 

@@ -8,7 +8,6 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 import soundfile as sf
 
 from tests.recipe_trees import make_an4
@@ -200,19 +199,15 @@ def test_flac_copy_refuses_an_existing_output_an_unreadable_recording_and_a_tree
     assert not (tmp_path / "out2").exists() or not any((tmp_path / "out2").iterdir())
 
 
-REAL_AN4 = Path(os.environ.get("AN4_DIR", "/work/data/an4"))
-
-
-@pytest.mark.skipif(not (REAL_AN4 / "wav").is_dir(), reason="the real AN4 (SPHERE) is not on this machine")
-def test_real_an4_flac_copy_is_lossless_and_splits_alike(tmp_path):
+def test_real_an4_flac_copy_is_lossless_and_splits_alike(tmp_path, an4_dir):
     """The whole corpus (1,078 recordings; about 15 s): ESPnet's split either way, every FLAC the same samples as
     its SPHERE file, and the copy under half the SPHERE size (41.3 MiB measured)."""
-    assert to_flac(REAL_AN4, tmp_path / "an4") == 1078
+    assert to_flac(an4_dir, tmp_path / "an4") == 1078
     size = sum(p.stat().st_size for p in (tmp_path / "an4").rglob("*.flac")) / 2 ** 20
     assert 35 < size < 45
     flac = prepared(tmp_path / "an4", tmp_path / "d_flac", 100)
     assert {s: len(r) for s, r in flac.items()} == {"train": 848, "dev": 100, "test": 130}
-    assert_same_sets(prepared(REAL_AN4, tmp_path / "d_sph", 100), flac)
+    assert_same_sets(prepared(an4_dir, tmp_path / "d_sph", 100), flac)
 
 
 def test_a_partial_copy_is_refused_unless_asked_for_and_then_marked(tmp_path):

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from bench import decode_speed
 from tests.bin.test_cli_bad_args import PROGRAMS, _actions, _name, _role, parser_of
 from tests.decode.test_option_entry_points import _one_line_usage_error, exp  # noqa: F401 (fixture)
-from tests.tools.load import load_bench
 from tests.lm.test_search import write_arpa
 from tests.train.train_helpers import WORDS
 from wenet_udps.config import load_config
@@ -64,7 +64,7 @@ def test_every_entry_point_refuses_a_size_above_its_ceiling(exp, option, capsys,
         ["--config", str(exp["conf"]), "--checkpoint", str(exp["ckpt"]), "--test_data", str(exp["list"]),
          "--result_dir", str(exp["dir"] / "res"), "--modes", "attention", f"--{option}", str(value)]), capsys)
     assert f"--{option}" in line and words in line, line
-    bench = load_bench("decode_speed")
+    bench = decode_speed
     if option in bench.BENCH_OPTIONS:
         monkeypatch.setattr(sys, "argv", ["decode_speed.py", "--exp_dirs", str(exp["dir"]), "--checkpoint", "avg.pt",
                                           "--test_data", str(exp["list"]), f"--{option}", str(value)])

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import decode_speed
 from tests.decode.decode_helpers import streaming_exp
-from tests.tools.load import load_bench
 from wenet_udps.bin import recognize
 from wenet_udps.utils.cli import UserError
 
@@ -62,7 +62,7 @@ def test_every_entry_point_refuses_a_bad_option_alike(exp, option, value, mode, 
          "--result_dir", str(exp["dir"] / "res"), *flag]), capsys)
     assert f"--{option}" in line and words in line, line
     assert not (exp["dir"] / "res").exists()
-    bench = load_bench("decode_speed")
+    bench = decode_speed
     if option in bench.BENCH_OPTIONS:
         monkeypatch.setattr(sys, "argv", ["decode_speed.py", "--exp_dirs", str(exp["dir"]), "--checkpoint", "avg.pt",
                                           "--test_data", str(exp["list"]), *flag])

@@ -164,9 +164,9 @@ def test_every_entry_point_refuses_a_words_file_of_another_lm(tmp_path, lm):
     model = wenet_udps.load_model(str(tmp_path), checkpoint="avg.pt")
     with pytest.raises(LmError, match=expected):
         model.transcribe(str(clips[0]), mode="ctc_prefix_beam_search_lm", lm=binary.path)
-    bench = subprocess.run([sys.executable, str(ROOT / "bench" / "decode_speed.py"), "--exp_dirs", str(tmp_path),
+    bench = subprocess.run([sys.executable, "-m", "bench.decode_speed", "--exp_dirs", str(tmp_path),
                             "--checkpoint", "avg.pt", "--test_data", str(data), "--repeats", "1", "--modes",
                             "ctc_prefix_beam_search_lm", "--lm", binary.path], capture_output=True, text=True,
-                           timeout=300)
+                           timeout=300, cwd=ROOT)
     err = bench.stderr.strip().splitlines()
     assert bench.returncode == 2 and err[-1].startswith("decode_speed.py: error: ") and expected in err[-1], err

@@ -135,8 +135,7 @@ ENTRY_POINTS = {
             texts.append(s.finish())""",
     "bench/decode_speed.py": """
         import sys
-        sys.path.insert(0, "bench")
-        import decode_speed
+        from bench import decode_speed
         sys.argv = ["decode_speed.py", "--exp_dirs", "{dir}", "--checkpoint", "avg.pt", "--test_data", "{list}",
                     "--modes", MODE, "--lm", "{lm}", "--lm_weight", "0.5", "--word_score", "3", "--repeats", "1",
                     "--batch_size", "1"]

@@ -1,7 +1,5 @@
 """Load a tools/*.py script as a module from its file (tools/ holds scripts, not a package, and the tests leave the
-import path alone), so tests can call its functions or its main(argv) without a subprocess's torch import; and a
-bench/*.py script likewise."""
-import importlib
+import path alone), so tests can call its functions or its main(argv) without a subprocess's torch import."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -9,7 +7,6 @@ from types import ModuleType
 from typing import List
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
-BENCH = TOOLS.parent / "bench"
 
 
 def load_tool(name: str) -> ModuleType:
@@ -25,12 +22,3 @@ def run_tool(name: str, argv: List[str]) -> None:
     """Run tools/<name>.py's main(argv) in this process."""
     load_tool(name).main(argv)
 
-
-def load_bench(name: str) -> ModuleType:
-    """bench/<name>.py imported as the module ``name`` (bench/ on the import path only while it loads: its scripts
-    import each other by name)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCH))

@@ -1,6 +1,7 @@
 """tools/run_train.sh's functions (run.sh's stage 4), called in bash as run.sh calls them, with a stand-in training
 (a python3 on PATH that writes what wenet_udps.bin.train writes: train.yaml and progress lines, over seconds)."""
 import datetime
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE_TRAIN = """#!/usr/bin/env bash
 exp=${@: -1}
 echo "seed: 777" > "${exp}/train.yaml"
+echo "07:00:00 WARNING progress: warning: scheduler_conf.warmup_steps 2000 is more than the 6 optimizer steps"
 echo "07:00:00 INFO progress: epoch 0 of 0..1 done; train loss 9.00; cv loss 8.00; 1 s this epoch, about 1 s left"
 sleep 2.5
 echo "07:00:02 INFO Epoch 1 (of 0..1) done in 1.0s"
@@ -19,7 +21,7 @@ echo "07:00:02 INFO progress: epoch 1 of 0..1 done; train loss 7.00; cv loss 6.0
 
 def stage4(tmp_path: Path, script: str) -> subprocess.CompletedProcess:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(parents=True)
     (bin_dir / "python3").write_text(FAKE_TRAIN)
     (bin_dir / "python3").chmod(0o755)
     return subprocess.run(["bash", "-c", f'set -euo pipefail; . tools/log.sh; . tools/run_train.sh; '
@@ -43,7 +45,7 @@ def test_background_trainings_show_their_progress_on_the_terminal(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     for exp in ("a", "b"):
-        mine = [ln for ln in lines if f"stage 4 progress, {exp}: " in ln]
+        mine = [ln for ln in lines if f"stage 4 progress, {exp}: epoch " in ln]
         assert [re.sub(r".*stage 4 progress, \w: ", "", ln) for ln in mine] == [
             "epoch 0 of 0..1 done; train loss 9.00; cv loss 8.00; 1 s this epoch, about 1 s left",
             "epoch 1 of 0..1 done; train loss 7.00; cv loss 6.00; 1 s this epoch, last epoch"], proc.stderr
@@ -51,6 +53,25 @@ def test_background_trainings_show_their_progress_on_the_terminal(tmp_path):
         # epoch 0's line came while the training still ran (2.5 s before its end), not after it
         assert (stamp(trained) - stamp(mine[0])).total_seconds() >= 1, proc.stderr
     assert "epoch 5" not in proc.stderr
+    # a warning the training logs before its first epoch (a warm-up longer than the run) reaches the terminal too
+    for exp in ("a", "b"):
+        assert f"stage 4 progress, {exp}: warning: scheduler_conf.warmup_steps 2000 is more than" in proc.stderr
+
+
+def test_one_model_trains_on_every_core_and_several_share_them(tmp_path):
+    """Issue 68: a single model trained on nproc / --cpu_jobs threads and left cores idle. The count is nproc over
+    the trainings that run at once (--cpu_jobs, or fewer models), OMP_NUM_THREADS when set."""
+    cores = len(os.sched_getaffinity(0))
+    counts = {}
+    for runs, jobs in (("a", 2), ("a b", 2), ("a b c", 2), ("a b", 1)):
+        proc = stage4(tmp_path / f"{jobs}_{runs.replace(' ', '')}",
+                      f"unset OMP_NUM_THREADS; runs=({runs}); cpu_jobs={jobs}; train_threads")
+        assert proc.returncode == 0, proc.stderr
+        counts[runs, jobs] = int(proc.stdout)
+    assert counts == {("a", 2): cores, ("a b", 2): max(1, cores // 2), ("a b c", 2): max(1, cores // 2),
+                      ("a b", 1): cores}
+    proc = stage4(tmp_path / "omp", "OMP_NUM_THREADS=3; runs=(a); cpu_jobs=2; train_threads")
+    assert proc.stdout.strip() == "3"
 
 
 def test_a_foreground_training_names_its_seed(tmp_path):

@@ -16,7 +16,8 @@ import pytest
 import torch
 import yaml
 
-from tests.tools.load import load_bench, load_tool
+from bench import gpu_report
+from tests.tools.load import load_tool
 from wenet_udps.decode.data_list import write_results
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.utils.source_info import model_source
@@ -205,7 +206,7 @@ def test_every_reader_refuses_a_score_that_is_not_of_its_text(tmp_path, state, c
             (extra, proc.stderr)
         assert not (tmp_path / "an4" / "exp" / "RESULTS.md").exists()
     (tmp_path / "an4" / "logs").mkdir()
-    report = load_bench("gpu_report").part_b(tmp_path)
+    report = gpu_report.part_b(tmp_path)
     assert report["models"]["udps"]["test_wer"]["attention"] is None
     err = capsys.readouterr().err
     assert WORDS[state] in err and str(mode_dir / "wer") in err

@@ -7,7 +7,8 @@ import time
 import torch
 
 from wenet_udps.bin import train
-from wenet_udps.train.checkpoint import latest_checkpoint, load_checkpoint
+from wenet_udps.train.checkpoint import load_checkpoint
+from wenet_udps.train.checkpoint_files import latest_checkpoint
 from tests.train.train_helpers import ROOT, make_experiment, train_cmd
 
 ARGS = ("--override", "save_interval=3", "--override", "max_epoch=5", "--override", "log_interval=4",

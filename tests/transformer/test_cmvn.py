@@ -70,7 +70,7 @@ def test_dimension_mismatch_is_reported():
 ])
 def test_stats_that_would_zero_or_blow_up_a_feature_are_refused(tmp_path, content, msg):
     """Issue 29: an infinite variance gave istd 0 (the feature silently zeroed)."""
-    from wenet_udps.transformer.cmvn import CmvnError
+    from wenet_udps.utils.cmvn_stats import CmvnError
     path = tmp_path / "cmvn.json"
     path.write_text(content)
     with pytest.raises(CmvnError, match=rf"cmvn.json: .*{msg}"):
@@ -79,7 +79,7 @@ def test_stats_that_would_zero_or_blow_up_a_feature_are_refused(tmp_path, conten
 
 def test_stats_of_another_feature_dimension_are_a_user_error(tmp_path):
     from wenet_udps.model_builder import build_model
-    from wenet_udps.transformer.cmvn import CmvnError
+    from wenet_udps.utils.cmvn_stats import CmvnError
     from tests.train.train_helpers import tiny_config, write_units
     write_units(tmp_path / "units.txt")
     path = write_stats(tmp_path / "cmvn.json", torch.randn(50, 80))

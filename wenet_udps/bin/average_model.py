@@ -26,7 +26,8 @@ import torch
 
 from wenet_udps.decode.soup import ParallelEvaluator
 from wenet_udps.train.average import average_state_dicts, greedy_soup, select_checkpoints
-from wenet_udps.train.checkpoint import add_verify_flag, read_info, save_yaml, sidecar, write_checkpoint
+from wenet_udps.train.checkpoint import add_verify_flag, save_yaml, sidecar, write_checkpoint
+from wenet_udps.train.checkpoint_files import read_info
 from wenet_udps.train.run_dir import check_derived_output
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.search import METHODS_WITHOUT_LM

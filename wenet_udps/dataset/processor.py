@@ -159,6 +159,22 @@ def batch_plan(batch_conf: Optional[Dict[str, Any]]) -> Tuple[Callable[..., Iter
     return func, kwargs
 
 
+def most_batches(num_utts: int, batch_conf: Optional[Dict[str, Any]], num_workers: int = 1) -> int:
+    """The most batches ``num_utts`` utterances make in one pass of one process whose ``num_workers`` DataLoader
+    workers (0: the process itself) each batch their own share, as :class:`AsrDataset` does: static batches exactly
+    (none filtered out), bucket batches at most (each bucket may end with a short one), dynamic batches at most (one
+    utterance each, for utterances longer than ``max_frames_in_batch``)."""
+    func, kwargs = batch_plan(batch_conf)
+    workers = max(1, num_workers)
+    shares = [len(range(w, num_utts, workers)) for w in range(workers)]
+    if func is static_batch:
+        return sum(sum(1 for _ in static_batch(range(n), **kwargs)) for n in shares)
+    if func is bucket_batch:
+        sizes = kwargs["bucket_batch_sizes"]
+        return sum(-(-n // min(sizes)) + len(sizes) - 1 for n in shares if n)
+    return num_utts
+
+
 def make_batches(samples: Iterable[Dict], batch_conf: Optional[Dict[str, Any]]) -> Iterator[List[Dict]]:
     """Batch with ``batch_conf.batch_type`` (see :func:`batch_plan`)."""
     func, kwargs = batch_plan(batch_conf)

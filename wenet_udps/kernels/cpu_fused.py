@@ -3,7 +3,7 @@
 Autograd of the reference formula makes about 25 passes over (B, H, T1, T2) tensors for a forward+backward (each
 elementwise step, its out-of-place backward, the mask fills) and keeps many of them alive. Here a hand-derived
 backward (an autograd Function, eager torch ops only, so deterministic and nothing to compile) makes 6 passes
-besides the 4 matmuls, and the forward 5 (docs/benchmarks.md, "Where the time goes"):
+besides the 4 matmuls, and the forward 5 (docs/kernels.md, "Where does UDPS attention spend its time"):
 
     forward   N = q k~^T;  r = 1 / max(|q_i| + n_j, sqrt(eps));  S = N r r + mask bias;  P = softmax(S);  O = P v
     backward  dv = P^T dO;  dS = softmax_backward(dO v^T, P);  Y = dS r;  G = Y S

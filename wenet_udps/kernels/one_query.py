@@ -8,7 +8,8 @@ and c_j depends on j alone, so S_j = q . (c_j k_j): torch's fused SDPA with the 
 gives UDPS exactly (up to float rounding). That is one pass over the keys (their norms; ``k'`` in the same pass as the
 numerator scale 4 alpha, which a step would otherwise apply separately) instead of the matrix products of
 ``cpu_fused``, which on head-split views (B, H, T2, d) strided over (B, T2, H, d) first copy k and v whole
-(docs/benchmarks.md, "Attention decoding"). With two or more query rows c_ij depends on i too, so this does not apply.
+(docs/kernels.md, "How does the attention search avoid repeated work?"). With two or more query rows c_ij
+depends on i too, so this does not apply.
 No backward of its own: it serves calls that record no gradient (decoding); :mod:`dispatch` decides when.
 """
 import math

@@ -23,7 +23,7 @@ from wenet_udps.utils.cli import UserError
 KERNEL_ENV = "WENET_UDPS_KERNEL"
 KERNEL_CHOICES = ("triton", "reference")
 # Relative (Frobenius) error allowed per tensor; an H200 gave at most 7e-7 (fp32), 6.6e-4 (fp16) and 7.7e-3 (bf16) at
-# head dim 64 (docs/benchmarks.md, 2026-11-26).
+# head dim 64 (docs/gpu.md, 2026-11-26).
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 TF32_TOLERANCE = 5e-3  # fp32 dots in TF32 when torch.backends.cuda.matmul.allow_tf32 is set (kernel and reference)
 # (batch, heads, length) of the check: on CUDA several blocks of every launch (blocks of up to 128), under the

@@ -13,7 +13,8 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from wenet_udps.train.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from wenet_udps.train.checkpoint import CheckpointError, load_checkpoint
+from wenet_udps.train.checkpoint_files import list_checkpoints
 
 Metric = Callable[[List[List[str]]], List[float]]
 

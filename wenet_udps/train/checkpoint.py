@@ -4,7 +4,8 @@ cv_loss, config), written atomically.
 Atomic write: the bytes go to a hidden temp file in the same directory (``.<name>.tmp.<pid>``), are fsync'ed,
 then ``os.replace``d onto the final name, and the directory is fsync'ed; a crash leaves either the old file or
 the new one, plus perhaps a temp file that every reader here ignores. The ``.pt`` is written before the
-``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :func:`latest_checkpoint` looks only at YAMLs.
+``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :mod:`wenet_udps.train.checkpoint_files` looks only
+at YAMLs.
 
 Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet, and as every log line numbers epochs) and ``step_N``
 every ``save_interval`` optimizer steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last
@@ -15,14 +16,12 @@ plain containers, so a tampered file cannot run anything (it is refused with :cl
 resume needs is stored in such forms (the numpy RNG state as a tensor). The YAML records the ``.pt``'s SHA-256 and
 the run id, so a resume can verify the file and averaging can refuse to mix runs.
 """
-import glob
 import hashlib
 import io
 import logging
 import os
 import pickle
 import random
-import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -30,6 +29,7 @@ import torch
 import yaml
 
 from wenet_udps.text.base_tokenizer import check_units
+from wenet_udps.train.checkpoint_files import newest_first, read_info
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.source_info import file_sha256
 
@@ -244,43 +244,6 @@ def fit_weights(model: torch.nn.Module, state: Mapping[str, Any], path: Optional
     if missing or unexpected:
         raise CheckpointError(f"{path} does not fit the model: missing keys {missing[:5]}{'...' if len(missing) > 5 else ''}"
                          f", unexpected keys {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
-
-
-def read_info(yaml_path: str) -> Optional[Dict[str, Any]]:
-    """A checkpoint's YAML, or None when unreadable (logged)."""
-    try:
-        with open(yaml_path, encoding="utf-8") as f:
-            info = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        logging.warning("ignoring %s: %s", yaml_path, e)
-        return None
-    return info if isinstance(info, dict) else None
-
-
-def list_checkpoints(model_dir: str, pattern: str = r"(epoch|step)_\d+") -> List[Tuple[str, Dict[str, Any]]]:
-    """``(pt_path, info)`` of every complete checkpoint whose tag matches ``pattern`` (temp files ignored)."""
-    found = []
-    for yaml_path in sorted(glob.glob(os.path.join(model_dir, "*.yaml"))):
-        tag = os.path.basename(yaml_path)[:-len(".yaml")]
-        if not re.fullmatch(pattern, tag):
-            continue
-        pt = os.path.join(model_dir, f"{tag}.pt")
-        info = read_info(yaml_path)
-        if info is not None and os.path.isfile(pt):
-            found.append((pt, info))
-    return found
-
-
-def newest_first(model_dir: str) -> List[Tuple[str, Dict[str, Any]]]:
-    """Complete checkpoints, most optimizer steps first (an epoch one before a step one on ties)."""
-    return sorted(list_checkpoints(model_dir), reverse=True,
-                  key=lambda item: (int(item[1].get("step", 0)), os.path.basename(item[0]).startswith("epoch")))
-
-
-def latest_checkpoint(model_dir: str) -> Optional[str]:
-    """The complete checkpoint with the most optimizer steps (an epoch one on ties), or None."""
-    found = newest_first(model_dir)
-    return found[0][0] if found else None
 
 
 def load_newest_valid(model_dir: str, units: Optional[str] = None) -> Tuple[Optional[str], Dict[str, Any]]:

@@ -1,8 +1,10 @@
-"""One line per epoch for a person watching: the epoch, the losses and an estimate of the time left.
+"""The lines a training logs for a person watching: one per epoch (the epoch, the losses and an estimate of the time
+left), and a warning worth seeing before the first epoch ends.
 
-:mod:`wenet_udps.bin.train` logs it after each epoch (``progress: epoch 3 of 0..23 done; ...``). run.sh's stage 4
-runs its CPU trainings side by side, each writing to its ``train.log``; it prints every new progress line of each
-(tools/run_train.sh, ``print_progress``) with the model's name, so the terminal shows how far a long stage is.
+:mod:`wenet_udps.bin.train` logs them (``progress: epoch 3 of 0..23 done; ...``, ``progress: warning: ...``).
+run.sh's stage 4 runs its CPU trainings side by side, each writing to its ``train.log``; it prints every new
+progress line of each (tools/run_train.sh, ``print_progress``) with the model's name, so the terminal shows how far
+a long stage is, and what may make it pointless.
 """
 from typing import Dict, Optional, Sequence
 
@@ -27,6 +29,11 @@ def losses_text(losses: Dict[str, Optional[float]]) -> str:
     total = losses.get("loss")
     head = f"loss {total:.2f}" if total is not None else "loss -"
     return f"{head} ({', '.join(parts)})" if parts else head
+
+
+def progress_warning(text: str) -> str:
+    """``text`` as a progress line: run.sh shows it on the terminal beside the epoch lines."""
+    return f"{PREFIX} warning: {text}"
 
 
 def progress_line(epoch: int, max_epoch: int, train_losses: Dict[str, Optional[float]],

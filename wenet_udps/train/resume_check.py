@@ -13,7 +13,8 @@ at epoch ``max_epoch - 1``. run.sh's stage 4 asks this same check (``bin.train -
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from wenet_udps.train.checkpoint import read_info, sidecar
+from wenet_udps.train.checkpoint import sidecar
+from wenet_udps.train.checkpoint_files import read_info
 from wenet_udps.train.run_dir import RunDirError
 from wenet_udps.utils.source_info import file_sha256
 

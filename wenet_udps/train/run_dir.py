@@ -22,7 +22,8 @@ import re
 import time
 from typing import List, Optional, Set
 
-from wenet_udps.train.checkpoint import list_checkpoints, read_info, sidecar
+from wenet_udps.train.checkpoint import sidecar
+from wenet_udps.train.checkpoint_files import list_checkpoints, read_info
 from wenet_udps.utils.cli import UserError
 
 LOCK_NAME = ".lock"

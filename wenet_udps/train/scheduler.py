@@ -1,4 +1,5 @@
 """Optimizers (``optim`` + ``optim_conf``) and learning-rate schedulers (``scheduler`` + ``scheduler_conf``)."""
+import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
 
@@ -77,6 +78,27 @@ def build_scheduler(config: Mapping[str, Any], optimizer: torch.optim.Optimizer)
     cls = lookup(SCHEDULER_CLASSES, checked.get("scheduler") or "warmuplr", "scheduler")
     return call_with(cls, checked.get("scheduler_conf"), "scheduler_conf", supplied=("last_epoch",),
                      optimizer=optimizer)
+
+
+def warmup_shortfall(config: Mapping[str, Any], batches_per_epoch: int) -> Optional[str]:
+    """Why a run may learn little, said before it trains: a ``warmuplr`` warm-up longer than the whole run keeps the
+    learning rate rising throughout, so it never reaches ``optim_conf.lr`` (a 3-epoch trial of a conf made for 24
+    decodes to nothing). ``batches_per_epoch``: the most one process makes
+    (:func:`wenet_udps.dataset.processor.most_batches`). None when the warm-up ends within the run."""
+    checked = _checked(config)
+    if (checked.get("scheduler") or "warmuplr") != "warmuplr":
+        return None
+    default = inspect.signature(WarmupLR).parameters["warmup_steps"].default
+    warmup = (checked.get("scheduler_conf") or {}).get("warmup_steps", default)
+    max_epoch, accum_grad = int(config["max_epoch"]), int(config.get("accum_grad") or 1)
+    steps = max_epoch * (batches_per_epoch // accum_grad)
+    if steps >= warmup:
+        return None
+    return (f"scheduler_conf.warmup_steps {warmup:g} is more than the {steps} optimizer steps this run takes at most "
+            f"(max_epoch {max_epoch} x {batches_per_epoch} batches / accum_grad {accum_grad}): the learning rate "
+            f"rises for the whole run and ends at {steps / warmup:.0%} of optim_conf.lr, so the model may learn "
+            f"little (empty hypotheses); train more epochs, or lower the warm-up (e.g. --train_override "
+            f"scheduler_conf.warmup_steps={max(1, steps // 4)})")
 
 
 def restore_with_config(optimizer: torch.optim.Optimizer, scheduler: LRScheduler,

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 from wenet_udps.dataset import init_dataset
 from wenet_udps.dataset.dataset import eval_dataset_conf
 from wenet_udps.dataset.lists import unread_share
+from wenet_udps.dataset.processor import most_batches
 from wenet_udps.kernels import selfcheck
 from wenet_udps.model_builder import attention_sites, build_model, ctc_output_frames, min_input_frames
 from wenet_udps.text import init_tokenizer
@@ -25,10 +26,10 @@ from wenet_udps.train.checkpoint import fit_weights, gather_rng_states, link_fin
 from wenet_udps.train.distributed import DistInfo, broadcast_object, cleanup, needs_unused_params
 from wenet_udps.train.executor import Executor
 from wenet_udps.train.init_modules import init_modules
-from wenet_udps.train.progress import progress_line
+from wenet_udps.train.progress import progress_line, progress_warning
 from wenet_udps.train.resume_check import checked_resume
 from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
-from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config
+from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config, warmup_shortfall
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.tensorboard import TensorboardLogger
 from wenet_udps.transformer.attention import is_udps
@@ -279,11 +280,24 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
     return executor, start_epoch, start_batch
 
 
+def warn_of_the_schedule(run: Run, train_set) -> None:
+    """Before the first epoch: a warm-up longer than the run (scheduler.warmup_shortfall), from the utterances of a
+    raw list (a shard list does not say how many it holds) over this process's share."""
+    if not run.info.is_main or train_set.data_type != "raw":
+        return
+    utts = len(range(run.info.rank, len(train_set.items), run.info.world_size))
+    batches = most_batches(utts, (run.config.get("dataset_conf") or {}).get("batch_conf"), run.args.num_workers)
+    shortfall = warmup_shortfall(run.config, batches)
+    if shortfall:
+        logging.warning("%s", progress_warning(shortfall))
+
+
 def train(run: Run) -> None:
     """Set up (checkpoint choice, data, model), the epoch loop, finish."""
     choose_checkpoint(run)
     seed_all(run.seed)
     sets, loaders, loader_gen = build_data(run)
+    warn_of_the_schedule(run, sets[0])
     executor, start_epoch, start_batch = build_executor(run)
     last = train_epochs(run, executor, sets, loaders, loader_gen, start_epoch, start_batch)
     finish(run, last)

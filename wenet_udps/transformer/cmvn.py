@@ -1,24 +1,13 @@
-"""Global cepstral mean and variance normalisation (WeNet's ``global_cmvn`` layer and its JSON stats file).
-
-The JSON file (written by ``tools/compute_cmvn_stats.py``) holds per-dimension sums over the training set:
-``{"mean_stat": [sum x_d], "var_stat": [sum x_d^2], "frame_num": N}``.
+"""Global cepstral mean and variance normalisation: WeNet's ``global_cmvn`` layer, from the JSON stats file that
+:mod:`wenet_udps.utils.cmvn_stats` reads.
 """
-import json
-import math
 from pathlib import Path
 from typing import Tuple, Union
 
 import torch
 from torch import nn
 
-from wenet_udps.utils.cli import UserError
-
-# Variance floor, as WeNet: a constant feature dimension gets a huge but finite inverse std.
-VAR_FLOOR = 1.0e-20
-
-
-class CmvnError(UserError):
-    """Unusable CMVN statistics, or statistics of another feature dimension than the model's."""
+from wenet_udps.utils.cmvn_stats import read_cmvn_stats
 
 
 class GlobalCMVN(nn.Module):
@@ -50,44 +39,7 @@ class GlobalCMVN(nn.Module):
 
 
 def load_cmvn_json(path: Union[str, Path]) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Read WeNet's JSON cmvn stats and return ``(mean, istd)`` float32 tensors of shape (D,).
-
-    ``mean = mean_stat / frame_num``, ``var = var_stat / frame_num - mean^2`` floored at 1e-20,
-    ``istd = 1 / sqrt(var)``. Malformed content (also NaN/Inf numbers, or a variance below zero beyond
-    rounding, which would zero or blow up a feature) raises CmvnError naming the file.
-    """
-    path = Path(path)
-    data = path.read_bytes()
-    if data.startswith(b"\0B") or data.lstrip().startswith(b"["):
-        raise CmvnError(f"{path} holds Kaldi-format CMVN stats, and the configs read WeNet's JSON: convert them "
-                         f"with 'python tools/cmvn_kaldi2json.py {path} {path}.json' and point cmvn_conf.cmvn_file "
-                         f"there, or recompute them with tools/compute_cmvn_stats.py")
-    try:
-        stats = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CmvnError(f"{path}: not valid JSON cmvn stats ({err})") from None
-    if not isinstance(stats, dict):
-        raise CmvnError(f"{path}: cmvn stats must be a JSON object with mean_stat, var_stat and frame_num")
-    for key in ("mean_stat", "var_stat", "frame_num"):
-        if key not in stats:
-            raise CmvnError(f"{path}: cmvn stats lack the key {key!r} (need mean_stat, var_stat, frame_num)")
-    mean_stat, var_stat, frame_num = stats["mean_stat"], stats["var_stat"], stats["frame_num"]
-    if not isinstance(mean_stat, list) or not isinstance(var_stat, list) or len(mean_stat) != len(var_stat) \
-            or not mean_stat:
-        raise CmvnError(f"{path}: mean_stat and var_stat must be non-empty lists of the same length")
-    if not isinstance(frame_num, (int, float)) or isinstance(frame_num, bool) or frame_num <= 0:
-        raise CmvnError(f"{path}: frame_num must be a positive number, got {frame_num!r}")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in mean_stat + var_stat):
-        raise CmvnError(f"{path}: mean_stat and var_stat must hold numbers only")
-    if not all(math.isfinite(v) for v in mean_stat + var_stat + [frame_num]):
-        raise CmvnError(f"{path}: mean_stat, var_stat and frame_num must be finite numbers")
-    mean, istd = [], []
-    for dim, (m_sum, v_sum) in enumerate(zip(mean_stat, var_stat)):
-        m = float(m_sum) / frame_num
-        var = float(v_sum) / frame_num - m * m
-        if var < -1e-6 * max(1.0, m * m):  # a constant feature may come out a rounding error below zero
-            raise CmvnError(f"{path}: dimension {dim} has a negative variance ({var:g}): the stats are corrupt")
-        var = max(var, VAR_FLOOR)
-        mean.append(m)
-        istd.append(1.0 / math.sqrt(var))
+    """WeNet's JSON cmvn stats as ``(mean, istd)`` float32 tensors of shape (D,)
+    (:func:`wenet_udps.utils.cmvn_stats.read_cmvn_stats`: malformed stats raise CmvnError naming the file)."""
+    mean, istd = read_cmvn_stats(path)
     return torch.tensor(mean, dtype=torch.float32), torch.tensor(istd, dtype=torch.float32)

@@ -13,7 +13,7 @@ a group are a tree, and the pool holds each of its nodes once. A step's attentio
 once for all the rows of its group, masked by membership
 (:func:`~wenet_udps.kernels.prefix_pool.prefix_pool_attention`). (Keeping only the group's common prefix once and
 copying the rest per row at each reordering was O(prefix) per step again whenever two branches survived side by
-side: a 5-minute utterance's search spent half its time in those copies, docs/benchmarks.md.)
+side: a 5-minute utterance's search spent half its time in those copies, docs/kernels.md.)
 
 Columns that no row holds any more (pruned hypotheses) are dropped by compacting each group's live columns to the
 front, once the pool has a quarter of its live size in dead columns: a copy of the live columns every O(live / group)

@@ -37,7 +37,7 @@ class Blocks(NamedTuple):
 
     The defaults are the FA2 Triton tutorial's shapes. The key pass runs 4 warps, as the tutorial's backward: with
     8 warps and 2 stages, triton 3.6 compiled it wrongly for fp16/bf16 without a per-row mask on an H200 (dk~ off by
-    3.7e-2 relative at T=203, fp16; 4 warps, 1 stage or 64x64 blocks gave 2.9e-4; docs/benchmarks.md, 2026-11-26).
+    3.7e-2 relative at T=203, fp16; 4 warps, 1 stage or 64x64 blocks gave 2.9e-4; docs/gpu.md, 2026-11-26).
     At 4 warps it spills registers for sm_90 (d_k=64, bf16: 576-672 bytes a thread under triton 3.6 and 3.9,
     bench/kernel_sass.py); the forward and the query pass do not. A new default comes from a GPU table that checks
     each setting before timing it (bench/attention_gpu.py --tune).

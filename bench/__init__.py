@@ -1,0 +1,1 @@
+"""Benchmarks, run as modules from the repository root (``python -m bench.attention ...``); see docs/benchmarks.md."""
