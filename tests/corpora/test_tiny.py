@@ -65,6 +65,31 @@ def test_splits_have_disjoint_sentences():
     assert not (sets["train"] & sets["dev"]) and not (sets["train"] & sets["test"]) and not (sets["dev"] & sets["test"])
 
 
+@pytest.mark.parametrize("lang", sorted(tiny.LANGS))
+def test_dev_and_test_say_only_training_words_even_when_training_is_tiny(lang):
+    """With 12 training sentences, most first-drawn dev/test sentences hold a word training never says (the tiny_run
+    fixture's dev was refused as unk_text); they are drawn again from training's words, still disjoint."""
+    spec = tiny.LANGS[lang]
+    plan = tiny.plan_corpus(lang, tiny.Path("x"), 1, {"train": 12, "dev": 4, "test": 4})
+    split_words = {s: [u.transcript.split(" ") if spec.joiner else [u.transcript] for u in plan[s]]
+                   for s in tiny.SPLITS}
+    if not spec.joiner:   # Mandarin: characters, as the units are
+        split_words = {s: [list(t[0]) for t in v] for s, v in split_words.items()}
+    known = {w for sent in split_words["train"] for w in sent}
+    assert all(set(sent) <= known for s in ("dev", "test") for sent in split_words[s])
+    texts = [u.transcript for s in tiny.SPLITS for u in plan[s]]
+    assert len(set(texts)) == len(texts) == 20
+    assert plan == tiny.plan_corpus(lang, tiny.Path("x"), 1, {"train": 12, "dev": 4, "test": 4})
+
+
+def test_a_corpus_whose_training_says_every_word_is_not_drawn_again():
+    rng = tiny.np.random.default_rng(5)
+    sentences = tiny.draw_sentences(rng, len(tiny.ZH_WORDS), 920, min_words=2, max_words=6)
+    assert tiny.within_training(sentences, 800, 5, min_words=2, max_words=6) == sentences
+    with pytest.raises(ValueError, match="larger --num_train"):
+        tiny.within_training([(0, 0), (1, 2)], 1, 5, min_words=2, max_words=2)
+
+
 def test_missing_espeak_gives_install_hint(monkeypatch, tmp_path):
     monkeypatch.setattr(tiny.shutil, "which", lambda name: None)
     with pytest.raises(SystemExit, match="apt-get install espeak-ng"):

@@ -4,7 +4,8 @@ random speaking rate and pitch, white/pink noise at a random SNR, 16 kHz mono 16
     python -m wenet_udps.corpora.tiny --lang zh --out data/tiny_zh --seed 1
 
 writes ``OUT/{train,dev,test}/{wav.scp,text}`` (Kaldi style) and ``OUT/wav/<set>/<key>.wav``. Train, dev
-and test sentences are disjoint; the whole corpus (texts, voices and noise) is a function of the seed.
+and test sentences are disjoint, and dev and test say only words that training says; the whole corpus (texts,
+voices and noise) is a function of the seed.
 Mandarin transcripts are characters without spaces (like AISHELL); English ones are upper-case words
 (like LibriSpeech).
 """
@@ -95,13 +96,42 @@ def draw_sentences(rng: np.random.Generator, num_words: int, count: int, *, min_
     return out
 
 
+def within_training(sentences: List[Tuple[int, ...]], num_train: int, seed: int, *, min_words: int,
+                    max_words: int) -> List[Tuple[int, ...]]:
+    """``sentences`` (training's first) with every later sentence that says a word training never says drawn again
+    from training's words, as AISHELL's dev and test use only training's characters: the model cannot learn a unit
+    it never hears, and a mostly-unknown transcript is refused as ``unk_text``. Only a tiny ``--num_train`` draws
+    again (from 240 training sentences up, seed 1 says every word in training), so larger corpora stay as they were."""
+    train = sentences[:num_train]
+    known = sorted({w for sent in train for w in sent})
+    if not known:
+        return sentences
+    rng = np.random.default_rng([seed, 1])   # its own stream: the first draw, voices and noise stay as they were
+    seen, out = set(sentences), list(train)
+    for sent in sentences[num_train:]:
+        attempts = 0
+        while not set(sent) <= set(known):
+            attempts += 1
+            if attempts > 10000:
+                raise ValueError(f"cannot draw distinct dev/test sentences from the {len(known)} words of "
+                                 f"{num_train} training sentences; use a larger --num_train")
+            n = int(rng.integers(min_words, max_words + 1))
+            candidate = tuple(known[int(i)] for i in rng.integers(0, len(known), size=n))
+            sent = sent if candidate in seen else candidate
+        seen.add(sent)
+        out.append(sent)
+    return out
+
+
 def plan_corpus(lang: str, out_dir: Path, seed: int, counts: Dict[str, int], *, min_words: int = 2,
                 max_words: int = 6, snr_range: Tuple[float, float] = (15.0, 30.0)) -> Dict[str, List[UtteranceSpec]]:
     """Draw every utterance of every split from ``seed`` (no audio is rendered here)."""
     spec = LANGS[lang]
     rng = np.random.default_rng(seed)
     total = sum(counts.values())
-    sentences = draw_sentences(rng, len(spec.words), total, min_words=min_words, max_words=max_words)
+    sentences = within_training(draw_sentences(rng, len(spec.words), total, min_words=min_words,
+                                               max_words=max_words),
+                                counts["train"], seed, min_words=min_words, max_words=max_words)
     plan: Dict[str, List[UtteranceSpec]] = {}
     start = 0
     for split in SPLITS:
