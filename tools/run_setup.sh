@@ -131,6 +131,20 @@ run_loso() {
     --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}" "${resolved[@]}"
 }
 
+# check_decode_values: --decode_modes (with --decoding_chunk_size and --joint_ctc_weight), and --lm_weights,
+# --word_scores, --lm_order and --lm_prune, by the rules of the programs stages 2 and 5 give them to
+# (wenet_udps/transformer/decode_options.py, wenet_udps/lm/options.py), before any stage: a bad value would stop a
+# stage half-way. One python3 for both (its torch import is most of the time).
+check_decode_values() {
+  local err
+  err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error as lm_error
+from wenet_udps.transformer.decode_options import run_sh_error as modes_error
+print(modes_error(*sys.argv[1:4]) or lm_error(*sys.argv[4:]))' "${decode_modes}" "${decoding_chunk_size}" \
+        "${joint_ctc_weight}" "${lm_weights}" "${word_scores}" "${lm_order}" "${lm_prune}") \
+    || die "python3 could not check the decoding options"
+  [[ -z ${err} ]] || die "${err}"
+}
+
 # check_install: the stages run tools/*.py, which import the installed wenet_udps: it must be this checkout's
 # (tools/install.sh does pip install -e .). find_spec, run from /: no 1.5 s torch import on every call, and not this
 # folder's copy by accident.

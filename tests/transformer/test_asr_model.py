@@ -212,7 +212,10 @@ def test_lm_modes_need_an_lm_search():
     def first_pass(ctc_probs, ctc_lens):  # stands in for wenet_udps.lm's search: a fixed two-entry n-best
         calls.append(ctc_probs.shape)
         return [DecodeResult(tokens=[3], score=-1.0, nbest=[[3], [4, 3]], nbest_scores=[-1.0, -2.0])]
-    out = model.decode(list(LM_METHODS), feats, lens, beam_size=2, lm_search=first_pass)
+    with pytest.raises(ValueError, match="joint_ctc_attention_lm scores words in its own search"):
+        model.decode(list(LM_METHODS), feats, lens, beam_size=2, lm_search=first_pass)
+    out = model.decode(["ctc_prefix_beam_search_lm", "attention_rescoring_lm"], feats, lens, beam_size=2,
+                       lm_search=first_pass)
     assert len(calls) == 1  # one first pass serves both modes
     assert out["ctc_prefix_beam_search_lm"][0].tokens == [3]
     assert sorted(map(tuple, out["attention_rescoring_lm"][0].nbest)) == [(3,), (4, 3)]

@@ -21,12 +21,14 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from torch import nn
 
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, LM_METHODS, METHODS_WITHOUT_LM
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
 
 RESCORING = ("attention_rescoring", "attention_rescoring_lm")
 CTC_SEARCHES = tuple(m for m in DECODING_METHODS if m != "attention")
+# ESPnet's CTC weight of its joint CTC/attention decoding (its AN4, LibriSpeech, AISHELL recipes decode with 0.3).
+JOINT_CTC_WEIGHT = 0.3
 # lm_weight scales the LM's natural-log probability of a word (3 to 10 nats for most words of an n-gram LM)
 # against the CTC log-probabilities of its units. Tuned values lie between 0.1 and 2 (run.sh's grid is 0.3 0.6 1.0,
 # docs/lm.md's AN4 grid 0 to 1); at 5 a word already costs 15 to 50 nats, more than a confident CTC spike gives,
@@ -38,21 +40,37 @@ LM_WEIGHT_MAX = 5.0
 class DecodeOption:
     """A decoding option: ``check`` the ``wenet_udps.utils.cli`` checker of its text (its ``value`` attribute
     checks a Python value with the same message; None: a flag), ``default``, ``modes`` the modes that use it (None:
-    every mode), ``used_by`` those modes in words, ``help``."""
+    every mode), ``used_by`` those modes in words, ``help``; ``families`` groups of the modes that use it alike, each
+    with its own default (``ctc_weight`` weighs the CTC score in the rescoring modes and is λ of the joint modes):
+    a value not given is then each mode's own (:func:`value_for`)."""
     check: Optional[Callable[[str], Any]]
     default: Any
     modes: Optional[Tuple[str, ...]]
     used_by: str
     help: str
+    families: Tuple[Tuple[Tuple[str, ...], Any], ...] = ()
+
+    def family(self, mode: str) -> Optional[Tuple[str, ...]]:
+        """The modes that use the option as ``mode`` does (None: no family, every mode alike)."""
+        return next((modes for modes, _ in self.families if mode in modes), None)
+
+    def default_for(self, mode: str) -> Any:
+        return next((value for modes, value in self.families if mode in modes), self.default)
 
 
 DECODE_OPTIONS: Dict[str, DecodeOption] = {
-    "beam_size": DecodeOption(cli.positive_int, 10, None, "", "beam of the CTC prefix and attention searches"),
+    "beam_size": DecodeOption(cli.positive_int, 10, None, "",
+                              "beam of the CTC prefix, attention and joint searches"),
     "batch_size": DecodeOption(cli.positive_int, 16, None, "", "utterances per batch"),
     "ctc_weight": DecodeOption(
-        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
-        "weight of the CTC prefix score against the decoder's in attention_rescoring (attention_rescoring_lm: of "
-        "the CTC + LM score of the LM search); above 1 CTC would outweigh the decoder that rescoring is for"),
+        cli.float_range(0.0, 1.0), None, RESCORING + JOINT_METHODS,
+        "the rescoring and joint modes (attention_rescoring, attention_rescoring_lm, joint_ctc_attention, "
+        "joint_ctc_attention_lm)",
+        "rescoring: weight of the CTC prefix score added to the decoder's (attention_rescoring_lm: of the CTC + LM "
+        "score of the LM search; above 1 CTC would outweigh the decoder that rescoring is for), default 0; joint "
+        f"modes: lambda of (1 - lambda) log P_dec + lambda log P_ctc, default {JOINT_CTC_WEIGHT:g} (ESPnet's). "
+        "One value given applies to every mode asked for",
+        families=((RESCORING, 0.0), (JOINT_METHODS, JOINT_CTC_WEIGHT))),
     "reverse_weight": DecodeOption(
         cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)"),
@@ -72,6 +90,10 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         "attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, WeNet's bound)"),
     "blank_penalty": DecodeOption(cli.float_range(0.0), 0.0, CTC_SEARCHES, "the CTC searches (every mode but "
                                   "attention)", "subtracted from the blank logit before the CTC searches (>= 0)"),
+    "length_bonus": DecodeOption(
+        cli.finite_float, 0.0, JOINT_METHODS, "the joint modes (joint_ctc_attention, joint_ctc_attention_lm)",
+        "joint modes: added to a hypothesis' score per token, eos included (ESPnet's penalty; > 0 longer "
+        "hypotheses, fewer deletions)"),
     "lm": DecodeOption(
         cli.existing_file, None, LM_METHODS, "the *_lm modes",
         "word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words (run.sh's LM "
@@ -83,6 +105,15 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
     "word_score": DecodeOption(cli.finite_float, 0.0, LM_METHODS, "the *_lm modes",
                                "*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)"),
 }
+
+
+def value_for(name: str, value: Any, mode: str) -> Any:
+    """Option ``name``'s value in ``mode``: ``value`` (one for every mode, or a {mode: value} mapping, which the
+    recipe's records give when the modes asked for were decoded with different values), or the mode's own default
+    where it is None or the mapping lacks the mode."""
+    if isinstance(value, Mapping):
+        value = value.get(mode)
+    return DECODE_OPTIONS[name].default_for(mode) if value is None else value
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
@@ -217,9 +248,9 @@ def chunk_size_for(encoder: nn.Module, requested: Optional[int], option: str = "
 
 def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding_chunk_size: Optional[int] = None,
                          num_decoding_left_chunks: int = -1, simulate_streaming: bool = False,
-                         batch_size: Optional[int] = None, ctc_weight: float = 0.0, reverse_weight: float = 0.0,
+                         batch_size: Optional[int] = None, ctc_weight: Any = None, reverse_weight: float = 0.0,
                          length_penalty: float = 0.0, blank_penalty: float = 0.0,
-                         max_len_ratio: Optional[float] = None) -> int:
+                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0) -> int:
     """UserError naming the first option (as ``recognize`` spells it) that would do nothing with this model and
     these ``methods``; else the chunk size decoding runs at (see :func:`chunk_size_for`).
 
@@ -237,10 +268,44 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     if simulate_streaming and batch_size is not None and batch_size != 1:
         raise UserError(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                         f"{batch_size}")
+    _refuse_streaming_joint(methods, decoding_chunk_size, simulate_streaming)
     # ASRModel.decode sees values only: one that differs from its default was asked for.
     asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
                                              ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
-                                             ("blank_penalty", blank_penalty))
-             if value != DECODE_OPTIONS[name].default}
+                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus))
+             if value is not None and value != DECODE_OPTIONS[name].default}
     _refuse_unused(methods, asked, flags=True)
     return chunk
+
+
+def _refuse_streaming_joint(methods: Sequence[str], decoding_chunk_size: Optional[int],
+                            simulate_streaming: bool) -> None:
+    """UserError for a joint mode asked to decode chunk by chunk (a chunk size > 0, or streaming)."""
+    joint = [m for m in methods if m in JOINT_METHODS]
+    if not joint or not (simulate_streaming or (decoding_chunk_size is not None and decoding_chunk_size > 0)):
+        return
+    asked = "--simulate_streaming" if simulate_streaming else f"--decoding_chunk_size {decoding_chunk_size}"
+    raise UserError(f"{asked}: {' and '.join(joint)} cannot stream: its search starts only when the whole "
+                    f"utterance is encoded (each step's CTC prefix score sums over every frame), so it gives no "
+                    f"partial result and all its time comes after the last chunk; decode it at full context "
+                    f"(leave {asked.split()[0]} out), or stream with attention_rescoring")
+
+
+def run_sh_error(decode_modes: str, decoding_chunk_size: str, joint_ctc_weight: str) -> str:
+    """run.sh's ``--decode_modes`` (space-separated), ``--decoding_chunk_size`` and ``--joint_ctc_weight`` checked
+    as stage 5's recognize checks them, before any stage: the first error in one line naming the option, or ""."""
+    try:
+        modes = decode_modes.split()
+        wrong = [m for m in modes if m not in METHODS_WITHOUT_LM]
+        if not modes or wrong:
+            got = f"'{wrong[0]}' is not a mode" if wrong else "no mode given"
+            lm = " (the *_lm modes come with --lm true)" if wrong and wrong[0] in LM_METHODS else ""
+            raise UserError(f"--decode_modes '{decode_modes}': {got}; valid: {' '.join(METHODS_WITHOUT_LM)}{lm}")
+        _refuse_streaming_joint(modes, int(decoding_chunk_size), False)
+        try:
+            DECODE_OPTIONS["ctc_weight"].check(joint_ctc_weight)
+        except argparse.ArgumentTypeError as e:
+            raise UserError(f"--joint_ctc_weight '{joint_ctc_weight}': {e}") from None
+    except UserError as e:
+        return cli.one_line(str(e))
+    return ""
