@@ -218,6 +218,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         if needs_lm:  # each model its own LM search (its units' lexicon), built before any timing
             config = LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size)
             lm_searches[exp] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
+            if "joint_ctc_attention_lm" in args.modes:  # (units that mark no word ends: refused here, not half-way)
+                lm_searches[exp].word_scorer()
     if args.compile_step:
         for model, *_ in runs.values():
             model.decoder.forward_one_step = torch.compile(model.decoder.forward_one_step, dynamic=True)

@@ -163,7 +163,7 @@ def test_overfit_two_sequences(att_udps):
             break
     assert loss.item() < 0.2
     model.eval()
-    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring", "joint_ctc_attention"]
     res = model.decode(methods, speech, lengths, beam_size=3, ctc_weight=0.5)
     for method in methods:
         assert [r.tokens for r in res[method]] == targets, method
@@ -180,7 +180,7 @@ def test_results_do_not_depend_on_batch_size_or_composition(encoder):
     torch.manual_seed(1)
     lengths = torch.tensor([40, 13, 31, 22, 17])
     speech = torch.randn(len(lengths), 40, F)
-    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring", "joint_ctc_attention"]
     kwargs = dict(beam_size=3, ctc_weight=0.5, reverse_weight=0.3)
 
     def run(idx):

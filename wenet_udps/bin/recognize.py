@@ -101,6 +101,11 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                             beam_size=args.beam_size))
         logging.info("LM %s; lm_weight %g, word_score %g", lm_search.info.describe(), args.lm_weight,
                      args.word_score)
+        if "joint_ctc_attention_lm" in args.modes:  # its word rule, before any decoding (units without word ends)
+            try:
+                lm_search.word_scorer()
+            except UserError as e:
+                parser.error(f"{e} ({args.config})")
         kwargs["lm_search"] = lm_search
         lm_source = {**lm_search.info.source(), "lm_weight": f"{args.lm_weight:g}",
                      "word_score": f"{args.word_score:g}"}

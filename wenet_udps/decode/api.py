@@ -134,6 +134,8 @@ class RecognitionModel:
                                          LmSearchConfig(lm_weight=lm_weight, word_score=word_score,
                                                         beam_size=beam_size))
             values["lm_search"] = self._lm[key]
+            if "joint_ctc_attention_lm" in modes:  # its word rule, before any decoding (units without word ends)
+                self._lm[key].word_scorer()
         return modes, beam_size, batch_size, values
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,

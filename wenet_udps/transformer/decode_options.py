@@ -195,6 +195,8 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
         raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
     checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
     _refuse_unused(modes, checked, flags)
+    _refuse_streaming_joint(modes, checked.get("decoding_chunk_size"), checked.get("simulate_streaming", False),
+                            flags)
     needs_lm = [m for m in modes if m in LM_METHODS]
     if needs_lm and "lm" not in checked:
         raise UserError(f"{_spell('modes', flags)} {' '.join(needs_lm)} need a word LM: add "
@@ -268,7 +270,7 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     if simulate_streaming and batch_size is not None and batch_size != 1:
         raise UserError(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                         f"{batch_size}")
-    _refuse_streaming_joint(methods, decoding_chunk_size, simulate_streaming)
+    _refuse_streaming_joint(methods, decoding_chunk_size, simulate_streaming, flags=True)
     # ASRModel.decode sees values only: one that differs from its default was asked for.
     asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
                                              ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
@@ -278,17 +280,20 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     return chunk
 
 
-def _refuse_streaming_joint(methods: Sequence[str], decoding_chunk_size: Optional[int],
-                            simulate_streaming: bool) -> None:
+def _refuse_streaming_joint(methods: Sequence[str], decoding_chunk_size: Optional[int], simulate_streaming: bool,
+                            flags: bool) -> None:
     """UserError for a joint mode asked to decode chunk by chunk (a chunk size > 0, or streaming)."""
     joint = [m for m in methods if m in JOINT_METHODS]
     if not joint or not (simulate_streaming or (decoding_chunk_size is not None and decoding_chunk_size > 0)):
         return
-    asked = "--simulate_streaming" if simulate_streaming else f"--decoding_chunk_size {decoding_chunk_size}"
-    raise UserError(f"{asked}: {' and '.join(joint)} cannot stream: its search starts only when the whole "
-                    f"utterance is encoded (each step's CTC prefix score sums over every frame), so it gives no "
-                    f"partial result and all its time comes after the last chunk; decode it at full context "
-                    f"(leave {asked.split()[0]} out), or stream with attention_rescoring")
+    name, value = (("simulate_streaming", True) if simulate_streaming else
+                   ("decoding_chunk_size", decoding_chunk_size))
+    shown = None if flags and name == "simulate_streaming" else value  # (a flag without a value)
+    raise UserError(f"{_spell(name, flags, shown)}: "
+                    f"{' and '.join(joint)} cannot stream: its search starts only when the whole utterance is "
+                    f"encoded (each step's CTC prefix score sums over every frame), so it gives no partial result "
+                    f"and all its time comes after the last chunk; decode it at full context (leave "
+                    f"{_spell(name, flags)} out), or stream with attention_rescoring")
 
 
 def run_sh_error(decode_modes: str, decoding_chunk_size: str, joint_ctc_weight: str) -> str:
@@ -301,7 +306,7 @@ def run_sh_error(decode_modes: str, decoding_chunk_size: str, joint_ctc_weight: 
             got = f"'{wrong[0]}' is not a mode" if wrong else "no mode given"
             lm = " (the *_lm modes come with --lm true)" if wrong and wrong[0] in LM_METHODS else ""
             raise UserError(f"--decode_modes '{decode_modes}': {got}; valid: {' '.join(METHODS_WITHOUT_LM)}{lm}")
-        _refuse_streaming_joint(modes, int(decoding_chunk_size), False)
+        _refuse_streaming_joint(modes, int(decoding_chunk_size), False, flags=True)
         try:
             DECODE_OPTIONS["ctc_weight"].check(joint_ctc_weight)
         except argparse.ArgumentTypeError as e:
