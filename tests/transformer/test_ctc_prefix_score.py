@@ -34,12 +34,12 @@ def walk(scorer, rows, utt):
     r_n, r_b = scorer.initial(1)
     r_n, r_b = r_n[utt:utt + 1].repeat(len(rows), 1), r_b[utt:utt + 1].repeat(len(rows), 1)
     for i in range(max(map(len, rows))):
-        cand = torch.tensor([[g[i] if i < len(g) else 1] for g in rows])
+        token = torch.tensor([g[i] if i < len(g) else 1 for g in rows])
         last = torch.tensor([g[i - 1] if 0 < i <= len(g) else -1 for g in rows])
-        _, new_n, new_b = scorer.extend(r_n, r_b, torch.full((len(rows),), utt), last,
-                                        torch.full((len(rows),), i == 0), cand)
+        new_n, new_b = scorer.extend(r_n, r_b, torch.full((len(rows),), utt), last, torch.full((len(rows),), i == 0),
+                                     token)
         keep = torch.tensor([i < len(g) for g in rows]).unsqueeze(1)
-        r_n, r_b = torch.where(keep, new_n[:, 0], r_n), torch.where(keep, new_b[:, 0], r_b)
+        r_n, r_b = torch.where(keep, new_n, r_n), torch.where(keep, new_b, r_b)
     return r_n, r_b
 
 
@@ -59,7 +59,7 @@ def test_prefix_scores_are_the_sums_over_all_alignments(seed):
         r_n, r_b = walk(scorer, rows, utt)
         last = torch.tensor([r[-1] if r else -1 for r in rows])
         empty = torch.tensor([not r for r in rows])
-        psi, _, _ = scorer.extend(r_n, r_b, torch.full((len(rows),), utt), last, empty, cand)
+        psi = scorer.scores(r_n, r_b, torch.full((len(rows),), utt), last, empty, cand)
         for i, row in enumerate(rows):
             for c in range(V):
                 want = (-math.inf if c == BLANK else full[row] if c == EOS else prefix[row + (c,)])
@@ -73,21 +73,21 @@ def test_prefix_scores_are_the_sums_over_all_alignments(seed):
 
 
 def test_scores_do_not_depend_on_the_batch_or_its_padding():
-    """A prefix's scores are the same bits scored alone or beside a longer utterance (padded frames, more rows)."""
+    """A prefix's forward variables are the same bits alone or beside a longer utterance (padded frames, more rows);
+    its prefix scores the same to the last few bits (a sum over the frames, whose grouping follows the padding)."""
     g = torch.Generator().manual_seed(3)
     logp = torch.randn(2, 50, V, generator=g).log_softmax(-1)
     both = CtcPrefixScorer(logp, torch.tensor([50, 31]), BLANK, EOS)
     alone = CtcPrefixScorer(logp[1:, :31], torch.tensor([31]), BLANK, EOS)
     rows = [(1, 2), (2, 2, 1)]
-    cand = torch.tensor([[1, 2, 3, EOS]] * 2)
     r_n, r_b = walk(both, rows, 1)
     a_n, a_b = walk(alone, rows, 0)
+    assert torch.equal(r_n[:, :31], a_n) and torch.equal(r_b[:, :31], a_b)
+    cand = torch.tensor([[1, 2, 3, EOS]] * 2)
     last, empty = torch.tensor([2, 1]), torch.tensor([False, False])
-    psi, new_n, _ = both.extend(r_n, r_b, torch.tensor([1, 1]), last, empty, cand)
-    psi_alone, new_alone, _ = alone.extend(a_n, a_b, torch.tensor([0, 0]), last, empty, cand)
-    assert torch.equal(psi, psi_alone)
-    assert torch.equal(new_n[..., :31], new_alone)
-    assert bool(torch.isfinite(psi).all())
+    psi = both.scores(r_n, r_b, torch.tensor([1, 1]), last, empty, cand)
+    psi_alone = alone.scores(a_n, a_b, torch.tensor([0, 0]), last, empty, cand)
+    assert bool(torch.isfinite(psi).all()) and torch.allclose(psi, psi_alone, rtol=0, atol=1e-12)
 
 
 def test_long_utterance_scores_stay_exact():
@@ -98,8 +98,7 @@ def test_long_utterance_scores_stay_exact():
     logp = (torch.randn(1, frames, V, generator=g, dtype=torch.float64) * 4).log_softmax(-1)
     scorer = CtcPrefixScorer(logp, torch.tensor([frames]), BLANK, EOS)
     r_n, r_b = walk(scorer, [(1, 2)], 0)
-    psi, _, _ = scorer.extend(r_n, r_b, torch.tensor([0]), torch.tensor([2]), torch.tensor([False]),
-                              torch.tensor([[3]]))
+    psi = scorer.scores(r_n, r_b, torch.tensor([0]), torch.tensor([2]), torch.tensor([False]), torch.tensor([[3]]))
     # the recursion itself, one frame at a time, for g = (1, 2) then c = 3
     x = logp[0]
     ninf = -math.inf

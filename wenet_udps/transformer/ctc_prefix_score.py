@@ -16,11 +16,13 @@ step. Here each recursion is unrolled into cumulative sums: with C[t] = x[0, c] 
 
     r_n(h)[t] = C[t] + logcumsumexp_s(phi[s - 1] + x[s, c] - C[s])[t]
 
-(and r_b alike with the blank's sums), so a decoding step is a few ``cumsum`` / ``logcumsumexp`` calls over
-(hypotheses, candidates, frames) at once: linear in frames x candidates, no Python loop over frames. In float64: the
+(and r_b alike with the blank's sums): no Python loop over frames. A decoding step needs psi of every candidate
+(:meth:`CtcPrefixScorer.scores`: one ``logsumexp`` over (hypotheses, candidates, frames)), but the forward variables
+only of the beam_size extensions that survive (:meth:`CtcPrefixScorer.extend`: two scans over (hypotheses,
+frames)), so a step costs about frames x candidates, and the scans, the slow part, frames x beam. In float64: the
 sums reach -1e4 and more on long utterances, and the differences of two such sums must keep the probabilities'
-precision. Both scans run along the frames one after another (torch's CPU kernels do), so a row's values do not
-depend on the batch, its padding or the thread count (tests/transformer/test_ctc_prefix_score.py).
+precision. The scans run along the frames one after another (torch's CPU kernels do), so a prefix's forward
+variables do not depend on the batch, its padding or the thread count (tests/transformer/test_ctc_prefix_score.py).
 """
 from typing import Tuple
 
@@ -65,8 +67,20 @@ class CtcPrefixScorer:
         self.x = self.x.index_select(0, utts)[..., :frames]
         self.blank_sum = self.blank_sum.index_select(0, utts)[:, :frames]
 
-    def extend(self, r_n: torch.Tensor, r_b: torch.Tensor, utt: torch.Tensor, last: torch.Tensor,
-               empty: torch.Tensor, cand: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _emit(self, r_n: torch.Tensor, r_b: torch.Tensor, utt: torch.Tensor, last: torch.Tensor,
+              empty: torch.Tensor, cand: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(emit, x), (N, K, T'): x[t] = log p(c at frame t); emit[t] = phi[t - 1] + x[t], the log-probability that
+        g is emitted by frame t - 1 and c starts at frame t (phi[-1] = 0 for the empty prefix, else -inf)."""
+        n, k = cand.shape
+        frames = self.x.size(-1)
+        x = self.x.view(-1, frames).index_select(0, (utt.unsqueeze(1) * self.vocab + cand).view(-1)).view(n, k, -1)
+        phi = torch.where((cand == last.unsqueeze(1)).unsqueeze(-1), r_b.unsqueeze(1),
+                          torch.logaddexp(r_n, r_b).unsqueeze(1))
+        start = torch.where(empty, 0.0, NEG_INF).to(phi.dtype).view(n, 1, 1).expand(n, k, 1)
+        return torch.cat([start, phi[..., :-1]], dim=-1) + x, x
+
+    def scores(self, r_n: torch.Tensor, r_b: torch.Tensor, utt: torch.Tensor, last: torch.Tensor,
+               empty: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
         """The prefix scores of extending each of N prefixes g by each of its K candidate tokens.
 
         Args:
@@ -74,27 +88,26 @@ class CtcPrefixScorer:
             utt: (N,) each prefix's utterance (index into the kept ones); last: (N,) g's last label (any value for
                 the empty prefix); empty: (N,) bool, g is the empty prefix; cand: (N, K) token ids.
         Returns:
-            psi (N, K): log prefix probability of g + c (the full CTC probability of g for c = eos, -inf for
-            blank); r_n, r_b (N, K, T') of g + c (meaningless for eos and blank, which are never extended).
+            psi (N, K): log prefix probability of g + c, the sum over the utterance's frames of ``emit`` (the full
+            CTC probability of g for c = eos, -inf for blank).
         """
-        n, k = cand.shape
-        frames = self.x.size(-1)
-        x = self.x.view(-1, frames).index_select(0, (utt.unsqueeze(1) * self.vocab + cand).view(-1)).view(n, k, -1)
-        r_sum = torch.logaddexp(r_n, r_b)
-        phi = torch.where((cand == last.unsqueeze(1)).unsqueeze(-1), r_b.unsqueeze(1), r_sum.unsqueeze(1))
-        # phi[t - 1], with phi[-1] = 0 for the empty prefix (its first label may start at frame 0) else -inf.
-        start = torch.where(empty, 0.0, NEG_INF).to(phi.dtype).view(n, 1, 1).expand(n, k, 1)
-        emit = torch.cat([start, phi[..., :-1]], dim=-1) + x       # c newly emitted at frame t
+        emit, _ = self._emit(r_n, r_b, utt, last, empty, cand)
+        lengths = self.lengths.index_select(0, utt)
+        valid = torch.arange(emit.size(-1), device=emit.device) < lengths.unsqueeze(1)   # (N, T')
+        psi = torch.logsumexp(emit.masked_fill(~valid.unsqueeze(1), NEG_INF), dim=-1)
+        full = torch.logaddexp(r_n, r_b).gather(1, lengths.unsqueeze(1) - 1)  # (N, 1): P_ctc(g) itself
+        psi = torch.where(cand == self.eos, full, psi)
+        return psi.masked_fill(cand == self.blank, NEG_INF)
+
+    def extend(self, r_n: torch.Tensor, r_b: torch.Tensor, utt: torch.Tensor, last: torch.Tensor,
+               empty: torch.Tensor, token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The forward variables (N, T') of each prefix extended by its one ``token`` (N,) (the arguments as
+        :meth:`scores`'s): run for the survivors of a step only, not for every candidate."""
+        emit, x = self._emit(r_n, r_b, utt, last, empty, token.unsqueeze(1))
+        emit, x = emit.squeeze(1), x.squeeze(1)
         csum = x.cumsum(-1)
         new_n = csum + torch.logcumsumexp(emit - csum, dim=-1)
         # r_b(h)[t] = B[t] + logcumsumexp_s(r_n(h)[s - 1] - B[s - 1])[t], nothing at s = 0.
-        blank_sum = self.blank_sum.index_select(0, utt).unsqueeze(1)  # (N, 1, T')
-        enter = torch.cat([torch.full_like(new_n[..., :1], NEG_INF), (new_n - blank_sum)[..., :-1]], dim=-1)
-        new_b = blank_sum + torch.logcumsumexp(enter, dim=-1)
-        # psi at the utterance's last frame (a scan, not a reduction: the same bits whatever the padding)
-        end = (self.lengths.index_select(0, utt) - 1).view(n, 1, 1).expand(n, k, 1)
-        psi = torch.logcumsumexp(emit, dim=-1).gather(-1, end).squeeze(-1)
-        full = r_sum.gather(1, end[:, 0])                           # (N, 1): the CTC probability of g itself
-        psi = torch.where(cand == self.eos, full, psi)
-        psi = psi.masked_fill(cand == self.blank, NEG_INF)
-        return psi, new_n, new_b
+        blank_sum = self.blank_sum.index_select(0, utt)
+        enter = torch.cat([torch.full_like(new_n[:, :1], NEG_INF), (new_n - blank_sum)[:, :-1]], dim=-1)
+        return new_n, blank_sum + torch.logcumsumexp(enter, dim=-1)

@@ -209,12 +209,12 @@ class _Search:
         top, cand = logp.topk(width, dim=-1)           # (N, K), best first
         dec = live.dec.unsqueeze(1) + top
         score = self.dec_weight * dec if self.dec_weight > 0.0 else torch.zeros_like(dec)
-        psi = r_n = r_b = None
+        psi = None
         if self.ctc_weight > 0.0:
             last = live.hyps[:, -1]
             empty = torch.full_like(last, step == 1, dtype=torch.bool)
             utt = torch.arange(running, device=last.device) // beam
-            psi, r_n, r_b = live.ctc.extend(live.r_n, live.r_b, utt, last, empty, cand)
+            psi = live.ctc.scores(live.r_n, live.r_b, utt, last, empty, cand)
             score = score + self.ctc_weight * psi
         states, lm = None, live.lm.unsqueeze(1).expand_as(score)
         if self.words is not None:
@@ -237,14 +237,16 @@ class _Search:
         order = torch.sort(flat, dim=1, descending=True, stable=True).indices[:, :beam]
         src = (torch.arange(utts, device=flat.device).unsqueeze(1) * beam + order // width).view(-1)
         pick = (order % width).view(-1)
-        live.hyps = torch.cat([live.hyps[src], cand[src, pick].unsqueeze(1)], dim=1)
+        token = cand[src, pick]
+        if psi is not None:  # the forward variables of the survivors only (ctc_prefix_score's docstring)
+            live.psi = psi[src, pick]
+            live.r_n, live.r_b = live.ctc.extend(live.r_n[src], live.r_b[src], utt, last[src], empty, token)
+        live.hyps = torch.cat([live.hyps[src], token.unsqueeze(1)], dim=1)
         if cache is not None:
             cache.reorder(src)
         live.cache = cache
         live.scores = flat.gather(1, order).view(-1, 1)
         live.dec, live.lm = dec[src, pick], lm[src, pick]
-        if psi is not None:
-            live.psi, live.r_n, live.r_b = psi[src, pick], r_n[src, pick], r_b[src, pick]
         if states is not None:
             live.words = [states[s][k] for s, k in zip(src.tolist(), pick.tolist())]
         live.end_flag = live.hyps[:, -1:] == eos
