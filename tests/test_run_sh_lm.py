@@ -243,7 +243,7 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
                                "--joint_ctc_weight", "0.4",
                                "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
                                "--num_workers", "1", "--decode_batch_size", "4"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
     proc = run("1", "--lm_order", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
     d = Path(f"{exp}_scaled_dot")

@@ -5,23 +5,15 @@ import math
 import pytest
 import torch
 
-from tests.lm.lm_helpers import emissions, need_flashlight, write_units
+from tests.lm.lm_helpers import emissions, need_flashlight
 from tests.lm.test_search import small_bpe, write_arpa
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.lm.words import word_rule
-from wenet_udps.text import CharTokenizer
 from wenet_udps.transformer.decoder import TransformerDecoder
 from wenet_udps.transformer.joint_search import joint_beam_search
 from wenet_udps.utils.cli import UserError
 
 A, B, SPACE, EOS = 2, 3, 4, 5   # the letters' units: <blank> <unk> a b ▁ <sos/eos>
-
-
-@pytest.fixture
-def letters(tmp_path):
-    need_flashlight()
-    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "a", "b", "▁", "<sos/eos>"])
-    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
 
 
 def test_a_word_costs_its_lm_score_when_it_ends(tmp_path, letters):
