@@ -84,8 +84,11 @@ force=false             # true: train afresh where an exp dir holds an earlier r
 average_num=5           # checkpoints averaged for decoding (fewer when fewer exist: avg_<number used>.pt)
 average_mode=val_best   # val_best (the N best by cv loss) | latest (the last N epochs)
 decode_modes="ctc_greedy_search ctc_prefix_beam_search attention attention_rescoring"
+                        # (also joint_ctc_attention: ESPnet's joint CTC/attention beam search; with --lm true it
+                        # adds joint_ctc_attention_lm, its LM weights tuned on dev apart)
 beam_size=10
 ctc_weight=0.5          # CTC weight in attention rescoring
+joint_ctc_weight=0.3    # CTC weight λ of the joint modes: (1 - λ) decoder + λ CTC prefix score (ESPnet's 0.3)
 reverse_weight=0.0      # right-to-left decoder weight (bitransformer)
 decoding_chunk_size=-1  # -1: full attention; >0: streaming chunk size (needs a streaming conf, e.g. *_u2pp_*)
 num_decoding_left_chunks=-1
@@ -148,7 +151,7 @@ download_dir=${download_dir:-downloads/${corpus}}
 exp_prefix=${dir:-exp/${corpus}/$(basename "${config}" .yaml)}
 read -r -a overrides_given <<< "${train_override}"
 check_install
-[[ ${lm} == false ]] || { check_lm_values; check_lm_options; check_lm_install; }
+[[ ${lm} == false ]] || { check_lm_options; check_lm_install; }
 tmp=   # a scratch dir for stages 4-7
 trap 'rm -rf "${tmp}"; [[ ${#training_pids[@]} -eq 0 ]] || kill "${training_pids[@]}" 2> /dev/null' EXIT
 declare -A exp_of=()   # variant -> exp dir

@@ -3,13 +3,17 @@
     python -m bench.decode_speed --exp_dirs exp/tiny_zh/train_conformer_scaled_dot exp/tiny_zh/train_conformer_udps \
         --test_data data/tiny_zh/test/data.list --repeats 3 --threads 1
 
-Times all four modes (ctc_greedy_search, ctc_prefix_beam_search, attention, attention_rescoring) unless ``--modes``
-names some; with ``--lm LM.bin`` (a word n-gram LM, as recognize takes it) also the two LM modes
-(ctc_prefix_beam_search_lm, attention_rescoring_lm) at ``--lm_weight`` / ``--word_score``, so RTF with and without
-the LM comes from one run (``--ctc_weight`` as recognize's). Prints one line per model and mode: seconds for
-``--repeats`` passes over the list, each pass decoding in that mode alone (the encoder included, so a search's own
-cost is its mode's time minus ``ctc_greedy_search``'s), and the UDPS-to-scaled-dot style ratio of each mode when two
-models are given (docs/benchmarks.md). Passes alternate between the models, so a machine that slows down slows both.
+Times the five modes without an LM (ctc_greedy_search, ctc_prefix_beam_search, attention, attention_rescoring,
+joint_ctc_attention) unless ``--modes`` names some; with ``--lm LM.bin`` (a word n-gram LM, as recognize takes it)
+also the three LM modes (ctc_prefix_beam_search_lm, attention_rescoring_lm, joint_ctc_attention_lm) at
+``--lm_weight`` / ``--word_score``, so RTF with and without the LM comes from one run (``--ctc_weight`` and
+``--length_bonus`` as recognize's: not given, each mode its own default, 0 for rescoring and 0.3 for the joint
+modes). ``--modes attention_rescoring joint_ctc_attention`` with ``--repeats 3 --threads 1 --clock cpu`` gives
+joint / rescoring side by side (a line per model: ``ratio joint_ctc_attention / attention_rescoring``). Prints
+one line per model and mode: seconds for ``--repeats`` passes over the list, each pass decoding in that mode alone
+(the encoder included, so a search's own cost is its mode's time minus ``ctc_greedy_search``'s), and the
+UDPS-to-scaled-dot style ratio of each mode when two models are given (docs/benchmarks.md). Passes alternate
+between the models, so a machine that slows down slows both.
 
 Two trained models stop their beam searches after different numbers of steps (their hypotheses differ), so the
 ``attention`` ratio mixes speed with what they decode. ``--step_prefixes 10 40 80`` also times one decoder step at
@@ -26,7 +30,10 @@ and over: the mixed load of a test run); ``none`` (the default) runs alone.
 ``--long_utterance_s 300`` also decodes one synthetic utterance of that length (the list's features one after
 another, repeated) per model: ``attention`` with end-of-sentence suppressed, so the search runs its full
 ceil(max_len_ratio * T') steps, the worst case of a model that never ends a sentence, and ``attention_rescoring``;
-it prints both times (after the encoder, timed apart) and attention / attention_rescoring.
+it prints both times (after the encoder, timed apart) and attention / attention_rescoring. With
+``joint_ctc_attention`` in ``--modes`` it also times the joint search on it (as it ends by itself), with its tokens
+and its seconds per encoder frame x token; several lengths (``--long_utterance_s 5 10 20 40 60``) give its
+scaling.
 
 ``--compile_step`` runs each decoder's ``forward_one_step`` under ``torch.compile(dynamic=True)`` (inductor), to see
 what a compiled step would give (the warm-up pass of each mode pays the compiles).
@@ -41,14 +48,14 @@ from torch.utils.data import DataLoader
 from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer.decode_options import add_decode_arguments, resolve_decode_options
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, resolve_decode_options
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM, attention_beam_search
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
 from bench._harness import NEIGHBOURS, neighbour
 
-BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "beam_size", "batch_size")
+BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "length_bonus", "beam_size", "batch_size")
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
@@ -71,11 +78,11 @@ def long_input(batches, frames: int):
 
 
 @torch.no_grad()
-def long_utterance(runs, args, clock) -> None:
+def long_utterance(runs, seconds: float, args, clock) -> None:
     """Print each model's seconds for ``attention`` (eos suppressed) and ``attention_rescoring`` on one utterance of
-    ``--long_utterance_s`` seconds, and their ratio; the encoder runs once, timed apart."""
+    ``seconds``, and their ratio (and ``joint_ctc_attention``'s, if timed); the encoder runs once, timed apart."""
     for exp, (model, batches, _, shift) in runs.items():
-        feats, lens = long_input(batches, max(1, round(args.long_utterance_s / shift)))
+        feats, lens = long_input(batches, max(1, round(seconds / shift)))
         start = clock()
         enc, mask = model.encode(feats, lens, 0, -1, False)
         encoder_s = clock() - start
@@ -86,10 +93,19 @@ def long_utterance(runs, args, clock) -> None:
         start = clock()
         model.search(["attention_rescoring"], enc, mask, args.beam_size)
         rescoring_s = clock() - start
-        print(f"{exp}: long utterance {args.long_utterance_s:g} s ({feats.size(1)} frames, T' {enc.size(1)}): "
+        print(f"{exp}: long utterance {seconds:g} s ({feats.size(1)} frames, T' {enc.size(1)}): "
               f"encoder {encoder_s:.2f} s, attention (eos suppressed, {len(hyp.tokens)} tokens) {attention_s:.2f} s, "
               f"attention_rescoring {rescoring_s:.2f} s, ratio attention / attention_rescoring "
               f"{attention_s / rescoring_s:.3f}")
+        if "joint_ctc_attention" in args.modes:
+            start = clock()
+            joint = model.search(["joint_ctc_attention"], enc, mask, args.beam_size,
+                                 **decode_kwargs(args, None, ["joint_ctc_attention"]))["joint_ctc_attention"][0]
+            joint_s = clock() - start
+            work = enc.size(1) * max(1, len(joint.tokens))
+            print(f"{exp}: long utterance {seconds:g} s: joint_ctc_attention ({len(joint.tokens)} tokens) "
+                  f"{joint_s:.2f} s, {1e6 * joint_s / work:.3f} us per frame x token, ratio joint_ctc_attention / "
+                  f"attention_rescoring {joint_s / rescoring_s:.3f}")
 
 
 def _time_sublayers(decoder, clock):
@@ -168,7 +184,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--test_data", required=True, help="data.list to decode")
     parser.add_argument("--modes", nargs="*", default=None, choices=DECODING_METHODS,
                         help="decoding modes to time over the whole list (default: the four without an LM, and the "
-                             "two *_lm modes with --lm; none: only --step_prefixes / --long_utterance_s)")
+                             "*_lm modes with --lm; none: only --step_prefixes / --long_utterance_s)")
     # recognize's flags, with its checks (decode_options.DECODE_OPTIONS).
     add_decode_arguments(parser, BENCH_OPTIONS)
     parser.add_argument("--repeats", type=int, default=3)
@@ -179,9 +195,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="cpu: this process's CPU time, steadier on a machine shared with other jobs")
     parser.add_argument("--neighbour", choices=list(NEIGHBOURS), default="none",
                         help="a process competing for the cores while timing (see the description)")
-    parser.add_argument("--long_utterance_s", type=float, default=0.0, metavar="SECONDS",
-                        help="also decode one synthetic utterance this long: attention with eos suppressed and "
-                             "attention_rescoring (0: not)")
+    parser.add_argument("--long_utterance_s", type=float, nargs="*", default=[], metavar="SECONDS",
+                        help="also decode one synthetic utterance of each of these lengths: attention with eos "
+                             "suppressed, attention_rescoring, and joint_ctc_attention if in --modes")
     parser.add_argument("--compile_step", action="store_true",
                         help="run decoder.forward_one_step under torch.compile (see the description)")
     args = parser.parse_args(argv)
@@ -202,6 +218,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         if needs_lm:  # each model its own LM search (its units' lexicon), built before any timing
             config = LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size)
             lm_searches[exp] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
+            if "joint_ctc_attention_lm" in args.modes:  # (units that mark no word ends: refused here, not half-way)
+                lm_searches[exp].word_scorer()
     if args.compile_step:
         for model, *_ in runs.values():
             model.decoder.forward_one_step = torch.compile(model.decoder.forward_one_step, dynamic=True)
@@ -209,8 +227,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         seconds = timed_passes(runs, lm_searches, args, clock)
         for length in args.step_prefixes:
             step_times(runs, length, args, clock)
-        if args.long_utterance_s > 0:
-            long_utterance(runs, args, clock)
+        for length in args.long_utterance_s:
+            long_utterance(runs, length, args, clock)
     for mode in args.modes:
         for exp, (_, batches, audio, _) in runs.items():
             rtf = seconds[exp, mode] / (args.repeats * audio)
@@ -220,14 +238,20 @@ def main(argv: Optional[List[str]] = None) -> None:
         if len(runs) == 2:
             first, second = runs
             print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
+    for joint, rescoring in (("joint_ctc_attention", "attention_rescoring"),
+                             ("joint_ctc_attention_lm", "attention_rescoring_lm")):
+        if joint in args.modes and rescoring in args.modes:  # the issue-67 target: joint at most 2x rescoring
+            for exp in runs:
+                print(f"{exp}: ratio {joint} / {rescoring}: {seconds[exp, joint] / seconds[exp, rescoring]:.3f}")
 
 
 def decode_kwargs(args, lm_search, modes) -> dict:
-    """``model.decode``'s options for these modes: the model's LM search (if any), and ``--ctc_weight`` where a
-    rescoring mode runs (decode refuses an option its modes would ignore)."""
+    """``model.decode``'s options for these modes: the model's LM search (if any), and ``--ctc_weight`` and
+    ``--length_bonus`` where a mode that uses them runs (decode refuses an option its modes would ignore)."""
     kwargs = {} if lm_search is None else {"lm_search": lm_search}
-    if {"attention_rescoring", "attention_rescoring_lm"} & set(modes):
-        kwargs["ctc_weight"] = args.ctc_weight
+    for name in ("ctc_weight", "length_bonus"):
+        if set(DECODE_OPTIONS[name].modes) & set(modes):
+            kwargs[name] = getattr(args, name)
     return kwargs
 
 

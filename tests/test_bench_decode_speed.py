@@ -37,8 +37,9 @@ def test_decode_speed_times_modes_and_decoder_steps_of_two_models(tmp_path, fsdd
 
 
 def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(tmp_path, fsdd_dir):
-    """By default all four modes; the neighbour runs during the timing and is gone after; the long utterance is
-    decoded in attention with eos suppressed (as many tokens as encoder frames) and in attention_rescoring."""
+    """By default the five modes without an LM; the neighbour runs during the timing and is gone after; the long
+    utterance is decoded in attention with eos suppressed (as many tokens as encoder frames), in
+    attention_rescoring and in joint_ctc_attention, at each length asked for; joint / rescoring side by side."""
     exp = tmp_path / "udps"
     exp.mkdir()
     make_model_dir(exp, att_udps=True)
@@ -46,11 +47,14 @@ def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(t
     write_data_list(fsdd_dir, data, 2)
     proc = subprocess.run([sys.executable, "-m", "bench.decode_speed", "--exp_dirs", str(exp),
                            "--checkpoint", "avg.pt", "--test_data", str(data), "--neighbour", "busyloop",
-                           "--long_utterance_s", "1.5", "--step_prefixes", "3", "--repeats", "1", "--beam_size", "2",
-                           "--batch_size", "2"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                           "--long_utterance_s", "1.5", "0.8", "--step_prefixes", "3", "--repeats", "1",
+                           "--beam_size", "2", "--batch_size", "2"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"):
+    for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",
+                 "joint_ctc_attention"):
         assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout
+    assert re.search(r": ratio joint_ctc_attention / attention_rescoring: [\d.]+\n", proc.stdout), proc.stdout
     assert "neighbour busyloop)" in proc.stdout and "early" not in proc.stdout
     pid = int(re.search(r"neighbour busyloop: pid (\d+)", proc.stdout).group(1))
     with pytest.raises(ProcessLookupError):
@@ -59,6 +63,9 @@ def test_decode_speed_times_all_modes_next_to_a_neighbour_and_a_long_utterance(t
                      r"(\d+) tokens\) [\d.]+ s, attention_rescoring [\d.]+ s, ratio attention / attention_rescoring "
                      r"[\d.]+", proc.stdout)
     assert long and long.group(1) == long.group(2), proc.stdout
+    for seconds in ("1.5", "0.8"):
+        assert re.search(rf"long utterance {seconds} s: joint_ctc_attention \(\d+ tokens\) [\d.]+ s, [\d.]+ us per "
+                         rf"frame x token, ratio joint_ctc_attention / attention_rescoring [\d.]+", proc.stdout)
 
 
 def run_bench(*args):
@@ -67,11 +74,11 @@ def run_bench(*args):
 
 
 def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):
-    """With --lm the default modes are all six, each timed with its RTF; an LM mode without --lm, or --lm with no
+    """With --lm the default modes are all eight, each timed with its RTF; an LM mode without --lm, or --lm with no
     LM mode, is a usage error."""
     exp = tmp_path / "scaled_dot"
     exp.mkdir()
-    make_model_dir(exp, att_udps=False)
+    make_model_dir(exp, space=True, att_udps=False)  # (the word boundary joint_ctc_attention_lm needs)
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 2)
     common = ["--exp_dirs", str(exp), "--checkpoint", "avg.pt", "--test_data", str(data), "--repeats", "1",
@@ -86,5 +93,6 @@ def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):
     proc = run_bench(*common, "--lm", str(tmp_path / "lm.arpa"), "--lm_weight", "1.0", "--ctc_weight", "0.5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     for mode in ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",
-                 "ctc_prefix_beam_search_lm", "attention_rescoring_lm"):
+                 "joint_ctc_attention", "ctc_prefix_beam_search_lm", "attention_rescoring_lm",
+                 "joint_ctc_attention_lm"):
         assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout

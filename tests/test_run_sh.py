@@ -98,6 +98,12 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
     (["--decoding_chunk_size", "0"], "--decoding_chunk_size 0: must be in 1..10000 or -1, got 0"),
     (["--num_decoding_left_chunks", "4"], "--num_decoding_left_chunks 4 limits the left context of chunked"),
+    # issue 67: the decoding modes and their options, checked as stage 5's recognize checks them, before any stage
+    (["--decode_modes", "attention beam"], "--decode_modes 'attention beam': 'beam' is not a mode; valid: "),
+    (["--decode_modes", "joint_ctc_attention_lm"], "(the *_lm modes come with --lm true)"),
+    (["--decode_modes", "joint_ctc_attention", "--decoding_chunk_size", "4"],
+     "--decoding_chunk_size 4: joint_ctc_attention cannot stream"),
+    (["--joint_ctc_weight", "2"], "--joint_ctc_weight '2': must be in [0, 1], got 2"),
 ])
 def test_malformed_options_are_usage_errors(args, message):
     proc = run_sh(*args)

@@ -243,9 +243,11 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
         return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", stage, "--stop_stage", "5",
                                "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
                                *lm_args, "--lm_weights", "0.5 1", "--word_scores", "0 2",
+                               "--decode_modes", "ctc_greedy_search attention_rescoring joint_ctc_attention",
+                               "--joint_ctc_weight", "0.4",
                                "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
                                "--num_workers", "1", "--decode_batch_size", "4"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
     proc = run("1", "--lm_order", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
     d = Path(f"{exp}_scaled_dot")
@@ -261,6 +263,16 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
             assert f"lm: {data / 'lm' / 'lm.bin'}" in info and "lm_sha256: " in info
             assert f"lm_weight: {weight}" in info and f"word_score: {score}" in info
         assert (d / x / "attention_rescoring" / "text").is_file()  # the modes without the LM are still there
+    # Issue 67: the joint modes, in a recognize of their own with --joint_ctc_weight; with the LM, weights tuned on
+    # the joint mode's own dev WER.
+    joint = (d / "lm_tune" / "dev_joint" / "best").read_text().split()
+    assert sorted(p.name for p in (d / "lm_tune" / "dev_joint").iterdir() if p.is_dir()) == tried
+    for x in ("dev", "test"):
+        assert "ctc_weight: 0.4" in (d / x / "joint_ctc_attention" / "decode.info").read_text()
+        assert "ctc_weight: 0.5" in (d / x / "attention_rescoring" / "decode.info").read_text()
+        info = (d / x / "joint_ctc_attention_lm" / "decode.info").read_text()
+        assert f"lm_weight: {joint[1]}" in info and f"word_score: {joint[2]}" in info and "ctc_weight: 0.4" in info
+        assert "Overall -> " in (d / x / "joint_ctc_attention_lm" / "wer").read_text()
     first = {x: (d / x / "attention_rescoring_lm" / "text").read_text() for x in ("dev", "test")}
 
     # A second LM (--lm_tag) sits beside the first: its own folder, tuning and result columns; the first stays.
@@ -275,4 +287,4 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
         for mode in ("ctc_prefix_beam_search_lm_tri", "attention_rescoring_lm_tri"):
             assert "Overall -> " in (d / x / mode / "wer").read_text()
             assert f"lm: {data / 'lm_tri' / 'lm.bin'}" in (d / x / mode / "decode.info").read_text()
-        assert not (d / x / ".lm_tri.partial").exists()
+        assert not (d / x / ".decode_lm_tri.partial").exists() and (d / x / "joint_ctc_attention_lm_tri").is_dir()

@@ -64,12 +64,13 @@ score_into() {
 }
 
 decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
-  local exp=$1 x=$2 result_dir=$1/$2 key mode device=cpu
-  [[ -z ${gpus} ]] || device=cuda
+  local exp=$1 x=$2 result_dir=$1/$2 key mode modes joint ctc_arg
   require "${data}/${x}/$(list_name)" 3
   key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
         beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
         decoding_chunk_size="${decoding_chunk_size}" num_decoding_left_chunks="${num_decoding_left_chunks}")
+  # (with a joint mode only, so that the stamps of decodes without one stay valid)
+  [[ " ${decode_modes}" != *" joint_"* ]] || key+=$'\n'$(stamp_text joint_ctc_weight="${joint_ctc_weight}")
   # shellcheck disable=SC2086  # decode_modes is a list
   if stamp_ok "${result_dir}/.decode.stamp" "${key}" && records_refs "${result_dir}" "" ${decode_modes}; then
     log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
@@ -77,24 +78,37 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     log "stage 5: decode ${x} with ${avg} (${decode_modes})"
     # the scores of the text about to be replaced go first: a stop before scoring leaves no old score beside it
     for mode in ${decode_modes}; do rm -f "${result_dir}/${mode}/wer"; done
-    # recognize refuses an option that would do nothing: the rescoring weights go only with attention_rescoring,
-    # and the default chunk size (-1) is left to the model (full context, or its static_chunk_size).
-    local extra=()
-    [[ " ${decode_modes} " != *" attention_rescoring "* ]] \
-      || extra+=(--ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}")
-    [[ ${decoding_chunk_size} == -1 ]] || extra+=(--decoding_chunk_size "${decoding_chunk_size}")
-    # shellcheck disable=SC2086  # decode_modes is a list
-    CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
-      --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
-      --result_dir "${result_dir}" --modes ${decode_modes} --beam_size "${beam_size}" \
-      --batch_size "${decode_batch_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
-      --device "${device}" ${extra[@]+"${extra[@]}"}
+    # The joint modes weigh CTC with their own --ctc_weight (--joint_ctc_weight): a recognize of their own.
+    modes=$(tr ' ' '\n' <<< "${decode_modes}" | grep -v '^joint_' | tr '\n' ' ' || true)
+    joint=$(tr ' ' '\n' <<< "${decode_modes}" | grep '^joint_' | tr '\n' ' ' || true)
+    # recognize refuses an option that would do nothing: the rescoring weights go only with attention_rescoring.
+    ctc_arg=()
+    [[ " ${modes} " != *" attention_rescoring "* ]] \
+      || ctc_arg=(--ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}")
+    # shellcheck disable=SC2086  # modes is a list
+    [[ -z ${modes// } ]] || stage5_recognize "${exp}" "${x}" "${result_dir}" "${modes}" ${ctc_arg[@]+"${ctc_arg[@]}"}
+    [[ -z ${joint// } ]] || stage5_recognize "${exp}" "${x}" "${result_dir}" "${joint}" --ctc_weight "${joint_ctc_weight}"
     stamp_write "${result_dir}/.decode.stamp" "${key}"
   fi
   for mode in ${decode_modes}; do
     score_into "${result_dir}/${mode}/wer" "${data}/${x}/text" "${result_dir}/${mode}/text" --v=1
     log "stage 5: ${exp} ${x} ${mode}: $(grep '^Overall' "${result_dir}/${mode}/wer")"
   done
+}
+
+# stage5_recognize EXP SET RESULT_DIR MODES [OPTION...]: recognize SET with ${avg} in MODES; the default chunk size
+# (-1) is left to the model (full context, or its static_chunk_size).
+stage5_recognize() {
+  local exp=$1 x=$2 result_dir=$3 modes=$4 device=cpu extra=()
+  shift 4
+  [[ -z ${gpus} ]] || device=cuda
+  [[ ${decoding_chunk_size} == -1 ]] || extra+=(--decoding_chunk_size "${decoding_chunk_size}")
+  # shellcheck disable=SC2086  # modes is a list
+  CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" \
+    --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/${x}/$(list_name)" \
+    --result_dir "${result_dir}" --modes ${modes} --beam_size "${beam_size}" \
+    --batch_size "${decode_batch_size}" --num_decoding_left_chunks "${num_decoding_left_chunks}" \
+    --device "${device}" ${extra[@]+"${extra[@]}"} "$@"
 }
 
 stage_decode() {  # stage 5: average each run's checkpoints, decode and score every test set

@@ -19,16 +19,6 @@ find_kenlm_program("lmplz"); find_kenlm_program("build_binary"); import_flashlig
     || die "--lm true: ${err#*LmToolsMissing: }"
 }
 
-# check_lm_values (--lm true): --lm_weights, --word_scores, --lm_order and --lm_prune by the rules of the programs
-# stages 2 and 5 give them to (wenet_udps/lm/options.py), before any stage: an empty or bad list would stop a stage
-# half-way.
-check_lm_values() {
-  local err
-  err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error; print(run_sh_error(*sys.argv[1:]))' \
-        "${lm_weights}" "${word_scores}" "${lm_order}" "${lm_prune}") || die "python3 could not check the LM options"
-  [[ -z ${err} ]] || die "${err}"
-}
-
 # check_lm_options: a corpus whose settings.sh lists published LMs (lm_names) decodes with the one --lm_name picks
 # (default lm_name_default), which no option of an LM built from text changes; the others build theirs from text.
 check_lm_options() {
@@ -116,23 +106,26 @@ lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev
   stamp_write "${out}.stamp" "${key}"
 }
 
-# lm_tune EXP: the LM weight and word score of ${avg} whose attention_rescoring_lm WER on ${dev_set} is lowest (a
-# grid of --lm_weights x --word_scores); sets lm_weight and word_score. Dev only: test never chooses anything.
+# lm_tune EXP MODE: the LM weight and word score of ${avg} whose MODE WER on ${dev_set} is lowest (a grid of
+# --lm_weights x --word_scores; attention_rescoring_lm's in <exp>/lm_tune/<dev>, joint_ctc_attention_lm's in
+# <exp>/lm_tune/<dev>_joint); sets lm_weight and word_score. Dev only: test never chooses anything.
 lm_tune() {
-  local exp=$1 tune=$1/lm_tune$(lm_suffix)/${dev_set} key w b out rate best=""
+  local exp=$1 mode=$2 tune key w b out rate best=""
+  tune=$1/lm_tune$(lm_suffix)/${dev_set}
+  [[ ${mode} != joint_* ]] || tune+=_joint
   key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weights="${lm_weights}" \
-        word_scores="${word_scores}" beam_size="${beam_size}" ctc_weight="${ctc_weight}" \
+        word_scores="${word_scores}" beam_size="${beam_size}" ctc_weight="$(lm_ctc_weight "${mode}")" \
         list="$(file_sum "${data}/${dev_set}/$(list_name)")")
   if ! { [[ -f ${tune}/best ]] && stamp_ok "${tune}/.tune.stamp" "${key}"; }; then
-    log "stage 5: tune the LM weight (${lm_weights}) and word score (${word_scores}) on ${dev_set}"
+    log "stage 5: tune the LM weight (${lm_weights}) and word score (${word_scores}) of ${mode} on ${dev_set}"
     python3 -m wenet_udps.bin.check_lm --lm "$(lm_file)" --text "${data}/${dev_set}/text"
     for w in ${lm_weights}; do
       for b in ${word_scores}; do
         out=${tune}/w${w}_b${b}
-        lm_recognize "${exp}" "${dev_set}" "${out}" attention_rescoring_lm "${w}" "${b}" > /dev/null
-        score_into "${out}/wer" "${data}/${dev_set}/text" "${out}/attention_rescoring_lm/text"
+        lm_recognize "${exp}" "${dev_set}" "${out}" "${mode}" "${w}" "${b}" > /dev/null
+        score_into "${out}/wer" "${data}/${dev_set}/text" "${out}/${mode}/text"
         rate=$(awk '/^Overall/ { print $3; exit }' "${out}/wer")
-        log "stage 5: ${dev_set} lm_weight ${w} word_score ${b}: ${rate} %"
+        log "stage 5: ${dev_set} ${mode} lm_weight ${w} word_score ${b}: ${rate} %"
         best=$(printf '%s\n%s %s %s\n' "${best}" "${rate}" "${w}" "${b}" | awk 'NF' | sort -g -k1,1 | head -n 1)
       done
     done
@@ -140,49 +133,63 @@ lm_tune() {
     stamp_write "${tune}/.tune.stamp" "${key}"
   fi
   read -r rate lm_weight word_score < "${tune}/best"
-  log "stage 5: ${exp}: lm_weight ${lm_weight}, word_score ${word_score} (${dev_set} ${rate} %)"
+  log "stage 5: ${exp} ${mode}: lm_weight ${lm_weight}, word_score ${word_score} (${dev_set} ${rate} %)"
 }
 
-# lm_recognize EXP SET RESULT_DIR MODES LM_WEIGHT WORD_SCORE: recognize SET with ${avg} and the LM.
+# lm_ctc_weight MODE: the CTC weight MODE decodes with (the joint modes have their own, --joint_ctc_weight).
+lm_ctc_weight() {
+  if [[ $1 == joint_* ]]; then echo "${joint_ctc_weight}"; else echo "${ctc_weight}"; fi
+}
+
+# lm_recognize EXP SET RESULT_DIR MODES LM_WEIGHT WORD_SCORE: recognize SET with ${avg} and the LM (MODES all joint
+# or none: the two weigh CTC differently).
 lm_recognize() {
-  local device=cpu
+  local device=cpu weights
   [[ -z ${gpus} ]] || device=cuda
+  weights=(--ctc_weight "$(lm_ctc_weight "${4%% *}")")
+  [[ $4 == joint_* ]] || weights+=(--reverse_weight "${reverse_weight}")
   # shellcheck disable=SC2086  # $4 is a list of modes
   CUDA_VISIBLE_DEVICES=${gpus%%,*} python3 -m wenet_udps.bin.recognize --config "$1/train.yaml" \
     --checkpoint "${avg}" --data_type "${data_type}" --test_data "${data}/$2/$(list_name)" --result_dir "$3" \
     --modes $4 --lm "$(lm_file)" --lm_weight "$5" --word_score "$6" --beam_size "${beam_size}" \
-    --ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}" --batch_size "${decode_batch_size}" \
-    --device "${device}"
+    "${weights[@]}" --batch_size "${decode_batch_size}" --device "${device}"
 }
 
-# lm_decode EXP: stage 5 with --lm true: EXP's weights tuned on dev, then every test set decoded in the *_lm modes,
-# into <set>/<mode><lm_suffix> (decoded beside them, then moved in: an interrupted decode leaves the old results).
+# lm_decode EXP: stage 5 with --lm true: EXP's weights tuned on dev, then every test set decoded in the *_lm modes
+# (joint_ctc_attention_lm too when --decode_modes has joint_ctc_attention, with weights tuned on its own dev WER).
 lm_decode() {
-  local exp=$1 x key mode out lm_weight word_score suffix
-  suffix=$(lm_suffix)
   require "$(lm_file)" 2
-  lm_tune "${exp}"
+  lm_decode_modes "$1" "${lm_modes}" attention_rescoring_lm decode_lm
+  [[ " ${decode_modes} " != *" joint_ctc_attention "* ]] \
+    || lm_decode_modes "$1" joint_ctc_attention_lm joint_ctc_attention_lm decode_joint_lm
+}
+
+# lm_decode_modes EXP MODES TUNE_MODE STAMP: MODES decoded on every test set with the LM weights tuned for TUNE_MODE,
+# into <set>/<mode><lm_suffix> (decoded beside them, then moved in: an interrupted decode leaves the old results).
+lm_decode_modes() {
+  local exp=$1 modes=$2 x key mode out lm_weight word_score suffix
+  suffix=$(lm_suffix)
+  lm_tune "${exp}" "$3"
   for x in ${test_sets}; do
     key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weight="${lm_weight}" \
-          word_score="${word_score}" beam_size="${beam_size}" ctc_weight="${ctc_weight}" \
+          word_score="${word_score}" beam_size="${beam_size}" ctc_weight="$(lm_ctc_weight "$3")" \
           list="$(file_sum "${data}/${x}/$(list_name)")")
-    # shellcheck disable=SC2086  # lm_modes is a list
-    if stamp_ok "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}" \
-        && records_refs "${exp}/${x}" "${suffix}" ${lm_modes}; then
-      log "stage 5: ${exp}/${x} decoded with the same LM and weights, skipping"
+    # shellcheck disable=SC2086  # modes is a list
+    if stamp_ok "${exp}/${x}/.$4${suffix}.stamp" "${key}" && records_refs "${exp}/${x}" "${suffix}" ${modes}; then
+      log "stage 5: ${exp}/${x} decoded in ${modes} with the same LM and weights, skipping"
     else
-      log "stage 5: decode ${x} with ${avg} and $(lm_file) (${lm_modes})"
-      out=${exp}/${x}/.lm${suffix}.partial
+      log "stage 5: decode ${x} with ${avg} and $(lm_file) (${modes})"
+      out=${exp}/${x}/.$4${suffix}.partial
       rm -rf "${out}"
-      lm_recognize "${exp}" "${x}" "${out}" "${lm_modes}" "${lm_weight}" "${word_score}"
-      for mode in ${lm_modes}; do
+      lm_recognize "${exp}" "${x}" "${out}" "${modes}" "${lm_weight}" "${word_score}"
+      for mode in ${modes}; do
         rm -rf "${exp}/${x}/${mode}${suffix}"
         mv "${out}/${mode}" "${exp}/${x}/${mode}${suffix}"
       done
       rm -rf "${out}"
-      stamp_write "${exp}/${x}/.decode_lm${suffix}.stamp" "${key}"
+      stamp_write "${exp}/${x}/.$4${suffix}.stamp" "${key}"
     fi
-    for mode in ${lm_modes}; do
+    for mode in ${modes}; do
       out=${exp}/${x}/${mode}${suffix}
       score_into "${out}/wer" "${data}/${x}/text" "${out}/text" --v=1
       log "stage 5: ${exp} ${x} ${mode}${suffix}: $(grep '^Overall' "${out}/wer")"

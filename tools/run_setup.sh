@@ -55,13 +55,7 @@ check_options() {
   for v in num_utts_per_shard num_nodes; do
     [[ ${!v} -ge 1 ]] || die "--${v} must be >= 1, got ${!v}"
   done
-  # the decoding options by recognize's own checkers (wenet_udps/transformer/decode_options.py), ceilings included
-  local err
-  err=$(python3 -c 'import sys; from wenet_udps.transformer.decode_options import run_sh_error
-print(run_sh_error(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' beam_size "${beam_size}" \
-    decode_batch_size "${decode_batch_size}" decoding_chunk_size "${decoding_chunk_size}" \
-    num_decoding_left_chunks "${num_decoding_left_chunks}") || die "the check of the decoding options failed"
-  [[ -z ${err} ]] || die "${err}"
+  check_decode_values   # recognize's own checkers, before the checks below compare the numbers
   [[ ${num_workers} -ge 0 ]] || die "--num_workers must be >= 0, got ${num_workers}"
   [[ ${node_rank} -ge 0 && ${node_rank} -lt ${num_nodes} ]] \
     || die "--node_rank must be in 0..$((num_nodes - 1)) (--num_nodes ${num_nodes}), got ${node_rank}"
@@ -166,6 +160,26 @@ run_loso() {
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \
     --data_root "${data:-data/fsdd_loso}" --download_dir "${download_dir:-downloads/fsdd}" \
     --prepare_opts "${prepare_opts}" --compare_root "${loso_compare}" -- "${args_given[@]}" "${resolved[@]}"
+}
+
+# check_decode_values: stage 5's decoding options (--decode_modes, --beam_size, --decode_batch_size,
+# --decoding_chunk_size, --num_decoding_left_chunks, --joint_ctc_weight) and, with --lm true, --lm_weights,
+# --word_scores, --lm_order and --lm_prune, by the rules of the programs stages 2 and 5 give them to
+# (wenet_udps/transformer/decode_options.py, wenet_udps/lm/options.py; ceilings included), before any stage: a bad
+# value would stop a stage half-way, after hours of training. One python3 for both (its torch import is most of the
+# time).
+check_decode_values() {
+  local err lm_values=()
+  [[ ${lm} == false ]] || lm_values=("${lm_weights}" "${word_scores}" "${lm_order}" "${lm_prune}")
+  err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error as lm_error
+from wenet_udps.transformer.decode_options import run_sh_error as decode_error
+args = sys.argv[1:13]
+print(decode_error(dict(zip(args[0::2], args[1::2]))) or (lm_error(*sys.argv[13:]) if sys.argv[13:] else ""))' \
+        decode_modes "${decode_modes}" beam_size "${beam_size}" decode_batch_size "${decode_batch_size}" \
+        decoding_chunk_size "${decoding_chunk_size}" num_decoding_left_chunks "${num_decoding_left_chunks}" \
+        joint_ctc_weight "${joint_ctc_weight}" ${lm_values[@]+"${lm_values[@]}"}) \
+    || die "python3 could not check the decoding options"
+  [[ -z ${err} ]] || die "${err}"
 }
 
 # check_install: the stages run tools/*.py, which import the installed wenet_udps: it must be this checkout's

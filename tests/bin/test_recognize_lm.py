@@ -57,6 +57,33 @@ def test_lm_modes_decode_with_an_lmplz_lm(tmp_path, capsys):
     assert "lm" not in read_source(str(out / "ctc_prefix_beam_search" / "decode.info"))
 
 
+def test_the_joint_lm_mode_decodes_lm_words_with_its_own_ctc_weight(tmp_path, capsys):
+    """joint_ctc_attention_lm on letters with the space unit: every hypothesis is LM words (the joint search scores
+    a word when it ends); decode.info names the LM and the joint mode's own ctc_weight. Letters without a word
+    boundary are refused before decoding, saying why."""
+    need_lmplz()
+    need_flashlight()
+    conf, ckpt = make_model_dir(tmp_path, space=True, att_udps=False)
+    data = write_noise_list(tmp_path, 3)
+    info = build_arpa([w for w in WORDS for _ in range(3)], str(tmp_path / "lm.arpa"), order=2)
+    out = tmp_path / "res"
+    recognize.main(args(conf, ckpt, data, out, "--modes", "joint_ctc_attention_lm", "attention_rescoring_lm",
+                        "--lm", info.path, "--lm_weight", "1.0", "--word_score", "30"))
+    lines = (out / "joint_ctc_attention_lm" / "text").read_text().splitlines()
+    hyps = [line.split(" ", 1)[1] if " " in line else "" for line in lines]
+    assert len(hyps) == 3 and any(hyps) and all(w in WORDS for h in hyps for w in h.split()), hyps
+    source = read_source(str(out / "joint_ctc_attention_lm" / "decode.info"))
+    assert source["lm_sha256"] == file_sha256(info.path) and source["ctc_weight"] == "0.3"
+    assert read_source(str(out / "attention_rescoring_lm" / "decode.info"))["ctc_weight"] == "0.0"
+    other = tmp_path / "letters"
+    other.mkdir()
+    conf, ckpt = make_model_dir(other, att_udps=False)
+    with pytest.raises(SystemExit) as e:
+        recognize.main(args(conf, ckpt, data, other / "res", "--modes", "joint_ctc_attention_lm", "--lm", info.path))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "these units do not mark the ends" in err[-1] and not (other / "res").exists()
+
+
 def test_kenlm_binary_decodes_as_its_arpa_and_is_named(tmp_path):
     need_lmplz()
     need_build_binary()

@@ -30,9 +30,13 @@ CASES = [
     ("blank_penalty", -1.0, "ctc_greedy_search", "must be >= 0, got -1"),
     ("lm_weight", 0.5, "attention_rescoring", "applies to the *_lm modes only, which"),
     ("word_score", 1.0, "ctc_prefix_beam_search", "applies to the *_lm modes only, which"),
-    ("ctc_weight", 0.0, "ctc_greedy_search", "applies to attention_rescoring and attention_rescoring_lm decoding "
+    ("ctc_weight", 0.0, "ctc_greedy_search", "applies to the rescoring and joint modes (attention_rescoring, "
+                                             "attention_rescoring_lm, joint_ctc_attention, joint_ctc_attention_lm) "
                                              "only, which"),
     ("length_penalty", 1.0, "attention_rescoring", "applies to attention decoding only, which"),
+    ("length_bonus", 1.0, "attention_rescoring", "applies to the joint modes (joint_ctc_attention, "
+                                                 "joint_ctc_attention_lm) only, which"),
+    ("length_bonus", math.inf, "joint_ctc_attention", "expected a finite number"),
 ]
 IDS = [f"{o}={v}-{m}" for o, v, m, _ in CASES]
 
@@ -86,6 +90,24 @@ def test_an_lm_mode_without_an_lm_is_refused_alike(exp, capsys):
     assert "--modes attention_rescoring_lm need a word LM: add --lm LM.arpa" in line, line
     with pytest.raises(UserError, match="modes attention_rescoring_lm need a word LM: add lm=LM.arpa"):
         exp["model"].transcribe(str(exp["clips"][0]), mode="attention_rescoring_lm")
+
+
+def test_a_joint_mode_asked_to_stream_is_refused_alike(exp, capsys):
+    """Issue 67: the joint search needs the whole utterance; a chunk size, streaming, or the streaming API is
+    refused with that reason on every entry point (the model here is chunk-trained: the chunk itself is valid)."""
+    words = "joint_ctc_attention cannot stream: its search starts only when the whole utterance is encoded"
+    line = _one_line_usage_error(lambda: recognize.main(
+        ["--config", str(exp["conf"]), "--checkpoint", str(exp["ckpt"]), "--test_data", str(exp["list"]),
+         "--result_dir", str(exp["dir"] / "res"), "--modes", "joint_ctc_attention", "--decoding_chunk_size", "4"]),
+        capsys)
+    assert f"--decoding_chunk_size 4: {words}" in line, line
+    assert not (exp["dir"] / "res").exists()
+    model = exp["model"]
+    for call in (lambda: model.transcribe(str(exp["clips"][0]), mode="joint_ctc_attention", decoding_chunk_size=4),
+                 lambda: model.decode_list(str(exp["list"]), modes=["joint_ctc_attention"], decoding_chunk_size=4),
+                 lambda: model.stream(chunk_size=4, mode="joint_ctc_attention")):
+        with pytest.raises(UserError, match=words):
+            call()
 
 
 @pytest.mark.parametrize("call, words", [

@@ -57,7 +57,24 @@ def test_the_api_decodes_as_stage_5_decoded_this_checkpoint(exp):
         read_hyps(out / "attention_rescoring" / "text")
     model.transcribe(str(exp["clips"][0]), ctc_weight=0.0)                 # what is given wins
     model.transcribe(str(exp["clips"][0]), mode="attention")               # ctc_weight unused: not applied
-    assert calls[-2][1]["ctc_weight"] == 0.0 and calls[-1][1]["ctc_weight"] == 0.0 and calls[-1][0] == 4
+    assert calls[-2][1]["ctc_weight"] == 0.0 and calls[-1][1]["ctc_weight"] is None and calls[-1][0] == 4
+
+
+def test_the_joint_modes_take_their_own_recorded_ctc_weight(exp):
+    """run.sh decodes the joint modes with their own --ctc_weight (--joint_ctc_weight): the API takes each family's
+    record, never the rescoring weight for a joint mode (run.sh's 0.3 where the joint mode has no record)."""
+    stage5(exp, exp["dir"] / "test", "--modes", "attention_rescoring", "--ctc_weight", "0.5", "--beam_size", "4")
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    assert model.recipe.defaults(["joint_ctc_attention"])["ctc_weight"] == 0.3
+    out = stage5(exp, exp["dir"] / "test", "--modes", "joint_ctc_attention", "--ctc_weight", "0.4", "--beam_size",
+                 "4")
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    calls = decoded_with(model)
+    texts = model.transcribe([str(p) for p in exp["clips"]], mode="joint_ctc_attention")
+    assert texts == [read_hyps(out / "joint_ctc_attention" / "text")[p.stem] for p in exp["clips"]]
+    assert calls[-1][1]["ctc_weight"] == 0.4 and calls[-1][0] == 4
+    model.decode_list(str(exp["list"]), modes=["attention_rescoring", "joint_ctc_attention"], batch_size=1)
+    assert calls[-1][1]["ctc_weight"] == {"attention_rescoring": 0.5, "joint_ctc_attention": 0.4}
 
 
 def test_without_a_record_of_this_checkpoint_run_sh_s_defaults(exp, capsys):

@@ -25,13 +25,6 @@ def write_arpa(path, unigrams):
     return str(path)
 
 
-@pytest.fixture
-def letters(tmp_path):
-    need_flashlight()
-    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "a", "b", "▁", "<sos/eos>"])
-    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
-
-
 def decode(search, logp):
     return search(logp, torch.tensor([logp.size(1)]))[0]
 

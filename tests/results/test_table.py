@@ -10,12 +10,14 @@ def test_columns_wenet_modes_then_each_tagged_lm_then_others_and_dev_sets_first(
     """run.sh --lm_tag T writes <mode>_T beside the untagged LM modes: one LM's two columns stay together."""
     modes = ["attention_rescoring_lm_books", "ctc_prefix_beam_search_lm", "zz_custom", "attention",
              "ctc_prefix_beam_search_lm_books", "attention_rescoring_lm", "ctc_prefix_beam_search_lm_a",
-             "attention_rescoring", "ctc_greedy_search", "attention_rescoring_lm_a", "ctc_prefix_beam_search"]
+             "attention_rescoring", "ctc_greedy_search", "attention_rescoring_lm_a", "ctc_prefix_beam_search",
+             "joint_ctc_attention_lm_books", "joint_ctc_attention", "joint_ctc_attention_lm"]
     e = Experiment("x", Path("exp/x"), wer={(s, m): 1.0 for s in ("test", "dev_clean") for m in modes})
     assert modes_and_sets([e]) == ([
-        "attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
-        "ctc_prefix_beam_search_lm", "attention_rescoring_lm", "ctc_prefix_beam_search_lm_a",
-        "attention_rescoring_lm_a", "ctc_prefix_beam_search_lm_books", "attention_rescoring_lm_books", "zz_custom"],
+        "attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring", "joint_ctc_attention",
+        "ctc_prefix_beam_search_lm", "attention_rescoring_lm", "joint_ctc_attention_lm", "ctc_prefix_beam_search_lm_a",
+        "attention_rescoring_lm_a", "ctc_prefix_beam_search_lm_books", "attention_rescoring_lm_books",
+        "joint_ctc_attention_lm_books", "zz_custom"],
         ["dev_clean", "test"])
 
 

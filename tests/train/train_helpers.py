@@ -29,9 +29,10 @@ def write_data_list(fsdd_dir: Path, path: Path, n: int, offset: int = 0) -> List
     return items
 
 
-def write_units(path: Path) -> None:
-    """WeNet char units: blank, unk, the letters of the digit words, sos/eos."""
-    letters = sorted({c for w in WORDS for c in w})
+def write_units(path: Path, space: bool = False) -> None:
+    """WeNet char units: blank, unk, the letters of the digit words (and with ``space`` the word boundary '▁'),
+    sos/eos."""
+    letters = sorted({c for w in WORDS for c in w}) + (["▁"] if space else [])
     tokens = ["<blank>", "<unk>"] + letters + ["<sos/eos>"]
     path.write_text("".join(f"{t} {i}\n" for i, t in enumerate(tokens)), encoding="utf-8")
 
@@ -102,10 +103,11 @@ def run_train(exp: Dict, model_dir: Path, *extra: str) -> subprocess.CompletedPr
     return proc
 
 
-def make_model_dir(tmp_path, **kwargs):
-    """train.yaml + a (randomly initialised) checkpoint, as training would leave them."""
+def make_model_dir(tmp_path, space: bool = False, **kwargs):
+    """train.yaml + a (randomly initialised) checkpoint, as training would leave them (``space``: the units have
+    the word boundary '▁')."""
     units = tmp_path / "units.txt"
-    write_units(units)
+    write_units(units, space)
     config = finalize_config(tiny_config(units, **kwargs))
     save_yaml(config, str(tmp_path / "train.yaml"))
     torch.manual_seed(1)

@@ -163,7 +163,7 @@ def test_overfit_two_sequences(att_udps):
             break
     assert loss.item() < 0.2
     model.eval()
-    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring", "joint_ctc_attention"]
     res = model.decode(methods, speech, lengths, beam_size=3, ctc_weight=0.5)
     for method in methods:
         assert [r.tokens for r in res[method]] == targets, method
@@ -180,7 +180,7 @@ def test_results_do_not_depend_on_batch_size_or_composition(encoder):
     torch.manual_seed(1)
     lengths = torch.tensor([40, 13, 31, 22, 17])
     speech = torch.randn(len(lengths), 40, F)
-    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
+    methods = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring", "joint_ctc_attention"]
     kwargs = dict(beam_size=3, ctc_weight=0.5, reverse_weight=0.3)
 
     def run(idx):
@@ -212,7 +212,10 @@ def test_lm_modes_need_an_lm_search():
     def first_pass(ctc_probs, ctc_lens):  # stands in for wenet_udps.lm's search: a fixed two-entry n-best
         calls.append(ctc_probs.shape)
         return [DecodeResult(tokens=[3], score=-1.0, nbest=[[3], [4, 3]], nbest_scores=[-1.0, -2.0])]
-    out = model.decode(list(LM_METHODS), feats, lens, beam_size=2, lm_search=first_pass)
+    with pytest.raises(ValueError, match="joint_ctc_attention_lm scores words in its own search"):
+        model.decode(list(LM_METHODS), feats, lens, beam_size=2, lm_search=first_pass)
+    out = model.decode(["ctc_prefix_beam_search_lm", "attention_rescoring_lm"], feats, lens, beam_size=2,
+                       lm_search=first_pass)
     assert len(calls) == 1  # one first pass serves both modes
     assert out["ctc_prefix_beam_search_lm"][0].tokens == [3]
     assert sorted(map(tuple, out["attention_rescoring_lm"][0].nbest)) == [(3,), (4, 3)]

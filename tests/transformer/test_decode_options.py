@@ -4,7 +4,7 @@ import torch
 
 from wenet_udps.model_builder import build_model
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_options, chunk_size_for, option_value, \
-    resolve_decode_options
+    resolve_decode_options, run_sh_error, value_for
 from wenet_udps.utils.cli import UserError
 from tests.transformer.test_asr_model import batch, tiny_config
 
@@ -68,7 +68,8 @@ def test_dynamic_chunk_model_takes_any_size():
 
 
 @pytest.mark.parametrize("modes, option, words", [
-    (["ctc_greedy_search"], {"ctc_weight": 0.5}, "--ctc_weight 0.5 applies to attention_rescoring"),
+    (["ctc_greedy_search"], {"ctc_weight": 0.5}, "--ctc_weight 0.5 applies to the rescoring and joint modes"),
+    (["attention_rescoring"], {"length_bonus": 1.0}, "--length_bonus 1 applies to the joint modes"),
     (["attention"], {"reverse_weight": 0.3}, "--reverse_weight 0.3 applies to attention_rescoring"),
     (["ctc_prefix_beam_search"], {"length_penalty": 1.0}, "--length_penalty 1 applies to attention"),
     (["attention_rescoring"], {"max_len_ratio": 0.5}, "--max_len_ratio 0.5 applies to attention"),
@@ -110,7 +111,7 @@ def test_options_left_out_pass_and_defaults_apply_to_the_modes_that_use_them():
     """Issue 57, M15 and M7: what the user gave is checked against the modes; what was left out never is."""
     modes, values = resolve_decode_options("attention", {"beam_size": 4},
                                            defaults=lambda ms: {"ctc_weight": 0.5, "beam_size": 10})
-    assert modes == ["attention"] and values["beam_size"] == 4 and values["ctc_weight"] == 0.0
+    assert modes == ["attention"] and values["beam_size"] == 4 and values["ctc_weight"] is None
     _, values = resolve_decode_options(["attention_rescoring"], {}, defaults=lambda ms: {"ctc_weight": 0.5})
     assert values["ctc_weight"] == 0.5 and values["lm_weight"] == 0.5 and values["batch_size"] == 16
     with pytest.raises(UserError, match="lm_weight=0.5 applies to the \\*_lm modes only, which modes attention"):
@@ -119,3 +120,42 @@ def test_options_left_out_pass_and_defaults_apply_to_the_modes_that_use_them():
         resolve_decode_options(["attention"], {"word_score": 0.0}, flags=True)
     with pytest.raises(UserError, match="mode 'c': valid modes are ctc_greedy_search"):
         resolve_decode_options(list("ctc"), {})
+
+
+def test_the_joint_modes_refuse_to_stream_with_the_reason():
+    """A chunk size or streaming asked of a joint mode: refused, saying why (its search needs every frame); the
+    same request without a joint mode passes, and a static-chunk model's own chunk is not a request."""
+    encoder = model_with(use_dynamic_chunk=True).encoder
+    for asked in ({"decoding_chunk_size": 4}, {"decoding_chunk_size": 4, "simulate_streaming": True, "batch_size": 1}):
+        for modes in (["joint_ctc_attention"], ["attention_rescoring", "joint_ctc_attention_lm"]):
+            with pytest.raises(UserError, match=r"cannot stream: its search starts only when the whole utterance"):
+                check_decode_options(encoder, modes, **asked)
+        assert check_decode_options(encoder, ["attention_rescoring"], **asked) == 4
+    assert check_decode_options(encoder, ["joint_ctc_attention"], decoding_chunk_size=-1) == -1
+    assert check_decode_options(model_with(static_chunk_size=4).encoder, ["joint_ctc_attention"]) == 4
+
+
+def test_ctc_weight_has_each_family_s_own_default():
+    """Not given, ctc_weight is 0 in the rescoring modes (WeNet's) and 0.3 in the joint modes (ESPnet's); given, one
+    value for all; a recipe's {mode: value} per mode."""
+    modes, values = resolve_decode_options(["attention_rescoring", "joint_ctc_attention"], {})
+    assert values["ctc_weight"] is None and values["length_bonus"] == 0.0
+    assert [value_for("ctc_weight", None, m) for m in modes] == [0.0, 0.3]
+    _, values = resolve_decode_options(modes, {"ctc_weight": 0.7})
+    assert [value_for("ctc_weight", values["ctc_weight"], m) for m in modes] == [0.7, 0.7]
+    per_mode = {"attention_rescoring": 0.5}
+    assert [value_for("ctc_weight", per_mode, m) for m in modes] == [0.5, 0.3]
+
+
+@pytest.mark.parametrize("modes, chunk, weight, words", [
+    ("attention joint_ctc_attention", "-1", "0.3", ""),
+    ("attention beam", "-1", "0.3", "--decode_modes 'attention beam': 'beam' is not a mode; valid: ctc_greedy_search"),
+    ("joint_ctc_attention_lm", "-1", "0.3", "(the *_lm modes come with --lm true)"),
+    ("", "-1", "0.3", "no mode given"),
+    ("joint_ctc_attention", "8", "0.3", "--decoding_chunk_size 8: joint_ctc_attention cannot stream"),
+    ("attention_rescoring", "8", "0.3", ""),
+    ("joint_ctc_attention", "-1", "1.5", "--joint_ctc_weight '1.5': must be in [0, 1], got 1.5"),
+])
+def test_run_sh_s_decode_modes_are_checked_as_recognize_checks_them(modes, chunk, weight, words):
+    error = run_sh_error(modes, chunk, weight)
+    assert (words in error and "\n" not in error) if words else error == ""

@@ -134,7 +134,7 @@ def test_attention_beam_early_stop_returns_what_the_full_search_returns(monkeypa
     steps["n"] = 0
     # With a length penalty only "every hypothesis ended or used its steps" ends a search.
     finished = search._finished
-    monkeypatch.setattr(search, "_finished", lambda scores, done, beam, penalty: finished(scores, done, beam, 1.0))
+    monkeypatch.setattr(search, "_finished", lambda scores, done, beam, early: finished(scores, done, beam, False))
     full = attention_beam_search(dec, memory, mask, beam_size=3, sos=6, eos=6)
     for e, f in zip(early, full):
         assert e.tokens == f.tokens

@@ -5,10 +5,12 @@
         --modes attention ctc_greedy_search ctc_prefix_beam_search attention_rescoring \
         --beam_size 10 --ctc_weight 0.5 --reverse_weight 0.0 --batch_size 16
 
-With ``--lm LM.arpa`` or ``--lm LM.bin`` (a word n-gram LM: ARPA, or a KenLM binary with its words file
-``LM.bin.words``; wenet_udps.lm; ``tools/install.sh --lm true``) the modes ``ctc_prefix_beam_search_lm`` and
-``attention_rescoring_lm`` fuse it into the CTC prefix search (``--lm_weight``, ``--word_score``); their
-``decode.info`` names the LM (path, order, n-gram counts, size, SHA-256).
+``--modes joint_ctc_attention`` is ESPnet's joint CTC/attention beam search (``--ctc_weight`` its λ, default 0.3;
+``--length_bonus``). With ``--lm LM.arpa`` or ``--lm LM.bin`` (a word n-gram LM: ARPA, or a KenLM binary with its
+words file ``LM.bin.words``; wenet_udps.lm; ``tools/install.sh --lm true``) the modes ``ctc_prefix_beam_search_lm``
+and ``attention_rescoring_lm`` fuse it into the CTC prefix search, and ``joint_ctc_attention_lm`` into the joint
+search (``--lm_weight``, ``--word_score``); their ``decode.info`` names the LM (path, order, n-gram counts, size,
+SHA-256).
 
 Writes ``<result_dir>/<mode>/text`` (``key hypothesis`` per line, tokens joined by the tokenizer's detokenize)
 and ``decode.info`` (the checkpoint, the options, and the list and references decoded: what the hypotheses may be
@@ -29,7 +31,7 @@ from wenet_udps.scoring.references import reference_record
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, check_decode_options, \
-    resolve_decode_options
+    resolve_decode_options, value_for
 from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
@@ -99,6 +101,11 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                             beam_size=args.beam_size))
         logging.info("LM %s; lm_weight %g, word_score %g", lm_search.info.describe(), args.lm_weight,
                      args.word_score)
+        if "joint_ctc_attention_lm" in args.modes:  # its word rule, before any decoding (units without word ends)
+            try:
+                lm_search.word_scorer()
+            except UserError as e:
+                parser.error(f"{e} ({args.config})")
         kwargs["lm_search"] = lm_search
         lm_source = {**lm_search.info.source(), "lm_weight": f"{args.lm_weight:g}",
                      "word_score": f"{args.word_score:g}"}
@@ -108,7 +115,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     decode_kwargs=kwargs, num_workers=args.num_workers)
     # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
     source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
-    for path in write_results(results, args.result_dir, source, lm_source):
+    # ctc_weight as each mode applied it (the rescoring and joint modes have their own defaults)
+    per_mode = {m: {"ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m))} for m in args.modes}
+    for path in write_results(results, args.result_dir, source, lm_source, per_mode):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)
     return stats

@@ -148,6 +148,8 @@ class RecognitionModel:
                 while len(self._lm) > LM_CACHE:  # LMs replaced since are not asked for again: let them go
                     self._lm.pop(next(iter(self._lm)))
             values["lm_search"] = search
+            if "joint_ctc_attention_lm" in modes:  # its word rule, before any decoding (units without word ends)
+                search.word_scorer()
         return modes, beam_size, batch_size, values
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,

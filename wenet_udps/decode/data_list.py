@@ -149,10 +149,12 @@ def rtf_line(stats: Mapping[str, Any], modes: List[str], device: str) -> str:
 
 def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
                   source: Optional[Mapping[str, str]] = None,
-                  lm_source: Optional[Mapping[str, str]] = None) -> List[str]:
+                  lm_source: Optional[Mapping[str, str]] = None,
+                  per_mode: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[str]:
     """``<result_dir>/<mode>/text`` for every mode, and with ``source`` (``source_info.model_source``) its
     ``decode.info`` (see wenet_udps.utils.source_info), for an LM mode with ``lm_source`` (``LmInfo.source``)
-    added; returns the text paths."""
+    added, and ``per_mode[mode]`` (the options as that mode applied them: ``ctc_weight``); returns the text
+    paths."""
     paths = []
     for mode, hyps in results.items():
         os.makedirs(os.path.join(result_dir, mode), exist_ok=True)
@@ -161,7 +163,8 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
             for key, text in hyps.items():
                 f.write(f"{key} {text}\n")
         if source is not None:
-            lines = {**source, **(lm_source or {})} if mode in LM_METHODS else source
+            lines = {**source, **(lm_source or {})} if mode in LM_METHODS else dict(source)
+            lines.update((per_mode or {}).get(mode, {}))
             write_source(os.path.join(result_dir, mode, "decode.info"), lines)
         paths.append(path)
     return paths
@@ -173,4 +176,4 @@ def decode_kwargs_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             "num_decoding_left_chunks": args.num_decoding_left_chunks, "ctc_weight": args.ctc_weight,
             "simulate_streaming": args.simulate_streaming, "reverse_weight": args.reverse_weight,
             "length_penalty": args.length_penalty, "blank_penalty": args.blank_penalty,
-            "max_len_ratio": args.max_len_ratio}
+            "max_len_ratio": args.max_len_ratio, "length_bonus": args.length_bonus}

@@ -15,14 +15,23 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, LM_METHODS
 from wenet_udps.utils.source_info import content_sha256, file_sha256, read_source
 
 # The search options a record gives (chunking stays the model's own or the caller's: streaming passes its own).
-RECORDED = ("beam_size", "ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio")
+RECORDED = ("beam_size", "ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio",
+            "length_bonus")
 LM_RECORDED = ("lm_weight", "word_score")
-# run.sh's defaults of the same options (its beam_size, ctc_weight, reverse_weight variables).
-RUN_SH_DEFAULTS = {"beam_size": 10, "ctc_weight": 0.5, "reverse_weight": 0.0}
+# run.sh's defaults of the same options: its variables of those names, and joint_ctc_weight, the ctc_weight it
+# decodes the joint modes with.
+RUN_SH_DEFAULTS = {"beam_size": 10, "ctc_weight": 0.5, "reverse_weight": 0.0, "joint_ctc_weight": 0.3}
+
+
+def run_sh_default(name: str, mode: str) -> Any:
+    """run.sh's value of option ``name`` in ``mode`` (None: it passes none, the table's default applies)."""
+    if name == "ctc_weight" and mode in JOINT_METHODS:
+        return RUN_SH_DEFAULTS["joint_ctc_weight"]
+    return RUN_SH_DEFAULTS.get(name)
 
 
 def _mode_of(result_dir: str) -> Optional[str]:
@@ -64,25 +73,42 @@ class RecipeDecoding:
             return None
 
     def defaults(self, modes: Sequence[str], lm: Optional[str] = None) -> Dict[str, Any]:
-        """The options recorded for ``modes`` (see the module docstring), run.sh's defaults for the rest."""
+        """The options recorded for ``modes`` (see the module docstring), run.sh's defaults for the rest. An option
+        that modes use differently (``ctc_weight``: the rescoring and the joint modes, ``DecodeOption.families``)
+        is looked up within each family, and comes as {mode: value} where the families' values differ."""
         lm_sha = content_sha256(lm) if lm is not None and self.lm_sha and os.path.isfile(lm) else None
         out: Dict[str, Any] = {}
         for name in RECORDED + LM_RECORDED:
             spec = DECODE_OPTIONS[name]
             using = [m for m in DECODING_METHODS if spec.modes is None or m in spec.modes]
-            for group in ([m for m in modes if m in using], using):
-                found = self._found(group, name, lm_sha)
-                if found:
-                    break
-            if len(found) == 1:
-                out[name] = next(iter(found))
-            elif len(found) > 1 and name not in self.warned:  # once per option, not per call
-                self.warned.add(name)
-                logging.warning("decoding records disagree on %s (%s); using %s's default", name,
-                                "; ".join(f"{v} in {', '.join(p)}" for v, p in found.items()), "run.sh")
-            if name not in out and name in RUN_SH_DEFAULTS:
-                out[name] = RUN_SH_DEFAULTS[name]
+            per_mode: Dict[str, Any] = {}
+            for family in dict.fromkeys(spec.family(m) for m in modes if m in using):  # (in the modes' order)
+                kin = [m for m in using if spec.family(m) == family]
+                value = self._value(name, [m for m in modes if m in kin], kin, lm_sha)
+                if value is None:
+                    value = run_sh_default(name, kin[0])
+                per_mode.update((m, value) for m in modes if m in kin)
+            values = set(per_mode.values()) - {None}
+            if len(values) == 1 and None not in per_mode.values():
+                out[name] = values.pop()
+            elif values:
+                out[name] = {m: v for m, v in per_mode.items() if v is not None}
         return out
+
+    def _value(self, name: str, asked: Sequence[str], kin: Sequence[str], lm_sha: Optional[str]) -> Any:
+        """The value recorded for the modes ``asked``, else for any of their family ``kin``; None where none is
+        (or the records disagree: a warning, once per option)."""
+        for group in (asked, kin):
+            found = self._found(group, name, lm_sha)
+            if found:
+                break
+        if len(found) == 1:
+            return next(iter(found))
+        if len(found) > 1 and name not in self.warned:  # once per option, not per call
+            self.warned.add(name)
+            logging.warning("decoding records disagree on %s (%s); using %s's default", name,
+                            "; ".join(f"{v} in {', '.join(p)}" for v, p in found.items()), "run.sh")
+        return None
 
     def _found(self, modes: Sequence[str], name: str, lm_sha: Optional[str]) -> Mapping[Any, List[str]]:
         found: Dict[Any, List[str]] = {}

@@ -23,7 +23,8 @@ from wenet_udps.transformer.search import ctc_greedy_search
 from wenet_udps.utils.cli import UserError
 
 RESAMPLE_MARGIN_SECONDS = 0.05
-SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "lm_search")
+SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "length_bonus",
+                  "lm_search")
 
 
 class StreamingDecoder:

@@ -23,6 +23,7 @@ from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
 from wenet_udps.lm.binary import load_kenlm, read_lm
 from wenet_udps.lm.lexicon_search import LexiconBeamSearch, LexiconTrie, SearchOptions
 from wenet_udps.lm.tools import import_flashlight
+from wenet_udps.lm.words import WordScorer, word_rule
 from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
 from wenet_udps.transformer.search import DecodeResult
@@ -115,10 +116,22 @@ class LmSearch:
             for ids in spellings:
                 trie.insert(ids, index, self.lm.score(start, index)[1])
         self.spelling = {self.word_dict.get_index(w): ids for w, ids in lexicon.items()}
+        self.symbols = tokenizer.symbol_table
+        self._words = None
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
         self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
             beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
             word_score=conf.word_score))
+
+    def word_scorer(self) -> WordScorer:
+        """The word LM of ``joint_ctc_attention_lm`` (``lm.words``): this search's LM, lexicon and weights."""
+        if self._words is None:
+            space = self.sil_id if self.sil_id != self.blank_id else None
+            rule = word_rule({w: ids for w, ids in self.spelling.items()}, self.symbols, space, self.char_lm)
+            starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
+            self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
+                                     starts, self.conf.lm_weight, self.conf.word_score)
+        return self._words
 
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between words when the

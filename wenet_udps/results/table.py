@@ -9,10 +9,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from wenet_udps.results.seeds import group_by_seed
 from wenet_udps.scoring.significance import mean_std
 
-# WeNet's order of decoding modes, an LM mode of run.sh --lm_tag T (<mode>_T) after the untagged ones; others follow
-# alphabetically.
+# WeNet's order of decoding modes, then ESPnet's joint one; an LM mode of run.sh --lm_tag T (<mode>_T) after the
+# untagged ones; others follow alphabetically.
 MODE_ORDER = ("attention", "ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring",
-              "ctc_prefix_beam_search_lm", "attention_rescoring_lm")
+              "joint_ctc_attention", "ctc_prefix_beam_search_lm", "attention_rescoring_lm", "joint_ctc_attention_lm")
+LM_MODES = MODE_ORDER[-3:]
 
 
 @dataclass
@@ -56,7 +57,7 @@ def lm_lines(experiments: Sequence[Experiment]) -> List[str]:
 
 def mode_sort_key(mode: str) -> Tuple[int, str, int, str]:
     """(group, LM tag, position in MODE_ORDER, name): WeNet's modes, then each tagged LM's, then any other."""
-    for lm_mode in MODE_ORDER[-2:]:
+    for lm_mode in LM_MODES:
         if mode.startswith(lm_mode + "_"):
             return (1, mode[len(lm_mode) + 1:], MODE_ORDER.index(lm_mode), mode)
     return (0, "", MODE_ORDER.index(mode), mode) if mode in MODE_ORDER else (2, "", 0, mode)

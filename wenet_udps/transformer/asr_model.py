@@ -1,16 +1,19 @@
 """Hybrid CTC/attention ASR model (WeNet's ``asr_model``): encoder, CTC head, attention decoder, decoding."""
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from torch import nn
 
 from wenet_udps.transformer.ctc import CTC
-from wenet_udps.transformer.decode_options import check_decode_options
+from wenet_udps.transformer.decode_options import check_decode_options, value_for
+from wenet_udps.transformer.joint_search import joint_beam_search
 from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
-from wenet_udps.transformer.search import DECODING_METHODS, DecodeResult, attention_beam_search, \
+from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, DecodeResult, attention_beam_search, \
     LM_METHODS, attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, reverse_pad_list, th_accuracy
 from wenet_udps.utils.mask import make_pad_mask
+
+CtcWeight = Union[float, Mapping[str, float]]  # one weight for every mode, or one per mode (decode_options.value_for)
 
 
 class ASRModel(nn.Module):
@@ -113,9 +116,10 @@ class ASRModel(nn.Module):
     @torch.no_grad()
     def decode(self, methods: List[str], speech: torch.Tensor, speech_lengths: torch.Tensor, beam_size: int,
                decoding_chunk_size: Optional[int] = None, num_decoding_left_chunks: int = -1,
-               ctc_weight: float = 0.0, simulate_streaming: bool = False, reverse_weight: float = 0.0,
+               ctc_weight: Optional[CtcWeight] = None, simulate_streaming: bool = False, reverse_weight: float = 0.0,
                length_penalty: float = 0.0, blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
-               lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
+               length_bonus: float = 0.0, lm_search: Optional[Callable[[torch.Tensor, torch.Tensor],
+                                                                       List[DecodeResult]]] = None
                ) -> Dict[str, List[DecodeResult]]:
         """Decode a batch with several methods from one encoder pass per utterance (each alone, so that its result
         is the same in any batch).
@@ -130,15 +134,19 @@ class ASRModel(nn.Module):
                 the model cannot decode at is refused (``decode_options.check_decode_options``), as is any
                 option below that these ``methods`` would ignore.
             num_decoding_left_chunks: left chunks visible per chunk (-1: all).
-            ctc_weight: weight of the CTC prefix score in ``attention_rescoring``.
+            ctc_weight: weight of the CTC prefix score in ``attention_rescoring``, λ of the joint modes; one value
+                for every mode, a {mode: value} mapping, or None: each mode's own default (0 in the rescoring
+                modes, 0.3 in the joint modes; ``decode_options.value_for``).
             simulate_streaming: run the encoder chunk by chunk with its caches (batch size 1).
             reverse_weight: weight of the right-to-left decoder in ``attention_rescoring`` (bitransformer).
             length_penalty: WeNet's: ``attention`` ranks its final beam by score / length ** length_penalty.
             blank_penalty: >= 0, subtracted from the blank logit before the CTC searches (fewer deletions when > 0).
             max_len_ratio: ``attention`` emits at most ceil(max_len_ratio * T'_b) tokens for utterance b (T'_b its
                 encoder frames); None: 1.0, WeNet's bound (see ``search.attention_beam_search``).
+            length_bonus: the joint modes' score per token (``joint_search.joint_beam_search``).
             lm_search: the LM modes' first pass, ``(ctc log-probs (B, T', V), lengths (B,)) -> B results`` with
-                their n-best (``wenet_udps.lm.search.LmSearch``); required by the ``*_lm`` methods.
+                their n-best (``wenet_udps.lm.search.LmSearch``), whose ``word_scorer()`` is the word LM of
+                ``joint_ctc_attention_lm``; required by the ``*_lm`` methods.
         Returns:
             method -> B ``DecodeResult``s.
         """
@@ -151,11 +159,15 @@ class ASRModel(nn.Module):
         needs_lm = [m for m in methods if m in LM_METHODS]
         if needs_lm and lm_search is None:
             raise ValueError(f"{', '.join(needs_lm)} need a word LM (recognize --lm FILE)")
+        if "joint_ctc_attention_lm" in methods and not hasattr(lm_search, "word_scorer"):
+            raise ValueError("joint_ctc_attention_lm scores words in its own search: lm_search must have the "
+                             "word_scorer() of wenet_udps.lm.search.LmSearch")
         decoding_chunk_size = check_decode_options(
             self.encoder, methods, decoding_chunk_size=decoding_chunk_size,
             num_decoding_left_chunks=num_decoding_left_chunks, simulate_streaming=simulate_streaming,
             batch_size=speech.size(0), ctc_weight=ctc_weight, reverse_weight=reverse_weight,
-            length_penalty=length_penalty, blank_penalty=blank_penalty, max_len_ratio=max_len_ratio)
+            length_penalty=length_penalty, blank_penalty=blank_penalty, max_len_ratio=max_len_ratio,
+            length_bonus=length_bonus)
         if blank_penalty < 0.0:
             raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
@@ -171,15 +183,16 @@ class ASRModel(nn.Module):
                                                     num_decoding_left_chunks, simulate_streaming)
             one = self.search(methods, encoder_out, encoder_mask, beam_size, ctc_weight=ctc_weight,
                               reverse_weight=reverse_weight, length_penalty=length_penalty,
-                              blank_penalty=blank_penalty, max_len_ratio=max_len_ratio, lm_search=lm_search)
+                              blank_penalty=blank_penalty, max_len_ratio=max_len_ratio, length_bonus=length_bonus,
+                              lm_search=lm_search)
             for m in methods:
                 results[m] += one[m]
         return results
 
     @torch.no_grad()
     def search(self, methods: List[str], encoder_out: torch.Tensor, encoder_mask: torch.Tensor, beam_size: int, *,
-               ctc_weight: float = 0.0, reverse_weight: float = 0.0, length_penalty: float = 0.0,
-               blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
+               ctc_weight: Optional[CtcWeight] = None, reverse_weight: float = 0.0, length_penalty: float = 0.0,
+               blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None, length_bonus: float = 0.0,
                lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
                ) -> Dict[str, List[DecodeResult]]:
         """The searches of :meth:`decode` on an encoder output (B, T', D) with its mask (B, 1, T') (what a streaming
@@ -197,14 +210,21 @@ class ASRModel(nn.Module):
             if "ctc_prefix_beam_search" in methods:
                 results["ctc_prefix_beam_search"] = prefix
             if "attention_rescoring" in methods:
-                results["attention_rescoring"] = attention_rescoring(self, prefix, encoder_out, encoder_lens,
-                                                                     ctc_weight, reverse_weight)
-        if needs_lm:
+                results["attention_rescoring"] = attention_rescoring(
+                    self, prefix, encoder_out, encoder_lens, value_for("ctc_weight", ctc_weight, "attention_rescoring"),
+                    reverse_weight)
+        if {"ctc_prefix_beam_search_lm", "attention_rescoring_lm"} & set(needs_lm):
             with_lm = lm_search(ctc_probs, encoder_lens)
             results["ctc_prefix_beam_search_lm"] = with_lm
             if "attention_rescoring_lm" in methods:
-                results["attention_rescoring_lm"] = attention_rescoring(self, with_lm, encoder_out, encoder_lens,
-                                                                        ctc_weight, reverse_weight)
+                results["attention_rescoring_lm"] = attention_rescoring(
+                    self, with_lm, encoder_out, encoder_lens,
+                    value_for("ctc_weight", ctc_weight, "attention_rescoring_lm"), reverse_weight)
+        for mode in (m for m in methods if m in JOINT_METHODS):
+            words = lm_search.word_scorer() if mode in LM_METHODS else None
+            results[mode] = joint_beam_search(self.decoder, encoder_out, encoder_mask, ctc_probs, beam_size, self.sos,
+                                              self.eos, self.ctc.blank_id, value_for("ctc_weight", ctc_weight, mode),
+                                              length_bonus, words)
         if "attention" in methods:
             results["attention"] = attention_beam_search(self.decoder, encoder_out, encoder_mask, beam_size,
                                                          self.sos, self.eos, length_penalty,

@@ -21,13 +21,15 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from torch import nn
 
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, LM_METHODS, METHODS_WITHOUT_LM
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
 
 RESCORING = ("attention_rescoring", "attention_rescoring_lm")
 CTC_SEARCHES = tuple(m for m in DECODING_METHODS if m != "attention")
+# ESPnet's CTC weight of its joint CTC/attention decoding (its AN4, LibriSpeech, AISHELL recipes decode with 0.3).
+JOINT_CTC_WEIGHT = 0.3
 # lm_weight scales the LM's log10 probability of a word (KenLM's; 1.5 to 4.5 for most words of an n-gram LM, 3 to
 # 10 nats) against the CTC log-probabilities of its units. Tuned values lie between 0.1 and 2 (run.sh's grid is
 # 0.3 0.6 1.0, docs/lm.md's AN4 grid 0 to 1); at 5 a word already costs 7 to 20 more than a confident CTC spike
@@ -51,23 +53,38 @@ LEFT_CHUNKS = cli.int_range(0, CHUNK_MAX, also=(-1,), why=LEFT_CHUNKS_WHY)  # ..
 class DecodeOption:
     """A decoding option: ``check`` the ``wenet_udps.utils.cli`` checker of its text (its ``value`` attribute
     checks a Python value with the same message; None: a flag), ``default``, ``modes`` the modes that use it (None:
-    every mode), ``used_by`` those modes in words, ``help``."""
+    every mode), ``used_by`` those modes in words, ``help``; ``families`` groups of the modes that use it alike, each
+    with its own default (``ctc_weight`` weighs the CTC score in the rescoring modes and is λ of the joint modes):
+    a value not given is then each mode's own (:func:`value_for`)."""
     check: Optional[Callable[[str], Any]]
     default: Any
     modes: Optional[Tuple[str, ...]]
     used_by: str
     help: str
+    families: Tuple[Tuple[Tuple[str, ...], Any], ...] = ()
+
+    def family(self, mode: str) -> Optional[Tuple[str, ...]]:
+        """The modes that use the option as ``mode`` does (None: no family, every mode alike)."""
+        return next((modes for modes, _ in self.families if mode in modes), None)
+
+    def default_for(self, mode: str) -> Any:
+        return next((value for modes, value in self.families if mode in modes), self.default)
 
 
 DECODE_OPTIONS: Dict[str, DecodeOption] = {
     "beam_size": DecodeOption(cli.int_range(1, BEAM_SIZE_MAX, why=BEAM_WHY), 10, None, "",
-                              f"beam of the CTC prefix, LM and attention searches, at most {BEAM_SIZE_MAX}"),
+                              f"beam of the CTC prefix, LM, attention and joint searches, at most {BEAM_SIZE_MAX}"),
     "batch_size": DecodeOption(cli.int_range(1, BATCH_SIZE_MAX, why=BATCH_WHY), 16, None, "",
                                f"utterances read per batch, at most {BATCH_SIZE_MAX} (each is decoded alone)"),
     "ctc_weight": DecodeOption(
-        cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
-        "weight of the CTC prefix score against the decoder's in attention_rescoring (attention_rescoring_lm: of "
-        "the CTC + LM score of the LM search); above 1 CTC would outweigh the decoder that rescoring is for"),
+        cli.float_range(0.0, 1.0), None, RESCORING + JOINT_METHODS,
+        "the rescoring and joint modes (attention_rescoring, attention_rescoring_lm, joint_ctc_attention, "
+        "joint_ctc_attention_lm)",
+        "rescoring: weight of the CTC prefix score added to the decoder's (attention_rescoring_lm: of the CTC + LM "
+        "score of the LM search; above 1 CTC would outweigh the decoder that rescoring is for), default 0; joint "
+        f"modes: lambda of (1 - lambda) log P_dec + lambda log P_ctc, default {JOINT_CTC_WEIGHT:g} (ESPnet's). "
+        "One value given applies to every mode asked for",
+        families=((RESCORING, 0.0), (JOINT_METHODS, JOINT_CTC_WEIGHT))),
     "reverse_weight": DecodeOption(
         cli.float_range(0.0, 1.0), 0.0, RESCORING, "attention_rescoring and attention_rescoring_lm decoding",
         "right-to-left decoder weight in attention_rescoring (bitransformer; an error otherwise)"),
@@ -87,6 +104,10 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         "attention mode: at most ceil(ratio * encoder frames) tokens per utterance (default 1.0, WeNet's bound)"),
     "blank_penalty": DecodeOption(cli.float_range(0.0), 0.0, CTC_SEARCHES, "the CTC searches (every mode but "
                                   "attention)", "subtracted from the blank logit before the CTC searches (>= 0)"),
+    "length_bonus": DecodeOption(
+        cli.finite_float, 0.0, JOINT_METHODS, "the joint modes (joint_ctc_attention, joint_ctc_attention_lm)",
+        "joint modes: added to a hypothesis' score per token, eos included (ESPnet's penalty; > 0 longer "
+        "hypotheses, fewer deletions)"),
     "lm": DecodeOption(
         cli.existing_file, None, LM_METHODS, "the *_lm modes",
         "word n-gram LM of the *_lm modes: ARPA, or KenLM binary with its words file LM.bin.words (run.sh's LM "
@@ -100,21 +121,13 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
 }
 
 
-# run.sh's decoding options (stage 5 passes them to recognize) and the recognize options they are.
-RUN_SH_OPTIONS = {"beam_size": "beam_size", "decode_batch_size": "batch_size",
-                  "decoding_chunk_size": "decoding_chunk_size", "num_decoding_left_chunks": "num_decoding_left_chunks"}
-
-
-def run_sh_error(values: Mapping[str, str]) -> str:
-    """run.sh's decoding options (run.sh's name -> the text given, :data:`RUN_SH_OPTIONS`) checked by recognize's
-    checkers before any stage: the first error in one line naming run.sh's option, or "" (a value that stage 5's
-    recognize would refuse after hours of training is refused at the start)."""
-    for name, text in values.items():
-        try:
-            DECODE_OPTIONS[RUN_SH_OPTIONS[name]].check(text)
-        except argparse.ArgumentTypeError as e:
-            return cli.one_line(f"--{name} {text}: {e}")
-    return ""
+def value_for(name: str, value: Any, mode: str) -> Any:
+    """Option ``name``'s value in ``mode``: ``value`` (one for every mode, or a {mode: value} mapping, which the
+    recipe's records give when the modes asked for were decoded with different values), or the mode's own default
+    where it is None or the mapping lacks the mode."""
+    if isinstance(value, Mapping):
+        value = value.get(mode)
+    return DECODE_OPTIONS[name].default_for(mode) if value is None else value
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
@@ -197,6 +210,8 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
         raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
     checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
     _refuse_unused(modes, checked, flags)
+    _refuse_streaming_joint(modes, checked.get("decoding_chunk_size"), checked.get("simulate_streaming", False),
+                            flags)
     needs_lm = [m for m in modes if m in LM_METHODS]
     if needs_lm and "lm" not in checked:
         raise UserError(f"{_spell('modes', flags)} {' '.join(needs_lm)} need a word LM: add "
@@ -250,9 +265,9 @@ def chunk_size_for(encoder: nn.Module, requested: Optional[int], option: str = "
 
 def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding_chunk_size: Optional[int] = None,
                          num_decoding_left_chunks: int = -1, simulate_streaming: bool = False,
-                         batch_size: Optional[int] = None, ctc_weight: float = 0.0, reverse_weight: float = 0.0,
+                         batch_size: Optional[int] = None, ctc_weight: Any = None, reverse_weight: float = 0.0,
                          length_penalty: float = 0.0, blank_penalty: float = 0.0,
-                         max_len_ratio: Optional[float] = None) -> int:
+                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0) -> int:
     """UserError naming the first option (as ``recognize`` spells it) that would do nothing with this model and
     these ``methods``; else the chunk size decoding runs at (see :func:`chunk_size_for`).
 
@@ -270,10 +285,62 @@ def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding
     if simulate_streaming and batch_size is not None and batch_size != 1:
         raise UserError(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                         f"{batch_size}")
+    _refuse_streaming_joint(methods, decoding_chunk_size, simulate_streaming, flags=True)
     # ASRModel.decode sees values only: one that differs from its default was asked for.
     asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
                                              ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
-                                             ("blank_penalty", blank_penalty))
-             if value != DECODE_OPTIONS[name].default}
+                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus))
+             if value is not None and value != DECODE_OPTIONS[name].default}
     _refuse_unused(methods, asked, flags=True)
     return chunk
+
+
+def _refuse_streaming_joint(methods: Sequence[str], decoding_chunk_size: Optional[int], simulate_streaming: bool,
+                            flags: bool) -> None:
+    """UserError for a joint mode asked to decode chunk by chunk (a chunk size > 0, or streaming)."""
+    joint = [m for m in methods if m in JOINT_METHODS]
+    if not joint or not (simulate_streaming or (decoding_chunk_size is not None and decoding_chunk_size > 0)):
+        return
+    name, value = (("simulate_streaming", True) if simulate_streaming else
+                   ("decoding_chunk_size", decoding_chunk_size))
+    shown = None if flags and name == "simulate_streaming" else value  # (a flag without a value)
+    raise UserError(f"{_spell(name, flags, shown)}: "
+                    f"{' and '.join(joint)} cannot stream: its search starts only when the whole utterance is "
+                    f"encoded (each step's CTC prefix score sums over every frame), so it gives no partial result "
+                    f"and all its time comes after the last chunk; decode it at full context (leave "
+                    f"{_spell(name, flags)} out), or stream with attention_rescoring")
+
+
+# run.sh's decoding options (stage 5 passes them to recognize) and the recognize options they are; --decode_modes
+# is checked apart (the modes without an LM; --lm true adds the *_lm modes).
+RUN_SH_OPTIONS = {"beam_size": "beam_size", "decode_batch_size": "batch_size",
+                  "decoding_chunk_size": "decoding_chunk_size", "num_decoding_left_chunks": "num_decoding_left_chunks",
+                  "joint_ctc_weight": "ctc_weight"}
+
+
+def run_sh_error(values: Mapping[str, str]) -> str:
+    """run.sh's decoding options (run.sh's name -> the text given: ``decode_modes``, space-separated, and those of
+    :data:`RUN_SH_OPTIONS`) checked as stage 5's recognize checks them, before any stage: the first error in one
+    line naming run.sh's option, or "" (a value that stage 5 would refuse after hours of training is refused at
+    the start)."""
+    try:
+        for name, text in values.items():
+            if name == "decode_modes":
+                modes = text.split()
+                wrong = [m for m in modes if m not in METHODS_WITHOUT_LM]
+                if not modes or wrong:
+                    got = f"'{wrong[0]}' is not a mode" if wrong else "no mode given"
+                    lm = " (the *_lm modes come with --lm true)" if wrong and wrong[0] in LM_METHODS else ""
+                    raise UserError(f"--decode_modes '{text}': {got}; valid: {' '.join(METHODS_WITHOUT_LM)}{lm}")
+                continue
+            try:
+                DECODE_OPTIONS[RUN_SH_OPTIONS[name]].check(text)
+            except argparse.ArgumentTypeError as e:
+                shown = f"'{text}'" if name == "joint_ctc_weight" else text
+                raise UserError(f"--{name} {shown}: {e}") from None
+        if "decode_modes" in values:
+            _refuse_streaming_joint(values["decode_modes"].split(), int(values.get("decoding_chunk_size", -1)), False,
+                                    flags=True)
+    except UserError as e:
+        return cli.one_line(str(e))
+    return ""

@@ -1,11 +1,12 @@
 """Decoding methods (WeNet's mode names): ``ctc_greedy_search``, ``ctc_prefix_beam_search``, ``attention``,
 ``attention_rescoring``, and with a word n-gram LM (wenet_udps.lm) ``ctc_prefix_beam_search_lm`` and
-``attention_rescoring_lm`` (the same rescoring over the LM search's n-best). Each works on an already computed
-encoder output, so one encoder pass serves all modes."""
+``attention_rescoring_lm`` (the same rescoring over the LM search's n-best); and ESPnet's joint CTC/attention beam
+search, ``joint_ctc_attention`` and with the word LM ``joint_ctc_attention_lm`` (``joint_search``). Each works on an
+already computed encoder output, so one encoder pass serves all modes."""
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import ClassVar, Dict, List, Optional, Tuple
 
 import torch
 
@@ -13,9 +14,12 @@ from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
 
-METHODS_WITHOUT_LM = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring")
-LM_METHODS = ("ctc_prefix_beam_search_lm", "attention_rescoring_lm")  # need ASRModel.decode's lm_search
+METHODS_WITHOUT_LM = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",
+                      "joint_ctc_attention")
+LM_METHODS = ("ctc_prefix_beam_search_lm", "attention_rescoring_lm", "joint_ctc_attention_lm")  # need lm_search
 DECODING_METHODS = METHODS_WITHOUT_LM + LM_METHODS
+# The joint CTC/attention beam search (transformer/joint_search.py), without and with the word LM.
+JOINT_METHODS = ("joint_ctc_attention", "joint_ctc_attention_lm")
 
 
 @dataclass
@@ -99,16 +103,16 @@ def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam
     return results
 
 
-def _finished(scores: torch.Tensor, done: torch.Tensor, beam_size: int, length_penalty: float) -> torch.Tensor:
+def _finished(scores: torch.Tensor, done: torch.Tensor, beam_size: int, scores_only_fall: bool) -> torch.Tensor:
     """Which utterances' searches are over: (B,) bool from scores, done (B * beam, 1).
 
-    Over when every hypothesis has ended (or used its steps), or, when the final choice is by log-probability alone
-    (``length_penalty == 0``), when the best ended hypothesis scores at least the best running one: extending a
-    hypothesis only adds log-probabilities <= 0, so no running one can overtake it any more.
+    Over when every hypothesis has ended (or used its steps), or, when the final choice is by score alone and
+    extending a hypothesis never raises its score (``scores_only_fall``: log-probabilities <= 0 added, no length
+    reward), when the best ended hypothesis scores at least the best running one: no running one can overtake it.
     """
     done = done.view(-1, beam_size)
     over = done.all(dim=-1)
-    if length_penalty == 0.0:
+    if scores_only_fall:
         scores = scores.view(-1, beam_size)
         ended = scores.masked_fill(~done, -math.inf).max(dim=-1).values
         running = scores.masked_fill(done, -math.inf).max(dim=-1).values
@@ -143,18 +147,21 @@ class _Beams:
     scores: torch.Tensor                # (N, 1) log-probabilities
     end_flag: torch.Tensor              # (N, 1) the hypothesis ended with eos
     cache: Optional[StepCache] = None   # the prefixes' self-attention entries
+    ROWS: ClassVar[Tuple[str, ...]] = ("steps", "hyps", "scores", "end_flag")  # the per-hypothesis tensors
 
-    def drop(self, finished: torch.Tensor) -> None:
-        """Keep the utterances whose entry in ``finished`` (live utterances,) is False."""
+    def drop(self, finished: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Keep the utterances whose entry in ``finished`` (live utterances,) is False; returns the kept
+        utterances' positions and their hypotheses' rows."""
         keep = (~finished).nonzero().squeeze(1)
         index = (keep.unsqueeze(1) * self.beam_size + torch.arange(self.beam_size, device=keep.device)).view(-1)
-        for name in ("steps", "hyps", "scores", "end_flag"):
+        for name in self.ROWS:
             setattr(self, name, getattr(self, name).index_select(0, index))
         self.memory, self.memory_mask = self.memory.index_select(0, keep), self.memory_mask.index_select(0, keep)
         self.memory_caches = [c.index_select(0, keep) for c in self.memory_caches]
         if self.cache is not None:
             self.cache.select(index)
         self.utts = [self.utts[i] for i in keep.tolist()]
+        return keep, index
 
 
 @torch.inference_mode()
@@ -211,7 +218,7 @@ def attention_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, e
     for step in range(1, maxlen + 2):
         # A hypothesis whose utterance has used its steps is frozen like an ended one (extended by eos at 0).
         done = live.end_flag | (live.steps < step)
-        finished = _finished(live.scores, done, beam_size, length_penalty)  # all True after step maxlen
+        finished = _finished(live.scores, done, beam_size, length_penalty == 0.0)  # all True after step maxlen
         for i in finished.nonzero().squeeze(1).tolist():
             rows = slice(i * beam_size, (i + 1) * beam_size)
             results[live.utts[i]] = _best_of_beam(live.hyps[rows], live.scores[rows], eos, length_penalty)

@@ -1,0 +1,126 @@
+"""The word n-gram LM of ``joint_ctc_attention_lm``: each prefix of the joint CTC/attention search carries the LM's
+state and the word it is spelling, and a word is scored when it ends, as the lexicon search of the other ``*_lm``
+modes scores it (``lm.search.LmSearch``: the same KenLM model, lexicon, ``lm_weight`` and ``word_score``): on its
+end, lm_weight x the LM's log-probability (KenLM's, base 10, as flashlight's decoder adds it) + word_score; at the
+end of the sentence lm_weight x the LM's end-of-sentence score. As in that search only the LM's words can be
+spelled: a prefix may take only the units that continue some word of the lexicon, or end one.
+
+Where a word ends depends on the units (:func:`word_rule`): the space unit '▁' of a character model of spaced text
+ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one before; in a Mandarin
+character LM (or units that are whole words) every unit is a word. The end of the sentence ends the last word.
+"""
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from wenet_udps.text.base_tokenizer import SPACE
+from wenet_udps.utils.cli import UserError
+
+RULES = ("space", "piece", "whole")
+# A prefix's state: (KenLM state, the units of the word it is spelling; None at the start of the sentence).
+State = Tuple[Any, Optional[Tuple[int, ...]]]
+
+
+def word_rule(spellings: Mapping[str, List[int]], symbols: Mapping[str, int], space: Optional[int],
+              char_lm: bool) -> str:
+    """"space" (``space`` is the word boundary unit), "piece" (units starting with '▁' start words) or "whole"
+    (every unit is a word); UserError for units that do not say where a word ends."""
+    if char_lm or all(len(ids) == 1 for ids in spellings.values()):
+        return "whole"
+    if space is not None:
+        return "space"
+    if any(s.startswith(SPACE) for s in symbols):
+        return "piece"
+    raise UserError("joint_ctc_attention_lm scores a word when it ends, and these units do not mark the ends: they "
+                    "have no space unit '▁' and no BPE pieces starting with '▁'")
+
+
+class WordScorer:
+    """The ``words`` of ``transformer.joint_search.joint_beam_search`` (see the module docstring).
+
+    Args:
+        lm: flashlight's KenLM (``start``, ``score``, ``finish``); lexicon: spelling (unit ids) -> the LM's index of
+            the word; rule: see :func:`word_rule`; space: the boundary unit of the "space" rule; starts: the units
+            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's.
+    """
+
+    def __init__(self, lm: Any, lexicon: Mapping[Tuple[int, ...], int], rule: str, space: Optional[int],
+                 starts: Sequence[int], lm_weight: float, word_score: float):
+        if rule not in RULES:
+            raise ValueError(f"word rule {rule!r}: valid are {', '.join(RULES)}")
+        self.lm, self.lexicon, self.rule, self.space = lm, dict(lexicon), rule, space
+        self.lm_weight, self.word_score = lm_weight, word_score
+        self.starts = frozenset(starts)
+        # Each proper prefix of a spelling -> the units that continue it (sorted: the order never depends on a set).
+        nexts: Dict[Tuple[int, ...], set] = {}
+        for ids in self.lexicon:
+            for i in range(1, len(ids)):
+                nexts.setdefault(ids[:i], set()).add(ids[i])
+        self.nexts = {p: sorted(units) for p, units in nexts.items()}
+        self.firsts = sorted({ids[0] for ids in self.lexicon})
+        self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
+        self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
+
+    def initial(self) -> State:
+        return self.lm.start(False), None
+
+    def allowed(self, state: State) -> Tuple[List[int], bool]:
+        """(the units that may follow, whether the sentence may end here)."""
+        word = state[1]
+        if word not in self._allowed:
+            self._allowed[word] = self._allowed_after(word)
+        return self._allowed[word]
+
+    def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
+        if self.rule == "whole":
+            return self.singles, True
+        if word is None:
+            return self.firsts, True
+        if not word:  # after the space unit: a word must follow
+            return self.firsts, False
+        complete = word in self.lexicon
+        units = list(self.nexts.get(word, []))
+        if complete:
+            units += [self.space] if self.rule == "space" else [u for u in self.firsts if u in self.starts]
+        return sorted(set(units)), complete
+
+    def _end_word(self, state: State) -> Tuple[Any, float]:
+        """The LM state after the word ``state`` is spelling ends, and the score that adds (-inf for no word)."""
+        lm_state, word = state
+        if not word:
+            return lm_state, 0.0
+        index = self.lexicon.get(word)
+        if index is None:
+            return lm_state, -math.inf
+        lm_state, score = self.lm.score(lm_state, index)
+        return lm_state, self.lm_weight * score + self.word_score
+
+    def extend(self, state: State, units: Sequence[int], eos: int) -> List[Tuple[State, float]]:
+        """(state, score added) of the prefix extended by each of ``units``; ``eos`` ends the sentence."""
+        out: List[Tuple[State, float]] = []
+        ended: Optional[Tuple[Any, float]] = None  # the current word's end, scored once for all the units
+        allowed, may_end = self.allowed(state)
+        allowed = set(allowed)
+        for unit in units:
+            if unit == eos:
+                out.append((state, self.finish(state) if may_end else -math.inf))
+            elif unit not in allowed:
+                out.append((state, -math.inf))
+            elif self.rule == "whole":
+                lm_state, score = self.lm.score(state[0], self.lexicon[(unit,)])
+                out.append(((lm_state, None), self.lm_weight * score + self.word_score))
+            elif self.rule == "space" and unit == self.space:
+                ended = ended or self._end_word(state)
+                out.append(((ended[0], ()), ended[1]))
+            elif self.rule == "piece" and unit in self.starts and state[1]:
+                ended = ended or self._end_word(state)
+                out.append(((ended[0], (unit,)), ended[1]))
+            else:
+                out.append(((state[0], (state[1] or ()) + (unit,)), 0.0))
+        return out
+
+    def finish(self, state: State) -> float:
+        """The score the end of the sentence adds after this prefix: its last word's, then the LM's end."""
+        lm_state, score = self._end_word(state)
+        if score == -math.inf:
+            return score
+        return score + self.lm_weight * self.lm.finish(lm_state)[1]
