@@ -157,5 +157,5 @@ def test_ctc_weight_has_each_family_s_own_default():
     ("joint_ctc_attention", "-1", "1.5", "--joint_ctc_weight '1.5': must be in [0, 1], got 1.5"),
 ])
 def test_run_sh_s_decode_modes_are_checked_as_recognize_checks_them(modes, chunk, weight, words):
-    error = run_sh_error(modes, chunk, weight)
+    error = run_sh_error({"decode_modes": modes, "decoding_chunk_size": chunk, "joint_ctc_weight": weight})
     assert (words in error and "\n" not in error) if words else error == ""
