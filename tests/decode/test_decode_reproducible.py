@@ -19,7 +19,7 @@ from wenet_udps.transformer.search import DECODING_METHODS
 
 def test_every_mode_gives_the_same_bytes_in_every_run_process_and_batch_size(tmp_path):
     need_flashlight()
-    make_model_dir(tmp_path, space=True, encoder="conformer")  # a conv module; the word end '▁' (joint_ctc_attention_lm)
+    make_model_dir(tmp_path, space=True, encoder="conformer")  # a conv module; '▁' ends words (joint_ctc_attention_lm)
     data = write_list(write_clips(tmp_path, 18), tmp_path / "test.list")  # batch 16: a padded batch and a short one
     lm = write_arpa(tmp_path / "lm.arpa", {w: -1.0 for w in WORDS})
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "reproducibility.py"), "--decode", "--exp_dir",
