@@ -103,14 +103,15 @@ def within_training(sentences: List[Tuple[int, ...]], num_train: int, seed: int,
     it never hears, and a mostly-unknown transcript is refused as ``unk_text``. Only a tiny ``--num_train`` draws
     again (from 240 training sentences up, seed 1 says every word in training), so larger corpora stay as they were."""
     train = sentences[:num_train]
-    known = sorted({w for sent in train for w in sent})
+    known_set = {w for sent in train for w in sent}
+    known = sorted(known_set)
     if not known:
         return sentences
     rng = np.random.default_rng([seed, 1])   # its own stream: the first draw, voices and noise stay as they were
     seen, out = set(sentences), list(train)
     for sent in sentences[num_train:]:
         attempts = 0
-        while not set(sent) <= set(known):
+        while not known_set.issuperset(sent):
             attempts += 1
             if attempts > 10000:
                 raise ValueError(f"cannot draw distinct dev/test sentences from the {len(known)} words of "

@@ -127,7 +127,7 @@ class LmSearch:
         """The word LM of ``joint_ctc_attention_lm`` (``lm.words``): this search's LM, lexicon and weights."""
         if self._words is None:
             space = self.sil_id if self.sil_id != self.blank_id else None
-            rule = word_rule({w: ids for w, ids in self.spelling.items()}, self.symbols, space, self.char_lm)
+            rule = word_rule(self.spelling, self.symbols, space, self.char_lm)
             starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
             self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
                                      starts, self.conf.lm_weight, self.conf.word_score)

@@ -20,7 +20,7 @@ RULES = ("space", "piece", "whole")
 State = Tuple[Any, Optional[Tuple[int, ...]]]
 
 
-def word_rule(spellings: Mapping[str, List[int]], symbols: Mapping[str, int], space: Optional[int],
+def word_rule(spellings: Mapping[Any, List[int]], symbols: Mapping[str, int], space: Optional[int],
               char_lm: bool) -> str:
     """"space" (``space`` is the word boundary unit), "piece" (units starting with '▁' start words) or "whole"
     (every unit is a word); UserError for units that do not say where a word ends."""
