@@ -49,7 +49,8 @@ from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_exper
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, resolve_decode_options
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM, attention_beam_search
+from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS, METHODS_WITHOUT_LM
+from wenet_udps.transformer.search import attention_beam_search
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 

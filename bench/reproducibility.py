@@ -87,7 +87,7 @@ def decode_child(args) -> None:
     from wenet_udps.decode.data_list import eval_dataset, load_experiment
     from wenet_udps.lm.search import LmSearch, LmSearchConfig
     from wenet_udps.text import init_tokenizer
-    from wenet_udps.transformer.search import DECODING_METHODS, METHODS_WITHOUT_LM
+    from wenet_udps.transformer.modes import DECODING_METHODS, METHODS_WITHOUT_LM
 
     config, model = load_experiment(args.exp_dir, args.checkpoint)
     tokenizer = init_tokenizer(config)

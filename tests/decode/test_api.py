@@ -9,7 +9,7 @@ from tests.decode.decode_helpers import make_exp, read_hyps
 from tests.lm.lm_helpers import need_flashlight, need_lmplz
 from tests.train.train_helpers import WORDS
 from wenet_udps.bin import recognize
-from wenet_udps.transformer.search import METHODS_WITHOUT_LM
+from wenet_udps.transformer.modes import METHODS_WITHOUT_LM
 from wenet_udps.utils.cli import UserError
 
 OPTIONS = {"beam_size": 4, "ctc_weight": 0.5}

@@ -17,7 +17,7 @@ from tests.lm.test_search import write_arpa
 from tests.train.train_helpers import WORDS
 from wenet_udps.config import load_config
 from wenet_udps.transformer.decode_options import BEAM_SIZE_MAX, DECODE_OPTIONS, RUN_SH_OPTIONS, run_sh_error
-from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.bin import recognize
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY, ConfigError

@@ -14,7 +14,7 @@ from tests.decode.decode_helpers import write_clips, write_list
 from tests.lm.lm_helpers import need_flashlight
 from tests.lm.test_search import write_arpa
 from tests.train.train_helpers import ROOT, WORDS, make_model_dir
-from wenet_udps.transformer.search import DECODING_METHODS
+from wenet_udps.transformer.modes import DECODING_METHODS
 
 
 def test_every_mode_gives_the_same_bytes_in_every_run_process_and_batch_size(tmp_path):

@@ -202,7 +202,8 @@ def test_results_do_not_depend_on_batch_size_or_composition(encoder):
 
 
 def test_lm_modes_need_an_lm_search():
-    from wenet_udps.transformer.search import LM_METHODS, DecodeResult
+    from wenet_udps.transformer.modes import LM_METHODS
+    from wenet_udps.transformer.search import DecodeResult
     model = build_model(tiny_config()).eval()
     feats, lens = torch.randn(1, 40, F), torch.tensor([40])
     with pytest.raises(ValueError, match="need a word LM"):

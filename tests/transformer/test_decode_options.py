@@ -1,4 +1,7 @@
 """Issue 47, cases 6-9: a decoding option that cannot take effect on the model is refused, on every path."""
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -159,3 +162,12 @@ def test_ctc_weight_has_each_family_s_own_default():
 def test_run_sh_s_decode_modes_are_checked_as_recognize_checks_them(modes, chunk, weight, words):
     error = run_sh_error({"decode_modes": modes, "decoding_chunk_size": chunk, "joint_ctc_weight": weight})
     assert (words in error and "\n" not in error) if words else error == ""
+
+
+def test_run_sh_s_start_up_check_imports_no_torch():
+    """run.sh checks its decoding and LM options at every start (tools/run_setup.sh check_decode_values): importing
+    torch there cost ~2 s of every run.sh command, a usage error included. The check's modules stay free of it."""
+    code = ("import sys; import wenet_udps.lm.options, wenet_udps.transformer.decode_options; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"

@@ -30,7 +30,7 @@ from wenet_udps.train.checkpoint import add_verify_flag, save_yaml, sidecar, wri
 from wenet_udps.train.checkpoint_files import read_info
 from wenet_udps.train.run_dir import check_derived_output
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
-from wenet_udps.transformer.search import METHODS_WITHOUT_LM
+from wenet_udps.transformer.modes import METHODS_WITHOUT_LM
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import run_cli
 

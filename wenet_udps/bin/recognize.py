@@ -32,7 +32,7 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, check_decode_options, \
     resolve_decode_options, value_for
-from wenet_udps.transformer.search import DECODING_METHODS, LM_METHODS
+from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.source_info import model_source

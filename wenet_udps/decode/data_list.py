@@ -20,7 +20,7 @@ from wenet_udps.dataset.dataset import DataTally, eval_dataset_conf
 from wenet_udps.lm.arpa import check_oov
 from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.train.checkpoint import load_model_state
-from wenet_udps.transformer.search import LM_METHODS
+from wenet_udps.transformer.modes import LM_METHODS
 from wenet_udps.utils.source_info import write_source
 
 

@@ -15,7 +15,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
-from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, LM_METHODS
+from wenet_udps.transformer.modes import DECODING_METHODS, JOINT_METHODS, LM_METHODS
 from wenet_udps.utils.source_info import content_sha256, file_sha256, read_source
 
 # The search options a record gives (chunking stays the model's own or the caller's: streaming passes its own).

@@ -8,8 +8,9 @@ from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decode_options import check_decode_options, value_for
 from wenet_udps.transformer.joint_search import joint_beam_search
 from wenet_udps.transformer.label_smoothing_loss import LabelSmoothingLoss
-from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, DecodeResult, attention_beam_search, \
-    LM_METHODS, attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search
+from wenet_udps.transformer.modes import DECODING_METHODS, JOINT_METHODS, LM_METHODS
+from wenet_udps.transformer.search import DecodeResult, attention_beam_search, attention_rescoring, ctc_greedy_search, \
+    ctc_prefix_beam_search
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, reverse_pad_list, th_accuracy
 from wenet_udps.utils.mask import make_pad_mask
 

@@ -17,14 +17,15 @@ import argparse
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from torch import nn
-
-from wenet_udps.transformer.search import DECODING_METHODS, JOINT_METHODS, LM_METHODS, METHODS_WITHOUT_LM
+from wenet_udps.transformer.modes import DECODING_METHODS, JOINT_METHODS, LM_METHODS, METHODS_WITHOUT_LM
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
+
+if TYPE_CHECKING:  # torch only for annotations: run.sh's start-up check (run_sh_error) imports no torch
+    from torch import nn
 
 RESCORING = ("attention_rescoring", "attention_rescoring_lm")
 CTC_SEARCHES = tuple(m for m in DECODING_METHODS if m != "attention")
@@ -224,7 +225,7 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
     return modes, values
 
 
-def chunking(encoder: nn.Module) -> str:
+def chunking(encoder: "nn.Module") -> str:
     """``"dynamic"``, ``"static S"`` or ``"none"``: the chunk training of ``encoder`` (see the module docstring)."""
     if getattr(encoder, "use_dynamic_chunk", False):
         return "dynamic"
@@ -232,7 +233,7 @@ def chunking(encoder: nn.Module) -> str:
     return f"static {static}" if static > 0 else "none"
 
 
-def chunk_size_for(encoder: nn.Module, requested: Optional[int], option: str = "--decoding_chunk_size") -> int:
+def chunk_size_for(encoder: "nn.Module", requested: Optional[int], option: str = "--decoding_chunk_size") -> int:
     """The chunk size decoding runs at: the model's own for ``requested`` None (-1 full context, or S for a
     static-chunk model), else ``requested`` when the model decodes at it; UserError otherwise.
 
@@ -263,7 +264,7 @@ def chunk_size_for(encoder: nn.Module, requested: Optional[int], option: str = "
     return requested
 
 
-def check_decode_options(encoder: nn.Module, methods: Iterable[str], *, decoding_chunk_size: Optional[int] = None,
+def check_decode_options(encoder: "nn.Module", methods: Iterable[str], *, decoding_chunk_size: Optional[int] = None,
                          num_decoding_left_chunks: int = -1, simulate_streaming: bool = False,
                          batch_size: Optional[int] = None, ctc_weight: Any = None, reverse_weight: float = 0.0,
                          length_penalty: float = 0.0, blank_penalty: float = 0.0,

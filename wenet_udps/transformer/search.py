@@ -2,7 +2,7 @@
 ``attention_rescoring``, and with a word n-gram LM (wenet_udps.lm) ``ctc_prefix_beam_search_lm`` and
 ``attention_rescoring_lm`` (the same rescoring over the LM search's n-best); and ESPnet's joint CTC/attention beam
 search, ``joint_ctc_attention`` and with the word LM ``joint_ctc_attention_lm`` (``joint_search``). Each works on an
-already computed encoder output, so one encoder pass serves all modes."""
+already computed encoder output, so one encoder pass serves all modes. The modes' names are in ``modes``."""
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -13,13 +13,6 @@ import torch
 from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
-
-METHODS_WITHOUT_LM = ("ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring",
-                      "joint_ctc_attention")
-LM_METHODS = ("ctc_prefix_beam_search_lm", "attention_rescoring_lm", "joint_ctc_attention_lm")  # need lm_search
-DECODING_METHODS = METHODS_WITHOUT_LM + LM_METHODS
-# The joint CTC/attention beam search (transformer/joint_search.py), without and with the word LM.
-JOINT_METHODS = ("joint_ctc_attention", "joint_ctc_attention_lm")
 
 
 @dataclass
