@@ -239,10 +239,10 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
             sf.write(str(data / split / f"{key}.wav"), (0.05 * rng.standard_normal(48000)).astype(np.float32), 16000)
             lines.append(f"{key} {data / split / key}.wav")
         (data / split / "wav.scp").write_text("\n".join(lines) + "\n")
-    def run(stage, *lm_args):
+    def run(stage, *lm_args, grid=("--lm_weights", "0.5 1", "--word_scores", "0 2")):
         return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", stage, "--stop_stage", "5",
                                "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
-                               *lm_args, "--lm_weights", "0.5 1", "--word_scores", "0 2",
+                               *lm_args, *grid,
                                "--decode_modes", "ctc_greedy_search attention_rescoring joint_ctc_attention",
                                "--joint_ctc_weight", "0.4",
                                "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2",
@@ -275,8 +275,9 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
         assert "Overall -> " in (d / x / "joint_ctc_attention_lm" / "wer").read_text()
     first = {x: (d / x / "attention_rescoring_lm" / "text").read_text() for x in ("dev", "test")}
 
-    # A second LM (--lm_tag) sits beside the first: its own folder, tuning and result columns; the first stays.
-    proc = run("2", "--lm_order", "3", "--lm_tag", "tri")
+    # A second LM (--lm_tag) sits beside the first: its own folder, tuning and result columns; the first stays. (A
+    # grid of one point: the grid itself is checked above.)
+    proc = run("2", "--lm_order", "3", "--lm_tag", "tri", grid=("--lm_weights", "1", "--word_scores", "0"))
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ngram 3=" in (data / "lm_tri" / "lm.arpa").read_text()
     assert "ngram 3=" not in (data / "lm" / "lm.arpa").read_text()

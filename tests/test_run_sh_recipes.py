@@ -1,5 +1,6 @@
 """The AISHELL-1 and LibriSpeech recipes through run.sh, as a user runs them, on fake corpora in the real folder
 layouts (tests/recipe_trees.py): noise audio, real file naming and transcript formats, a tiny model, one epoch."""
+import json
 import os
 import re
 import subprocess
@@ -63,60 +64,57 @@ def test_aishell_recipe(tmp_path):
     assert "skipping averaging" in again and "skipping decoding" in again and "export is up to date" in again
     assert "stage 0: " in again and "already prepared" in again
 
-    # An interrupted run resumes from its newest checkpoint, a step checkpoint here.
-    for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml", "step_4.pt", "step_4.yaml"):
-        (exp / name).unlink()
-    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides))
-    assert f"resuming from {exp}/step_3.pt" in (exp / "train.log").read_text() and (exp / "final.pt").is_file()
-    assert f"log: {exp}/train.log" in resumed
-
-    # Changed settings never reuse or overwrite a finished run silently: another batch size is refused, by
-    # bin.train's resume check, before anything is written ...
-    more = overrides.replace("max_epoch=1", "max_epoch=2")
-    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more + " accum_grad=2")
-    assert refused.returncode == 1 and "accum_grad: 1 -> 2" in refused.stderr.splitlines()[-1]
-    # ... but more epochs (issue 57, M10: as bin.train allows) train on from the newest checkpoint; averaging
-    # follows the new checkpoints and mode.
-    cont = ok(run_sh(*common, "--stage", 4, "--stop_stage", 5, "--train_override", more, "--average_mode", "latest"))
-    assert (exp / "epoch_1.pt").is_file() and (exp / "train.log").read_text().count("auto: resuming from") == 2
-    assert "average 2 checkpoints (latest)" in cont and "skipping decoding" not in cont
-
-
-@pytest.mark.slow
-def test_lock_and_resume_through_run_sh(tmp_path):
-    """A second training on a busy exp dir is refused naming the holder's pid; an interrupted run resumes from its
-    newest checkpoint that verifies, passing over a damaged one."""
-    make_aishell(tmp_path / "dl")
-    prefix = tmp_path / "exp" / "ai"
-    common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-              "--dir", prefix, "--att_udps", "false", "--train_override", TINY + " save_interval=1", *PARTIAL]
-    ok(run_sh(*common, "--stage", 0, "--stop_stage", 4))
-    exp = Path(f"{prefix}_scaled_dot")
     # Interrupted after step 4: the epoch's checkpoint never came, and step_4.pt was cut short by the crash.
     for name in ("final.pt", "epoch_0.pt", "epoch_0.yaml"):
         (exp / name).unlink()
     step4 = exp / "step_4.pt"
     step4.write_bytes(step4.read_bytes()[:1000])
-
+    # A second training on a busy exp dir is refused naming the holder's pid, before bin.train starts
+    # (tools/run_lib.sh lock_exp, the same words as bin.train's lock).
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from wenet_udps.train.run_dir import RunLock; RunLock(sys.argv[1]); "
          "print('locked', flush=True); time.sleep(600)", str(exp)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        busy = run_sh(*common, "--stage", 4, "--stop_stage", 4)
-        # run.sh refuses before bin.train starts (tools/run_lib.sh lock_exp), naming the holder the same way.
+        busy = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides)
         assert busy.returncode != 0 and f"is in use by a training run (pid {holder.pid})" in busy.stderr
         assert not (exp / "final.pt").exists()
     finally:
         holder.kill()
         holder.wait()
-
-    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4))
-    # On the CPU the training's own lines go to its train.log (--cpu_jobs), after the interrupted run's.
+    # The run resumes from its newest checkpoint that verifies, passing over the damaged one; on the CPU the
+    # training's own lines go to its train.log (--cpu_jobs), after the interrupted run's.
+    resumed = ok(run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", overrides))
     log = (exp / "train.log").read_text()
     assert f"log: {exp}/train.log" in resumed and log.count("model: conformer encoder") == 2
     assert "step_4.pt" in log and f"resuming from {exp}/step_3.pt" in log
     assert (exp / "final.pt").is_file() and (exp / "epoch_0.pt").is_file()
+
+    # Changed settings never reuse or overwrite a finished run silently (issue 57, M10: one rule, bin.train's resume
+    # check, asked by stage 4 before it trains): another batch setting is refused before anything is written, naming
+    # it and the ways on ...
+    stamp = (exp / ".train.stamp").read_text()
+    more = overrides.replace("max_epoch=1", "max_epoch=2")
+    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more + " accum_grad=2")
+    line = refused.stderr.splitlines()[-1]
+    assert refused.returncode == 1 and f"stage 4: {exp} holds a run trained with other settings: --checkpoint " \
+        f"{exp}/epoch_0.pt: this resume changes what the run trains on: accum_grad: 1 -> 2" in line
+    assert "--force true" in line and (exp / ".train.stamp").read_text() == stamp
+    # ... and so are CMVN stats recomputed under the same name (another normalisation) ...
+    cmvn = tmp_path / "data" / "train" / "global_cmvn"
+    stats = cmvn.read_text()
+    cmvn.write_text(json.dumps({**json.loads(stats), "frame_num": json.loads(stats)["frame_num"] * 2}))
+    refused = run_sh(*common, "--stage", 4, "--stop_stage", 4, "--train_override", more)
+    assert refused.returncode == 1 and f"--cmvn: {cmvn} changed since (another SHA-256)" in refused.stderr
+    assert not (exp / "epoch_1.pt").exists()
+    cmvn.write_text(stats)
+    # ... but more epochs (as bin.train allows) train on from the newest checkpoint; averaging follows the new
+    # checkpoints and mode.
+    cont = ok(run_sh(*common, "--stage", 4, "--stop_stage", 5, "--train_override", more, "--average_mode", "latest"))
+    log = (exp / "train.log").read_text()
+    assert (exp / "final.pt").samefile(exp / "epoch_1.pt") and f"resuming from {exp}/epoch_0.pt" in log
+    assert log.count("auto: resuming from") == 2
+    assert "average 2 checkpoints (latest)" in cont and "skipping decoding" not in cont
 
 
 def libri_common(tmp_path, *extra):

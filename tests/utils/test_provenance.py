@@ -1,9 +1,12 @@
 """wenet_udps.utils.provenance: the facts a results table records."""
+import json
 import re
+import sys
+import types
 
 import torch
 
-from wenet_udps.utils.provenance import provenance, provenance_markdown
+from wenet_udps.utils.provenance import compiled_vec_isa, provenance, provenance_markdown
 
 
 def test_provenance_names_commit_machine_versions_and_seeds(monkeypatch):
@@ -17,3 +20,30 @@ def test_provenance_names_commit_machine_versions_and_seeds(monkeypatch):
     lines = provenance_markdown(facts)
     assert "- seeds: 1 2 3" in lines and len(lines) == len(facts)
     assert provenance()["seeds"] == "unknown (no train.yaml records one)"
+
+
+def test_the_compiled_code_isa_is_probed_once_per_machine_torch_and_compiler(tmp_path, monkeypatch):
+    """Inductor's probe (~6 s: it compiles a program per ISA) runs again only when what it depends on changed."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    probes = []
+    fake = types.ModuleType("torch._inductor.cpu_vec_isa")
+    fake.pick_vec_isa = lambda: probes.append("avx2") or "avx2"
+    monkeypatch.setitem(sys.modules, "torch._inductor.cpu_vec_isa", fake)
+    assert compiled_vec_isa() == compiled_vec_isa() == "avx2" and len(probes) == 1
+    assert json.loads((tmp_path / "wenet_udps_vec_isa.json").read_text())["isa"] == "avx2"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")   # caps the ISA
+    fake.pick_vec_isa = lambda: probes.append("") or ""
+    assert compiled_vec_isa() == compiled_vec_isa() == "none" and len(probes) == 2
+    cxx = tmp_path / "bin" / "c++"                        # another compiler
+    cxx.parent.mkdir()
+    cxx.write_text("#!/bin/sh\n")
+    cxx.chmod(0o755)
+    monkeypatch.setenv("CXX", str(cxx))
+    assert compiled_vec_isa() == "none" and len(probes) == 3
+    (tmp_path / "wenet_udps_vec_isa.json").write_text("{")  # a damaged file: probed again, no error
+    assert compiled_vec_isa() == "none" and len(probes) == 4
+    fake.pick_vec_isa = lambda: 1 / 0                       # a failing probe is reported, and not kept
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    assert compiled_vec_isa() == "unknown (ZeroDivisionError)"
+    assert json.loads((tmp_path / "wenet_udps_vec_isa.json").read_text())["isa"] == "none"

@@ -5,10 +5,14 @@ CPU results (docs/reproducibility.md), so that a stale or foreign table shows.
     lines = provenance_markdown(provenance(seeds=[1, 2, 3]))
 """
 import datetime
+import getpass
 import hashlib
+import json
 import os
 import platform
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -40,12 +44,54 @@ def cpu_model() -> str:
 
 
 def compiled_vec_isa() -> str:
-    """The vector ISA torch.compile's C++ code is built for on this machine (what the compiled UDPS tiles use)."""
+    """The vector ISA torch.compile's C++ code is built for on this machine (what the compiled UDPS tiles use).
+
+    Inductor finds it by compiling and loading a probe per ISA (~6 s with its imports, each results table): the
+    answer is kept in inductor's cache folder, under a key of everything it depends on (:func:`_vec_isa_key`)."""
+    key = _vec_isa_key()
+    cache = _inductor_cache_dir() / "wenet_udps_vec_isa.json"
+    try:
+        kept = json.loads(cache.read_text())
+        if kept.get("key") == key:
+            return kept["isa"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
     try:
         from torch._inductor.cpu_vec_isa import pick_vec_isa
-        return str(pick_vec_isa()) or "none"
+        isa = str(pick_vec_isa()) or "none"
     except Exception as exc:  # noqa: BLE001 - a private API: report rather than fail a results table
         return f"unknown ({type(exc).__name__})"
+    try:  # written whole or not at all: a table made at the same time reads the old file or the new one
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=cache.parent, delete=False, suffix=".partial") as out:
+            json.dump({"key": key, "isa": isa}, out)
+        os.replace(out.name, cache)
+    except OSError:
+        pass  # an unwritable cache only costs the next table the probe
+    return isa
+
+
+def _inductor_cache_dir() -> Path:
+    """torch inductor's cache folder (TORCHINDUCTOR_CACHE_DIR, else its default), found without importing it."""
+    found = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    return Path(found) if found else Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+
+
+def _vec_isa_key() -> str:
+    """What inductor's choice of vector ISA depends on: torch's version, the CPU's flags, ATEN_CPU_CAPABILITY (which
+    caps it) and the C++ compiler it builds with ($CXX, else g++: its path and the file's size and time)."""
+    flags = ""
+    try:
+        flags = next((line for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
+                      if line.startswith("flags")), "")
+    except OSError:
+        pass
+    compiler = shutil.which(os.environ.get("CXX", "g++"))
+    binary = os.path.realpath(compiler) if compiler else None
+    stat = os.stat(binary) if binary else None
+    facts = [torch.__version__, flags, os.environ.get("ATEN_CPU_CAPABILITY"), compiler, binary,
+             stat and stat.st_size, stat and stat.st_mtime_ns]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
 
 
 def commit() -> str:
