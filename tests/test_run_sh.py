@@ -285,24 +285,23 @@ def test_stage5_waits_for_no_training_it_would_average(tmp_path):
 
 
 @pytest.mark.slow
-def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, fsdd_dir):
-    """--enc_init with {attention}: each model starts from the donor of its attention type; the stamp records it,
-    and a donor missing for one variant is refused before any training."""
-    tiny = ("max_epoch=1 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32 "
-            "decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=4")
-    common = ["--corpus", "fsdd", "--fsdd_dir", str(fsdd_dir), "--download_dir", str(tmp_path / "dl"),
-              "--data", str(tmp_path / "data"), "--prepare_opts", "--num_train 8 --num_dev 2 --num_test 2",
-              "--num_workers", "0", "--stop_stage", "4", "--train_override", tiny]
-    donor = run_sh(*common, "--stage", "-1", "--dir", str(tmp_path / "donor"))
-    assert donor.returncode == 0, donor.stderr[-3000:]
-    pattern = str(tmp_path / "donor_{attention}" / "final.pt")
-    tuned = run_sh(*common, "--stage", "4", "--dir", str(tmp_path / "tuned"), "--enc_init", pattern)
+@pytest.mark.xdist_group("tiny_run")
+def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, tiny_run):
+    """--enc_init with {attention}: each model starts from the donor of its attention type (the session's two tiny
+    models), the stamp records it, and a donor missing for one variant is refused before any training."""
+    common = ["--data", str(tiny_run.data), "--stage", "4", "--stop_stage", "4", "--num_workers", "0",
+              "--train_override", TINY_MODEL]
+    donors = f"{tiny_run.exp}_{{attention}}/final.pt"
+    tuned = run_sh(*common, "--dir", str(tmp_path / "tuned"), "--enc_init", donors)
     assert tuned.returncode == 0, tuned.stderr[-3000:]
     for attention in ("scaled_dot", "udps"):
         log = (tmp_path / f"tuned_{attention}" / "train.log").read_text()
-        assert f"from {tmp_path}/donor_{attention}/final.pt" in log and "under encoder." in log
+        assert f"from {tiny_run.exp}_{attention}/final.pt" in log and "under encoder." in log
         assert "enc_init=" in (tmp_path / f"tuned_{attention}" / ".train.stamp").read_text()
-    (tmp_path / "donor_udps" / "final.pt").unlink()
-    line = _one_error_line(run_sh(*common, "--stage", "4", "--dir", str(tmp_path / "other"), "--enc_init", pattern))
-    assert f"--enc_init: {tmp_path}/donor_udps/final.pt (for att_udps true) is not a file" in line
+    half = tmp_path / "half_scaled_dot" / "final.pt"   # a donor for one variant only
+    half.parent.mkdir()
+    half.symlink_to(f"{tiny_run.exp}_scaled_dot/final.pt")
+    line = _one_error_line(run_sh(*common, "--dir", str(tmp_path / "other"), "--enc_init",
+                                  str(tmp_path / "half_{attention}" / "final.pt")))
+    assert f"--enc_init: {tmp_path}/half_udps/final.pt (for att_udps true) is not a file" in line
     assert not (tmp_path / "other_scaled_dot").exists()

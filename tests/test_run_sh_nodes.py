@@ -19,6 +19,9 @@ from tests.recipe_trees import make_aishell
 from wenet_udps.train.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
+# One worker runs this module (pytest-xdist --dist loadgroup), so that its module fixtures (a prepared corpus and two
+# trainings) are made once, not on each worker and again whenever a worker comes back to the module.
+pytestmark = pytest.mark.xdist_group("nodes")
 # 16 training utterances, 2 ranks, batches of 2: 4 steps an epoch, a step checkpoint after each
 TINY = ("max_epoch=2 encoder_conf.num_blocks=1 decoder_conf.num_blocks=1 encoder_conf.linear_units=32 "
         "decoder_conf.linear_units=32 encoder_conf.output_size=32 dataset_conf.batch_conf.batch_size=2 accum_grad=1 "
