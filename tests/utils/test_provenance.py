@@ -25,7 +25,8 @@ def test_provenance_names_commit_machine_versions_and_seeds(monkeypatch):
 def test_the_compiled_code_isa_is_probed_once_per_machine_torch_and_compiler(tmp_path, monkeypatch):
     """Inductor's probe (~6 s: it compiles a program per ISA) runs again only when what it depends on changed."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    for name in ("ATEN_CPU_CAPABILITY", "TORCHINDUCTOR_VEC_ISA_OK", "CXX"):
+        monkeypatch.delenv(name, raising=False)
     probes = []
     fake = types.ModuleType("torch._inductor.cpu_vec_isa")
     fake.pick_vec_isa = lambda: probes.append("avx2") or "avx2"
@@ -35,14 +36,16 @@ def test_the_compiled_code_isa_is_probed_once_per_machine_torch_and_compiler(tmp
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")   # caps the ISA
     fake.pick_vec_isa = lambda: probes.append("") or ""
     assert compiled_vec_isa() == compiled_vec_isa() == "none" and len(probes) == 2
+    monkeypatch.setenv("TORCHINDUCTOR_VEC_ISA_OK", "0")  # turns it off
+    assert compiled_vec_isa() == "none" and len(probes) == 3
     cxx = tmp_path / "bin" / "c++"                        # another compiler
     cxx.parent.mkdir()
     cxx.write_text("#!/bin/sh\n")
     cxx.chmod(0o755)
     monkeypatch.setenv("CXX", str(cxx))
-    assert compiled_vec_isa() == "none" and len(probes) == 3
-    (tmp_path / "wenet_udps_vec_isa.json").write_text("{")  # a damaged file: probed again, no error
     assert compiled_vec_isa() == "none" and len(probes) == 4
+    (tmp_path / "wenet_udps_vec_isa.json").write_text("{")  # a damaged file: probed again, no error
+    assert compiled_vec_isa() == "none" and len(probes) == 5
     fake.pick_vec_isa = lambda: 1 / 0                       # a failing probe is reported, and not kept
     monkeypatch.setenv("CXX", "no-such-compiler")
     assert compiled_vec_isa() == "unknown (ZeroDivisionError)"

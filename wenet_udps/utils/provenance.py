@@ -79,7 +79,8 @@ def _inductor_cache_dir() -> Path:
 
 def _vec_isa_key() -> str:
     """What inductor's choice of vector ISA depends on: torch's version, the CPU's flags, ATEN_CPU_CAPABILITY (which
-    caps it) and the C++ compiler it builds with ($CXX, else g++: its path and the file's size and time)."""
+    caps it), TORCHINDUCTOR_VEC_ISA_OK (which can turn it off) and the C++ compiler it builds with ($CXX, else g++:
+    its path and the file's size and time)."""
     flags = ""
     try:
         flags = next((line for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
@@ -89,8 +90,9 @@ def _vec_isa_key() -> str:
     compiler = shutil.which(os.environ.get("CXX", "g++"))
     binary = os.path.realpath(compiler) if compiler else None
     stat = os.stat(binary) if binary else None
-    facts = [torch.__version__, flags, os.environ.get("ATEN_CPU_CAPABILITY"), compiler, binary,
-             stat and stat.st_size, stat and stat.st_mtime_ns]
+    facts = [torch.__version__, flags, os.environ.get("ATEN_CPU_CAPABILITY"),
+             os.environ.get("TORCHINDUCTOR_VEC_ISA_OK"), compiler, binary, stat and stat.st_size,
+             stat and stat.st_mtime_ns]
     return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
 
 
