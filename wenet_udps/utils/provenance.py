@@ -32,15 +32,20 @@ def _git(*args: str) -> Optional[str]:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else platform.processor())."""
+def _cpuinfo(field: str) -> Optional[str]:
+    """The value of ``field`` in /proc/cpuinfo's first CPU (Linux), else None."""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
+            if line.startswith(field):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else platform.processor())."""
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def compiled_vec_isa() -> str:
@@ -61,13 +66,11 @@ def compiled_vec_isa() -> str:
         isa = str(pick_vec_isa()) or "none"
     except Exception as exc:  # noqa: BLE001 - a private API: report rather than fail a results table
         return f"unknown ({type(exc).__name__})"
-    try:  # written whole or not at all: a table made at the same time reads the old file or the new one
+    try:  # a table that reads it half written, or not at all, only probes again
         cache.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=cache.parent, delete=False, suffix=".partial") as out:
-            json.dump({"key": key, "isa": isa}, out)
-        os.replace(out.name, cache)
+        cache.write_text(json.dumps({"key": key, "isa": isa}))
     except OSError:
-        pass  # an unwritable cache only costs the next table the probe
+        pass
     return isa
 
 
@@ -81,16 +84,10 @@ def _vec_isa_key() -> str:
     """What inductor's choice of vector ISA depends on: torch's version, the CPU's flags, ATEN_CPU_CAPABILITY (which
     caps it), TORCHINDUCTOR_VEC_ISA_OK (which can turn it off) and the C++ compiler it builds with ($CXX, else g++:
     its path and the file's size and time)."""
-    flags = ""
-    try:
-        flags = next((line for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
-                      if line.startswith("flags")), "")
-    except OSError:
-        pass
     compiler = shutil.which(os.environ.get("CXX", "g++"))
     binary = os.path.realpath(compiler) if compiler else None
     stat = os.stat(binary) if binary else None
-    facts = [torch.__version__, flags, os.environ.get("ATEN_CPU_CAPABILITY"),
+    facts = [torch.__version__, _cpuinfo("flags"), os.environ.get("ATEN_CPU_CAPABILITY"),
              os.environ.get("TORCHINDUCTOR_VEC_ISA_OK"), compiler, binary, stat and stat.st_size,
              stat and stat.st_mtime_ns]
     return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
