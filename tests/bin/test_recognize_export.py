@@ -1,6 +1,11 @@
 import pytest
+import torch
 
 from wenet_udps.bin import export, recognize
+from wenet_udps.config import load_config
+from wenet_udps.decode.data_list import model_from_checkpoint
+from wenet_udps.export.exporter import OrtPart
+from wenet_udps.export.wrappers import FullEncoder
 from wenet_udps.utils.source_info import read_source
 from tests.train.train_helpers import make_model_dir, write_data_list
 
@@ -39,6 +44,20 @@ def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
         assert (out / f"{name}.onnx").is_file() and (out / f"{name}.pt").is_file()
         assert report[f"{name}.onnx"] <= 1e-4 and report[f"{name}.torchscript"] <= 1e-4
     assert report["ort_ctc_greedy_search_mismatches"] == 0 and report["ort_attention_rescoring_mismatches"] == 0
+    # The encoder is traced at batch 2 and 67 frames: other batches and lengths (each side of a subsampling step,
+    # padded rows) give eager's output too, so no traced size was baked into the graph.
+    config = load_config(conf)
+    model, onnx_encoder = model_from_checkpoint(config, str(ckpt)), OrtPart(str(out / "encoder.onnx"))
+    g = torch.Generator().manual_seed(0)
+    for batch, frames in ((1, 15), (1, 100), (3, 101), (3, 104)):
+        feats = torch.randn(batch, frames, config["input_dim"], generator=g)
+        lens = torch.tensor([frames - 4 * i for i in range(batch)], dtype=torch.int64)
+        with torch.no_grad():
+            want, got = FullEncoder(model)(feats, lens), onnx_encoder(speech=feats, speech_lengths=lens)
+        assert torch.equal(want[1], got[1]), (batch, frames)
+        for w, o in ((want[0], got[0]), (want[2], got[2])):
+            for b in range(batch):
+                assert torch.allclose(w[b, :want[1][b]], o[b, :want[1][b]], atol=1e-4), (batch, frames)
 
 
 def test_clip_shorter_than_the_subsampling_needs_is_skipped_and_counted(tmp_path, fsdd_dir, capsys):

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from wenet_udps.export.exporter import _onnx_legacy
+from wenet_udps.export.exporter import _onnx
 from wenet_udps.export.wrappers import chunk_window, initial_caches
 from wenet_udps.utils.cli import UserError
 
@@ -174,7 +174,7 @@ def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str,
         for name, (module, inputs, in_names, out_names, axes, meta) in parts.items():
             path = os.path.join(output_dir, f"{name}.onnx")
             # The TorchScript-based exporter writes one self-contained file (no external weights).
-            _onnx_legacy(module.eval(), inputs, path, in_names, out_names, axes)
+            _onnx(module.eval(), inputs, path, in_names, out_names, axes)
             add_metadata(path, meta)
             int8 = os.path.join(output_dir, f"{name}.int8.onnx")
             quantize_int8(path, int8)
