@@ -109,7 +109,7 @@ fi
 installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wenet_udps.__path__[0]))')
 [[ ${installed} -ef ${PWD} ]] || die "python3 imports wenet_udps from ${installed}, not from this checkout" \
   "(${PWD}); unset PYTHONPATH and rerun"
-# The UDPS C++ CPU kernel is compiled once here (about 30 s; cached by torch), so that no training waits for it.
+# The UDPS C++ CPU kernel is compiled once here (about 20 s; cached by torch), so that no training waits for it.
 log "building the C++ UDPS CPU kernel (wenet_udps.kernels.cpu_ext; without a compiler the eager kernels serve)"
 python3 -c 'from wenet_udps.kernels.cpu_ext import ext_available; print("cpu_ext:", ext_available())' \
   || log "the C++ kernel did not build: the eager kernels serve (slower UDPS on CPU)"

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from wenet_udps.kernels import cpu_ext
 
@@ -72,7 +73,7 @@ def test_load_with_a_stale_torch_lock_does_not_hang(tmp_path, monkeypatch):
         baton = FileBaton(os.path.join(build_directory, "lock"))
         seen.append(baton.try_acquire())  # False: torch would now wait for the file forever
         baton.release()
-        return "module"
+        return build_directory  # as torch's load for a library of operators (is_python_module=False)
 
     monkeypatch.setattr(cpp_extension, "load", fake_load)
     names = []
@@ -88,7 +89,7 @@ def test_load_with_a_stale_torch_lock_does_not_hang(tmp_path, monkeypatch):
             second = cpu_ext._load()
     finally:
         cpu_ext._load.cache_clear()
-    assert first == second == "module" and seen == [True, True]
+    assert first is second is torch.ops.wenet_udps_cpu and seen == [True, True]
     assert names[-1].startswith(str(tmp_path))
 
 

@@ -8,14 +8,15 @@ per (batch, head), key gradients summed in order) and runs float32; float64 goes
 OpenMP parallel region (torch's threads over batch x heads) and its GEMMs run on one MKL thread each:
 :func:`thread_use` says what a call runs with.
 
-The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed;
-about 30 s, later loads take 0.1 s from torch's extension cache) for the CPU's vector capability as torch reports it
-(AVX512, AVX2, default), which is part of the cached module's name so that machines sharing a cache do not share
-instructions. :func:`ext_available` says whether it built; it warns once, naming the reason, when it did not.
-``bash tools/install.sh`` builds it, so that no training process waits for the compiler. Builds are serialised by
-an ``flock`` of ours that dies with its holder (:func:`build_under_lock`): a build killed half-way leaves nothing
-that makes a later process hang, and a process that waits longer than ``BUILD_WAIT_S`` for another's build falls
-back to the eager kernels with the warning.
+The extension is compiled on first use with ``torch.utils.cpp_extension.load`` (a C++ compiler and ninja needed; about
+17 s, later loads take 0.1 s from torch's extension cache) as a library of torch operators,
+``torch.ops.wenet_udps_cpu.{forward,backward,thread_use}`` (not a pybind11 module: half the compile time), for the
+CPU's vector capability as torch reports it (AVX512, AVX2, default), which is part of the cached library's name so that
+machines sharing a cache do not share instructions. :func:`ext_available` says whether it built; it warns once, naming
+the reason, when it did not. ``bash tools/install.sh`` builds it, so that no training process waits for the compiler.
+Builds are serialised by an ``flock`` of ours that dies with its holder (:func:`build_under_lock`): a build killed
+half-way leaves nothing that makes a later process hang, and a process that waits longer than ``BUILD_WAIT_S`` for
+another's build falls back to the eager kernels with the warning.
 """
 import fcntl
 import functools
@@ -35,7 +36,7 @@ from wenet_udps.utils.env import compiling
 _SOURCE = Path(__file__).resolve().parent / "csrc" / "udps_cpu.cpp"
 
 # Our build lock, in the build folder (see build_under_lock), and how long a process waits for another one's build
-# (about 30 s on an idle machine) before it runs the eager kernels instead, with the one-time warning.
+# (about 17 s on an idle machine) before it runs the eager kernels instead, with the one-time warning.
 LOCK_NAME = "wenet_udps.flock"
 BUILD_WAIT_S = 300.0
 T = TypeVar("T")
@@ -91,21 +92,24 @@ def build_under_lock(build_dir: str, build: Callable[[], T], wait_s: float = BUI
 
 @functools.lru_cache(maxsize=None)
 def _load():
-    """The compiled module, or the exception that kept it from building or loading (in time)."""
+    """The compiled operators (``torch.ops.wenet_udps_cpu``), or the exception that kept them from building or
+    loading (in time)."""
     from torch.utils import cpp_extension
 
     cap = _capability()
     flags = _CAPABILITY_FLAGS.get(cap, [])
     try:
         # The checkout's path in the name too: torch's build files name the sources by path, so two checkouts
-        # sharing one extension cache would otherwise rebuild it (about 30 s) each time the other one ran.
+        # sharing one extension cache would otherwise rebuild it (about 17 s) each time the other one ran.
         where = hashlib.sha1(str(_SOURCE.parent).encode()).hexdigest()[:8]
         name = f"wenet_udps_udps_cpu_{cap.lower()}_{where}"
         # torch's own choice of folder (TORCH_EXTENSIONS_DIR, else its cache), made if absent: where install.sh built.
         build_dir = cpp_extension._get_build_directory(name, verbose=False)
-        return build_under_lock(build_dir, lambda: cpp_extension.load(
+        # The library registers torch operators (TORCH_LIBRARY in the source): loading it defines them.
+        build_under_lock(build_dir, lambda: cpp_extension.load(
             name=name, sources=[str(_SOURCE)], extra_cflags=["-O3", "-ffp-contract=fast", "-fopenmp", *flags],
-            extra_ldflags=["-fopenmp"], build_directory=build_dir, verbose=False))
+            extra_ldflags=["-fopenmp"], build_directory=build_dir, is_python_module=False, verbose=False))
+        return torch.ops.wenet_udps_cpu
     except Exception as exc:  # no compiler, no ninja, a compile or link error, a build elsewhere too long: fall back
         return exc
 

@@ -21,9 +21,9 @@
 // of small GEMMs per training step each region's barrier waits for every thread to be scheduled, which on
 // oversubscribed cores made the extension 2-3x slower than SDPA (docs/benchmarks.md, "Why is UDPS slower beside
 // another job?").
-#include <torch/extension.h>
-
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/library.h>
 
 #include "udps_gemm.h"
 #include "udps_rows.h"
@@ -301,8 +301,10 @@ std::vector<int64_t> thread_use(int64_t items) {
   return {threads, *std::max_element(gemm.begin(), gemm.end())};
 }
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &udps_forward, "UDPS attention forward (float32, CPU): out, lse");
-  m.def("backward", &udps_backward, "UDPS attention backward (float32, CPU): dq, dk_num, dk_norm, dv");
-  m.def("thread_use", &thread_use, "[threads of the (batch, head) loop, MKL threads per GEMM] for batch * heads");
+// Registered as torch operators (torch.ops.wenet_udps_cpu.*), not as a Python module: no pybind11 and torch's
+// Python headers to compile (about half of the build's time).
+TORCH_LIBRARY(wenet_udps_cpu, m) {
+  m.def("forward", &udps_forward);    // UDPS attention forward (float32, CPU): [out, lse]
+  m.def("backward", &udps_backward);  // UDPS attention backward (float32, CPU): [dq, dk_num, dk_norm, dv]
+  m.def("thread_use", &thread_use);   // [threads of the (batch, head) loop, MKL threads per GEMM] for batch * heads
 }

@@ -2,7 +2,7 @@
 // guard that keeps them on one MKL thread inside the (batch, head) loop.
 #pragma once
 
-#include <torch/extension.h>
+#include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cstdint>
