@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Dict, Iterable
 
 CORE = ("bash", "dirname", "basename", "date", "sed", "awk", "head", "tail", "cat", "tr", "ls", "mkdir", "rm",
-        "grep", "find", "sort", "wc", "env", "id", "df", "nproc")
+        "grep", "find", "sort", "wc", "env", "id", "df", "nproc", "mktemp")
 
 
 def write_script(path: Path, body: str) -> Path:

@@ -87,6 +87,32 @@ if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary
   fi
 fi
 
+# KenLM compiles (about a minute) while pip installs: its build needs only the apt tools above and the sdist.
+# build_kenlm writes its one-line error to ${kenlm_work}/error; the work folder is kept (with its logs) when it fails.
+build_kenlm() {
+  local work=$1
+  fail() { echo "$*" > "${work}/error"; exit 1; }
+  python3 -m pip download --quiet --no-deps --no-binary kenlm -d "${work}" "kenlm==${kenlm_version}" \
+    > "${work}/download.log" 2>&1 || fail "pip could not download the kenlm ${kenlm_version} sdist from the package" \
+      "index; check the network and rerun (log: ${work}/download.log)"
+  tar -xzf "${work}/kenlm-${kenlm_version}.tar.gz" -C "${work}" || fail "could not unpack the kenlm sdist in ${work}"
+  cmake -S "${work}/kenlm-${kenlm_version}" -B "${work}/build" -DCMAKE_BUILD_TYPE=Release >"${work}/cmake.log" 2>&1 \
+    || fail "cmake could not configure KenLM: $(tail -n 1 "${work}/cmake.log") (log: ${work}/cmake.log)"
+  cmake --build "${work}/build" --target lmplz build_binary -j "$(nproc 2>/dev/null || echo 2)" \
+    >"${work}/build.log" 2>&1 || fail "KenLM did not compile: $(grep -m 1 -i error "${work}/build.log")" \
+    "(log: ${work}/build.log)"
+  install -m 755 "${work}/build/bin/lmplz" "${work}/build/bin/build_binary" "${kenlm_bin}/" \
+    || fail "could not install lmplz and build_binary into ${kenlm_bin}"
+}
+kenlm_pid=""
+if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary ) ]]; then
+  kenlm_work=$(mktemp -d)
+  log "building KenLM's lmplz and build_binary from the kenlm ${kenlm_version} sdist in the background (in" \
+    "${kenlm_work})"
+  build_kenlm "${kenlm_work}" &
+  kenlm_pid=$!
+fi
+
 torch_version() { python3 -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true; }
 torch_before=$(torch_version)
 extras=()
@@ -113,20 +139,10 @@ installed=$(cd / && python3 -c 'import os, wenet_udps; print(os.path.dirname(wen
 log "building the C++ UDPS CPU kernel (wenet_udps.kernels.cpu_ext; without a compiler the eager kernels serve)"
 python3 -c 'from wenet_udps.kernels.cpu_ext import ext_available; print("cpu_ext:", ext_available())' \
   || log "the C++ kernel did not build: the eager kernels serve (slower UDPS on CPU)"
-if [[ ${lm} == true && ! ( -x ${kenlm_bin}/lmplz && -x ${kenlm_bin}/build_binary ) ]]; then
-  work=$(mktemp -d)   # removed after a good build; kept (with its logs) when one fails
-  log "building KenLM's lmplz and build_binary from the kenlm ${kenlm_version} sdist (a few minutes; in ${work})"
-  python3 -m pip download --quiet --no-deps --no-binary kenlm -d "${work}" "kenlm==${kenlm_version}" \
-    || die "pip could not download the kenlm ${kenlm_version} sdist from the package index; check the network" \
-      "and rerun"
-  tar -xzf "${work}/kenlm-${kenlm_version}.tar.gz" -C "${work}"
-  cmake -S "${work}/kenlm-${kenlm_version}" -B "${work}/build" -DCMAKE_BUILD_TYPE=Release >"${work}/cmake.log" 2>&1 \
-    || die "cmake could not configure KenLM: $(tail -n 1 "${work}/cmake.log") (log: ${work}/cmake.log)"
-  cmake --build "${work}/build" --target lmplz build_binary -j "$(nproc 2>/dev/null || echo 2)" \
-    >"${work}/build.log" 2>&1 || die "KenLM did not compile: $(grep -m 1 -i error "${work}/build.log")" \
-    "(log: ${work}/build.log)"
-  install -m 755 "${work}/build/bin/lmplz" "${work}/build/bin/build_binary" "${kenlm_bin}/"
-  rm -rf "${work}"
+if [[ -n ${kenlm_pid} ]]; then
+  wait "${kenlm_pid}" \
+    || die "$(cat "${kenlm_work}/error" 2>/dev/null || echo "KenLM's build stopped (in ${kenlm_work})")"
+  rm -rf "${kenlm_work}"
   log "installed lmplz and build_binary in ${kenlm_bin}"
 fi
 if [[ ${lm} == true ]]; then
