@@ -3,71 +3,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.tools.load import load_tool
-from wenet_udps.scoring.bound import binding_lines
+from tests.tools.results_helpers import build_exp_dir, make_exp, write_wer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "collect_results.py"
-
-
-def write_wer(path: Path, value: float, n: int = 400) -> None:
-    """A verbose ``wer`` of ``value`` % bound (scoring.bound) to the ``text`` beside it (written when missing) and to
-    the references: ``<tmp>/data/<set>/text`` where a test wrote one, else a file of its own outside the exp dir."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    errors = round(value * n / 100)
-    assert errors * 100 == value * n, "a rate that n utterances can give"
-    ref = path.parents[4] / "data" / path.parents[1].name / "text"
-    if not ref.is_file():
-        ref = path.parents[4] / "refs" / path.parents[1].name / "text"
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        ref.write_text("a A\n", encoding="utf-8")
-    if not (path.parent / "text").is_file():
-        (path.parent / "text").write_text("a A\n", encoding="utf-8")
-    path.write_text("".join(line + "\n" for line in binding_lines(str(ref), str(path.parent / "text")))
-                    + f"\nutt: a\nWER: 0.00 % N=1 C=1 S=0 D=0 I=0\nlab: A\nrec: A\n\n{'=' * 75}\n\n"
-                    f"Overall -> {value:.2f} % N={n} C={n - errors} S={errors} D=0 I=0\n"
-                    f"English -> {value:.2f} % N={n} C={n - errors} S={errors} D=0 I=0\n\n{'=' * 75}\n",
-                    encoding="utf-8")
-
-
-def make_exp(root: Path, name: str, config: dict, wers: dict, udps: bool, checkpoint: str = None) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
-    exp = root / name
-    exp.mkdir(parents=True)
-    (exp / "train.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    for (test_set, mode), value in wers.items():
-        write_wer(exp / test_set / mode / "wer", value)
-    if checkpoint:
-        (exp / "test" / "decode.info").write_text(f"checkpoint: {checkpoint}\nbeam_size: 10\n", encoding="utf-8")
-    writer = SummaryWriter(str(exp / "tensorboard" / name))
-    for step in range(5):
-        writer.add_scalar("train/loss", 10.0 - step, step)
-        if udps:
-            writer.add_scalar("udps/encoder.encoders.0.self_attn.alpha", 10.0 + step, step)
-            writer.add_scalar("udps/encoder.encoders.0.self_attn.alpha/h0", 9.0 + step, step)
-    for epoch in range(2):
-        writer.add_scalar("cv/loss", 8.0 - epoch, epoch)
-    writer.close()
-
-
-def build_exp_dir(tmp_path: Path) -> Path:
-    exp = tmp_path / "exp"
-    base = {"encoder": "conformer", "decoder": "bitransformer",
-            "encoder_conf": {"selfattention_layer_type": "rel_selfattn"}}
-    make_exp(exp, "conformer_sdp", {**base, "att_udps": False},
-             {("test", "attention_rescoring"): 5.5, ("test", "ctc_greedy_search"): 6.25,
-              ("dev", "attention_rescoring"): 8.0}, udps=False,
-             checkpoint="exp/conformer_sdp/avg_5.pt")
-    make_exp(exp, "conformer_udps", {**base, "att_udps": True},
-             {("test", "attention_rescoring"): 4.75, ("test", "ctc_greedy_search"): 5.0}, udps=True)
-    make_exp(exp, "transformer_enc_udps",
-             {"encoder": "transformer", "encoder_conf": {"selfattention_layer_type": "udps_selfattn"}},
-             {("test", "attention"): 7.5}, udps=True)
-    return exp
 
 
 def test_describe_model(tmp_path):
@@ -276,59 +218,6 @@ def test_gpu_preflight_verdicts_in_made_with(tmp_path):
     assert "transformer_enc_udps" not in made_with
 
 
-def site_ablation_table(tmp_path: Path, hyps: dict, num_utts: int) -> str:
-    """collect_results's site-ablation section over attention-mode hypotheses ``{exp name: hypothesis of every
-    utterance}`` (reference: ONE TWO THREE FOUR, two speakers)."""
-    data = tmp_path / "data" / "test"
-    data.mkdir(parents=True)
-    refs = {f"u{i}": "ONE TWO THREE FOUR" for i in range(num_utts)}
-    (data / "text").write_text("".join(f"{k} {v}\n" for k, v in refs.items()), encoding="utf-8")
-    (data / "utt2spk").write_text("".join(f"{k} spk{i % 2}\n" for i, k in enumerate(refs)), encoding="utf-8")
-    exp = tmp_path / "exp"
-    for name, hyp in hyps.items():
-        mode_dir = exp / name / "test" / "attention"
-        mode_dir.mkdir(parents=True)
-        (mode_dir / "text").write_text("".join(f"{k} {hyp}\n" for k in refs), encoding="utf-8")
-        write_wer(mode_dir / "wer", 50.0)
-    tool = load_tool("collect_results")
-    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
-                      str(tmp_path / "data"), "--metric", "WER"]) == 0
-    return (exp / "RESULTS.md").read_text(encoding="utf-8").split("## Attention-site ablation")[1].split("\n## ")[0]
-
-
-def test_site_ablation_table_has_a_row_per_site_set_tested_against_scaled_dot(tmp_path, capsys):
-    """run.sh --udps_sites "none enc_self dec_self+dec_cross all", unseeded: one table, the fork's row named."""
-    # errors per utterance: scaled-dot 2, enc_self 2 (no difference), decoder 1, all 0
-    table = site_ablation_table(tmp_path, {"c_scaled_dot": "ONE TWO", "c_udps_enc_self": "ONE TWO",
-                                           "c_udps_dec_self_dec_cross": "ONE TWO THREE",
-                                           "c_udps": "ONE TWO THREE FOUR"}, 30)
-    assert table in capsys.readouterr().out   # stage 7 prints it too
-    assert "WER % pooled over the config's seed, which every site set has;" in table
-    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| --udps_sites")]
-    assert [r.split(" | ")[0] for r in rows] == ["| none", "| enc_self", "| dec_self+dec_cross", "| all"]
-    assert rows[0] == "| none | no site (scaled-dot everywhere) | 50.00 |"
-    assert "(the paper author's fork)" in rows[1]
-    assert "| 50.00 (+0.00 [+0.00, +0.00], p = 1) |" in rows[1]
-    assert "| 25.00 (-25.00 [-25.00, -25.00], p = " in rows[2] and "| 0.00 (-50.00 [" in rows[3]
-
-
-def test_site_ablation_rows_are_all_on_the_seeds_every_site_set_has(tmp_path):
-    """Seeds 1-2 of the site sets beside seeds 1-4 of scaled-dot and UDPS (the issue 58 layout): every row is pooled
-    over seeds 1 and 2 only, so that the rows compare with each other, and the caption names those seeds."""
-    # seeds 1-2: scaled-dot 2 errors an utterance, UDPS 1; seeds 3-4: scaled-dot 4, UDPS 0 (they would move both rows)
-    hyps = {"c_scaled_dot_seed1": "ONE TWO", "c_scaled_dot_seed2": "ONE TWO", "c_scaled_dot_seed3": "",
-            "c_scaled_dot_seed4": "", "c_udps_seed1": "ONE TWO THREE", "c_udps_seed2": "ONE TWO THREE",
-            "c_udps_seed3": "ONE TWO THREE FOUR", "c_udps_seed4": "ONE TWO THREE FOUR",
-            "c_udps_enc_self_seed1": "ONE TWO", "c_udps_enc_self_seed2": "ONE TWO",
-            "c_udps_dec_self_dec_cross_seed1": "ONE", "c_udps_dec_self_dec_cross_seed2": "ONE"}
-    table = site_ablation_table(tmp_path, hyps, 20)
-    assert "WER % pooled over seeds 1, 2, the seeds that every site set has;" in table
-    rows = {r.split(" | ")[0][2:]: r for r in table.splitlines() if r.startswith("| ") and "---" not in r}
-    assert rows["none"] == "| none | no site (scaled-dot everywhere) | 50.00 |"
-    assert "| 25.00 (-25.00 [" in rows["all"] and "| 50.00 (+0.00 [" in rows["enc_self"]
-    assert "| 75.00 (+25.00 [" in rows["dec_self+dec_cross"]
-
-
 def test_sherpa_rtf_is_a_column(tmp_path):
     exp = build_exp_dir(tmp_path)
     sherpa = exp / "conformer_udps" / "test" / "sherpa_int8"
@@ -443,67 +332,3 @@ def test_results_name_the_word_lm_of_the_lm_columns(tmp_path):
     assert mod.main(["--exp_dir", str(exp)]) == 0
     text = (exp / "RESULTS.md").read_text()
     assert "attention_rescoring_lm" not in text and "word LM" not in text
-
-
-def word_scored_exp(tmp_path: Path) -> Path:
-    """A word-scored result: "ABC DEX" for "ABC DEF", WER 50 % (one word of two), letter CER 1/6."""
-    (tmp_path / "data" / "test").mkdir(parents=True)
-    (tmp_path / "data" / "test" / "text").write_text("u0 ABC DEF\n", encoding="utf-8")
-    mode_dir = tmp_path / "exp" / "m_scaled_dot" / "test" / "attention"
-    mode_dir.mkdir(parents=True)
-    (mode_dir / "text").write_text("u0 ABC DEX\n", encoding="utf-8")
-    write_wer(mode_dir / "wer", 50.0)
-    return tmp_path / "exp"
-
-
-def test_published_results_print_beside_ours_with_their_source(tmp_path, capsys):
-    """A peer-results file: its rows in a table of their own, with the source and what their CER counts, after our
-    WER table; our letter CER still in its section. Without the file, no such table."""
-    exp = word_scored_exp(tmp_path)
-    peers = tmp_path / "peers.tsv"
-    peers.write_text("# published\n" + "\t".join(["toolkit", "model", "decoding", "set", "published_set", "lm", "wer",
-                                                  "cer", "cer_counts", "source"]) + "\n"
-                     + "\t".join(["Kit", "t1", "beam 10", "test", "test", "none", "7.6", "3.6",
-                                  "characters, word spaces included", "Kit README (v1, 2021-12-25)"]) + "\n",
-                     encoding="utf-8")
-    tool = load_tool("collect_results")
-    common = ["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir", str(tmp_path / "data"),
-              "--metric", "WER"]
-    assert tool.main(common + ["--peer_results", str(peers)]) == 0
-    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
-    ours, published = text.index("| attention WER |"), text.index("## Published results on the same split")
-    assert ours < published < text.index("## CER")
-    assert ("| Kit | t1 | beam 10 | test | none | 7.6 | 3.6 | characters, word spaces included | "
-            "Kit README (v1, 2021-12-25) |") in text and f"`{peers}`" in text
-    assert "only the WER compares directly" in text
-    assert "| m_scaled_dot | test | 16.67 |" in text   # the letter CER: F->X, one letter in six
-    assert "## Published results" in capsys.readouterr().out   # and in the log, beside our table
-    assert tool.main(common) == 0
-    assert "Published results" not in (exp / "RESULTS.md").read_text(encoding="utf-8")
-    assert "Partial corpus" not in text and "comparable" not in text
-    # Issue 57, S13: data prepared from a partial copy (--allow_partial true) says so, and the published rows are
-    # marked as not comparable
-    (tmp_path / "data" / "test" / "partial_corpus").write_text("an4 test: 65 of its 130 utterances\n")
-    assert tool.main(common + ["--peer_results", str(peers)]) == 0
-    text = (exp / "RESULTS.md").read_text(encoding="utf-8")
-    assert text.startswith("# Results\n\n**Partial corpus**: these results come from a copy of the corpus with fewer "
-                           "utterances than published (prepared with --allow_partial true): an4 test: 65 of its 130 "
-                           "utterances. They do not compare with results on the whole corpus.")
-    assert "| Kit README (v1, 2021-12-25) | no: our results are of a partial copy |" in text
-    assert "**Not comparable**: this project's results come from a partial copy of the corpus (an4 test: 65 of its " \
-        "130 utterances)" in text
-
-
-def test_a_malformed_peer_results_line_is_one_usage_error_naming_it(tmp_path, capsys, monkeypatch):
-    exp = word_scored_exp(tmp_path)
-    peers = tmp_path / "peers.tsv"
-    peers.write_text("toolkit\tmodel\tdecoding\tset\tpublished_set\tlm\twer\tcer\tcer_counts\tsource\n"
-                     "Kit\tt1\tbeam 10\ttest\ttest\tnone\tseven\t-\t-\tKit README\n", encoding="utf-8")
-    tool = load_tool("collect_results")
-    monkeypatch.setattr(sys, "argv", ["collect_results.py", "--exp_dir", str(exp), "--peer_results", str(peers)])
-    with pytest.raises(SystemExit) as e:
-        tool.cli.run_cli(tool.main, "collect_results.py")
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert err == (f"collect_results.py: error: {peers}:2: wer must be a percentage >= 0 or '-', got 'seven'\n")
-    assert not (exp / "RESULTS.md").exists()
