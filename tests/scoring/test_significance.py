@@ -90,3 +90,25 @@ def test_t_interval_is_the_mean_with_its_t_distribution_half_width():
     low, high = significance.t_interval([0.0, 1.0, 2.0, 3.0]).split("[")[1].rstrip("]").split(", ")
     assert float(low) == pytest.approx(1.5 - 3.182446 * 1.290994 / 2, abs=1e-3)
     assert float(high) == pytest.approx(1.5 + 3.182446 * 1.290994 / 2, abs=1e-3)
+
+
+def test_command_line_counts_each_seed_once_beside_the_pooled_test(tmp_path, capsys):
+    ref = tmp_path / "text"
+    ref.write_text("a ONE TWO\nb THREE FOUR\n", encoding="utf-8")
+    hyps = {}
+    for name, text in {"b1": "a ONE\nb THREE FOUR\n", "b2": "a ONE TWO\nb FOUR\n",  # 1 of 4 words wrong each
+                       "s1": "a ONE TWO\nb THREE FOUR\n", "s2": "a ONE X\nb X FOUR\n"}.items():  # 0 and 2 wrong
+        hyps[name] = tmp_path / name
+        hyps[name].write_text(text, encoding="utf-8")
+    argv = ["--ref", str(ref), "--n_resamples", "100"]
+    assert significance.main(argv + ["--baseline", str(hyps["b1"]), str(hyps["b2"]),
+                                     "--system", str(hyps["s1"]), str(hyps["s2"])]) == 0
+    pooled, seeds = capsys.readouterr().out.splitlines()
+    assert "system 25.00 % vs baseline 25.00 %" in pooled and "x 2 seeds" in pooled
+    # per seed: system - baseline = 0 - 25 and 50 - 25 points; their mean 0 with a t-interval of half-width
+    # t(0.975, 1) * 35.36 / sqrt(2) = 12.7062 * 25 = 317.66
+    assert seeds.startswith("over the 2 seeds: system 25.00 ± 35.36 % vs baseline 25.00 ± 0.00 % (mean ± std)")
+    assert "per-seed mean +0.00 [-317.66, +317.66] (t-interval over seeds)" in seeds
+    assert seeds.endswith("lower in 1 of 2 seeds, sign test p = 1")
+    assert significance.main(argv + ["--baseline", str(hyps["b1"]), "--system", str(hyps["s1"])]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # one seed: no spread over seeds to report

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wenet_udps.scoring.significance import compare, over_seeds, rate, sign_count, t_interval, utterance_errors
+from wenet_udps.scoring.significance import compare, over_seeds, rate, seed_spread, sign_count, utterance_errors
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import score
@@ -47,15 +47,11 @@ def seeds_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rat
 
 def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
                 utt2spk: Optional[Mapping[str, str]] = None) -> str:
-    """The per-seed differences of the pooled error rate (system - baseline, runs paired in order): their mean with
-    its 95 % t-interval over the seeds and in how many the system is lower; with ``utt2spk``, in how many
-    speaker-seed pairs. The utterance-level test pools the seeds and voices and holds the seeds fixed; these show
-    whether one seed or one voice carries a difference, and how sure the mean over training seeds is (loso.py's
-    fold-seed count, for a fixed test set)."""
-    per_seed = [rate(s) - rate(b) for b, s in zip(baseline, system)]
-    text = sign_count(per_seed, "seeds")
-    if len(per_seed) > 1:
-        text = f"per-seed mean {t_interval(per_seed, digits=2)} (t-interval over seeds); {text}"
+    """:func:`seed_spread` (the per-seed differences' mean with its 95 % t-interval, and in how many seeds the system
+    is lower); with ``utt2spk``, in how many speaker-seed pairs. The utterance-level test pools the seeds and voices
+    and holds the seeds fixed; these show whether one seed or one voice carries a difference, and how sure the mean
+    over training seeds is (loso.py's fold-seed count, for a fixed test set)."""
+    text = seed_spread(baseline, system)
     speakers = sorted({utt2spk.get(key, "?") for key in baseline[0]}) if utt2spk and baseline else []
     if len(speakers) > 1:
         def of(errors: Errors, spk: str) -> Dict[str, Tuple[int, int]]:

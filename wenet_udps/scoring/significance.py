@@ -17,6 +17,11 @@ baseline's, in percentage points: 100 (sum f - sum e) / sum n (< 0: the system i
   at random; two-sided.
 
 Both use a fixed random seed, so the same inputs give the same interval and p-value.
+
+With two or more seeds a second line counts each training once (:func:`seed_spread`): the per-seed error rates'
+mean ± std of each system, the mean of the per-seed differences with its t-interval over the seeds, and the sign
+test. The utterance-level test holds the trainings fixed; this line says how sure the difference is over other
+trainings.
 """
 import argparse
 import sys
@@ -100,6 +105,17 @@ def sign_count(diffs: Sequence[float], unit: str) -> str:
     return f"lower in {lower} of {len(diffs)} {unit}{tied}, sign test p = {p:.3g}"
 
 
+def seed_spread(baseline_runs: Sequence[Mapping[str, Tuple[int, int]]],
+                system_runs: Sequence[Mapping[str, Tuple[int, int]]], confidence: float = 0.95) -> str:
+    """The per-seed differences of the pooled error rate (system - baseline, runs paired in order): their mean with
+    its t-interval over the seeds and in how many the system is lower (sign test); ``runs`` as :func:`compare`'s."""
+    per_seed = [rate(s) - rate(b) for b, s in zip(baseline_runs, system_runs)]
+    text = sign_count(per_seed, "seeds")
+    if len(per_seed) > 1:
+        text = f"per-seed mean {t_interval(per_seed, confidence, digits=2)} (t-interval over seeds); {text}"
+    return text
+
+
 def utterance_errors(report: Report) -> Dict[str, Tuple[int, int]]:
     """``{key: (errors S+D+I, reference tokens N)}`` of every scored utterance of a report."""
     return {key: (a.counts.S + a.counts.D + a.counts.I, a.counts.N) for key, a in report.utterances}
@@ -162,15 +178,16 @@ def compare(baseline_runs: Sequence[Mapping[str, Tuple[int, int]]],
                       confidence=confidence, num_utts=len(keys), num_seeds=len(baseline_runs))
 
 
+def score_files(ref: str, hypotheses: Sequence[str], *, char: bool) -> List[Dict[str, Tuple[int, int]]]:
+    """:func:`utterance_errors` of each hypothesis file (one per seed) scored against one reference text."""
+    refs = read_text(ref)
+    return [utterance_errors(score(refs, read_hypotheses(p, refs, ref), char=char)) for p in hypotheses]
+
+
 def compare_files(ref: str, baseline: Sequence[str], system: Sequence[str], *, char: bool,
                   **kwargs) -> Comparison:
     """:func:`compare` of hypothesis files (one per seed) scored against one reference text."""
-    refs = read_text(ref)
-
-    def runs(paths):
-        return [utterance_errors(score(refs, read_hypotheses(p, refs, ref), char=char)) for p in paths]
-
-    return compare(runs(baseline), runs(system), **kwargs)
+    return compare(score_files(ref, baseline, char=char), score_files(ref, system, char=char), **kwargs)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -183,12 +200,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--n_resamples", type=int, default=DEFAULT_RESAMPLES)
     args = parser.parse_args(argv)
     try:
-        result = compare_files(args.ref, args.baseline, args.system, char=bool(args.char),
-                               confidence=args.confidence, n_resamples=args.n_resamples)
+        baseline = score_files(args.ref, args.baseline, char=bool(args.char))
+        system = score_files(args.ref, args.system, char=bool(args.char))
+        result = compare(baseline, system, confidence=args.confidence, n_resamples=args.n_resamples)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.describe())
+    if len(baseline) > 1:
+        (b_mean, b_std), (s_mean, s_std) = mean_std([rate(r) for r in baseline]), mean_std([rate(r) for r in system])
+        print(f"over the {len(baseline)} seeds: system {s_mean:.2f} ± {s_std:.2f} % vs baseline {b_mean:.2f} ± "
+              f"{b_std:.2f} % (mean ± std); {seed_spread(baseline, system, args.confidence)}")
     return 0
 
 
