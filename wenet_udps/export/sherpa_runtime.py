@@ -112,14 +112,22 @@ def transcribe_offline(rec, wavs: Sequence[np.ndarray], sample_rate: int) -> lis
     return [s.result.text for s in streams]
 
 
-def tail_seconds(export_dir: str, chunk_size: int) -> float:
-    """Silence to append so that the streaming runtime, which decodes whole chunks only, also decodes the frames
-    of the last, partial chunk (our chunked decoding takes it as it is): one chunk window of 10 ms frames."""
+def chunk_frames(export_dir: str, chunk_size: int) -> tuple:
+    """(window, shift) of the streaming runtime in 10 ms feature frames: it decodes a chunk once ``window`` frames
+    past the last one are ready (the chunk's outputs and the subsampling's right context), then moves on by
+    ``shift`` (``chunk_size`` outputs times the subsampling factor)."""
     import onnxruntime as ort
     meta = ort.InferenceSession(_model(export_dir, "model-streaming", False),
                                 providers=["CPUExecutionProvider"]).get_modelmeta().custom_metadata_map
-    window = (chunk_size - 1) * int(meta["subsampling_factor"]) + int(meta["right_context"]) + 1
-    return window * SHERPA_FRAME["frame_shift"] / 1000.0
+    factor = int(meta["subsampling_factor"])
+    return (chunk_size - 1) * factor + int(meta["right_context"]) + 1, chunk_size * factor
+
+
+def tail_seconds(export_dir: str, chunk_size: int) -> float:
+    """Silence to append so that the streaming runtime, which decodes whole chunks only, also decodes the frames
+    of the last, partial chunk: one chunk window of 10 ms frames. In that chunk they are decoded beside the
+    silence, where our chunked decoding takes them alone, so its tokens may differ (docs/deploy.md)."""
+    return chunk_frames(export_dir, chunk_size)[0] * SHERPA_FRAME["frame_shift"] / 1000.0
 
 
 def transcribe_online(rec, wav: np.ndarray, sample_rate: int, tail_seconds: float = 0.0) -> str:
