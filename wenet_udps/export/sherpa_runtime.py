@@ -112,10 +112,10 @@ def transcribe_offline(rec, wavs: Sequence[np.ndarray], sample_rate: int) -> lis
     return [s.result.text for s in streams]
 
 
-def chunk_frames(export_dir: str, chunk_size: int) -> tuple:
-    """(window, shift) of the streaming runtime in 10 ms feature frames: it decodes a chunk once ``window`` frames
-    past the last one are ready (the chunk's outputs and the subsampling's right context), then moves on by
-    ``shift`` (``chunk_size`` outputs times the subsampling factor)."""
+def chunk_frames(export_dir: str, chunk_size: int) -> tuple[int, int]:
+    """(window, shift) of a streaming chunk in 10 ms feature frames: a chunk of ``chunk_size`` outputs reads
+    ``window`` frames (its outputs and the subsampling's right context), and the next chunk starts ``shift`` frames
+    later (``chunk_size`` times the subsampling factor)."""
     import onnxruntime as ort
     meta = ort.InferenceSession(_model(export_dir, "model-streaming", False),
                                 providers=["CPUExecutionProvider"]).get_modelmeta().custom_metadata_map
