@@ -98,12 +98,14 @@ def test_files_and_metadata(exported):
 
 
 def test_offline_matches_greedy_search(exported):
-    """fp32 under the runtime's forced dither=1: every transcript as ours; int8 decodes to mostly the same."""
+    """fp32 under the runtime's forced dither=1: every transcript as ours but at most one; int8 decodes to mostly
+    the same. The dither is random, drawn anew each run: on this tiny, not yet confident model it flipped a near-tie
+    in some runs ('THRE' for 'THREE', one of ten, on the AMD VM on 2026-11-30), so one transcript may differ."""
     _, tmp, config, out, data = exported
     ours = _ours(tmp, config, data)
     assert len({t for t in ours.values()}) >= 3, f"the tiny model did not learn enough to test anything: {ours}"
     wavs = _wavs(data)
-    for int8, least in ((False, len(wavs)), (True, len(wavs) // 2)):
+    for int8, least in ((False, len(wavs) - 1), (True, len(wavs) // 2)):
         got = rt.transcribe_offline(rt.offline_recognizer(str(out), config, int8=int8), list(wavs.values()), SR)
         same = sum(ours[k] == g for k, g in zip(wavs, got))
         assert same >= least, (int8, [(ours[k], g) for k, g in zip(wavs, got)])
