@@ -43,7 +43,8 @@ def run_sh(*args) -> subprocess.CompletedProcess:
 
 
 def ok(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    # run.sh logs to stderr; torchrun's own output, the reason a training failed, goes to stdout (tee'd to train.log).
+    assert proc.returncode == 0, proc.stderr[-4000:] + "\n--- stdout ---\n" + proc.stdout[-4000:]
     return proc.stderr + proc.stdout
 
 
