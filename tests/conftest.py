@@ -13,6 +13,7 @@ if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from tests.skip_summary import pytest_terminal_summary  # noqa: E402, F401 (the hook: one line per skip reason)
 from wenet_udps.utils.env import env_flag  # noqa: E402
 
 # Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a

@@ -114,3 +114,15 @@ def test_malformed_units_file_is_a_user_error_naming_it(tmp_path, lines, msg):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(UnitsError, match=msg):
         read_symbol_table(str(path))
+
+
+def test_a_missing_bpe_model_is_a_user_error_naming_the_key(tmp_path):
+    """A conf that names another corpus's BPE model (docs/own_data.md: a recipe's conf built on conf/an4's) was a
+    ValueError traceback in bin.train; a UserError is one line, exit 2, naming the key and the path."""
+    from wenet_udps.utils.cli import UserError
+    units = tmp_path / "units.txt"
+    write_symbol_table({"<blank>": 0, "<unk>": 1, "▁A": 2, "<sos/eos>": 3}, str(units))
+    missing = tmp_path / "data" / "an4" / "lang_bpe" / "train_unigram30.model"
+    with pytest.raises(UserError, match=r"tokenizer_conf\.bpe_path: cannot load .*train_unigram30\.model"):
+        init_tokenizer({"tokenizer": "bpe", "tokenizer_conf": {"symbol_table_path": str(units),
+                                                               "bpe_path": str(missing)}})

@@ -5,6 +5,7 @@ import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
+from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.text_norm import CASES, TextNorm
 
 
@@ -19,14 +20,15 @@ class BpeTokenizer(BaseTokenizer):
                  split_with_space: bool = False, case: str = "upper"):
         super().__init__(symbol_table_path=symbol_table_path)
         if case not in CASES:
-            raise ValueError(f"unknown tokenizer_conf.case {case!r}; valid choices: {', '.join(CASES)}")
+            raise UserError(f"unknown tokenizer_conf.case {case!r}; valid choices: {', '.join(CASES)}")
         self.case = case
         self._cased = TextNorm(case=case, punctuation="keep")  # the one normaliser's case rule (tools/train_bpe.py)
         self.sp = spm.SentencePieceProcessor()
         try:
             self.sp.load(bpe_path)
         except (OSError, RuntimeError) as e:
-            raise ValueError(f"cannot load sentencepiece model {bpe_path}: {e}") from None
+            # a user error (a conf naming another corpus's model, a stage 2 not run): one line, not a traceback
+            raise UserError(f"tokenizer_conf.bpe_path: cannot load the sentencepiece model {bpe_path}: {e}") from None
         self.non_lang_syms = read_non_lang_syms(non_lang_syms_path)
         self.split_with_space = split_with_space
 
