@@ -136,13 +136,16 @@ def test_the_joint_lm_mode_ends_words_where_the_lexicon_search_does_on_every_kin
     assert len(joint_text.split()) == len(lexicon_text.split()) == count
 
 
-def test_units_whose_words_read_back_glued_are_refused_naming_them(tmp_path):
-    """Word units without a space unit and without split_with_space: two LM words read back as one."""
+def test_units_whose_words_read_back_glued_are_refused_naming_them(tmp_path, caplog):
+    """Word units without a space unit and without split_with_space: two LM words read back as one. The joint LM
+    mode refuses them; the lexicon search's modes warn (isolated words, FSDD's digits, need no boundary)."""
     need_flashlight()
     write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "CAT", "GOOD", "<sos/eos>"])
     tok = CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
     lm = write_arpa(tmp_path / "lm.arpa", {"CAT": -0.5, "GOOD": -0.5})
+    search = LmSearch(lm, tok, 0, LmSearchConfig())
+    assert [r.getMessage() for r in caplog.records if "reads as one word" in r.getMessage()]
     with pytest.raises(LmError) as e:
-        LmSearch(lm, tok, 0, LmSearchConfig())
+        search.word_scorer()
     assert "do not mark where the LM's words end" in str(e.value) and "'CATGOOD'" in str(e.value)
     assert str(tmp_path / "units.txt") in str(e.value)
