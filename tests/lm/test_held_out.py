@@ -165,6 +165,8 @@ def test_h_the_stream_window_is_the_room_the_sentence_takes(tmp_path):
     h.refuse([("books.txt", [(1, "mother cat white eat"), *[(i, "x y z") for i in range(2, 7)],
                              (7, "white eat father")])])
     h.refuse([("books.txt", [(1, "well yes"), (2, "sir he said")])])  # 2 words, order 3: whole lines only
+    with pytest.raises(LmError, match="a.txt:3 to b.txt:1: these LM text lines hold"):  # one stream over the files
+        h.refuse([("a.txt", [(1, "x"), (2, "y"), (3, "mother cat white eat")]), ("b.txt", [(1, "white eat father")])])
     with pytest.raises(LmError, match="books.txt:1-2: these LM text lines hold"):
         h.refuse([("books.txt", [(1, "i dont know"), (2, "dont know what")])])
     with pytest.raises(LmError, match="across their line breaks, every 2-gram"):  # order 2: its bigrams

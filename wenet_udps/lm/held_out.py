@@ -73,10 +73,12 @@ class HeldOut:
         self.grams: List[Tuple[int, Match]] = []  # per sentence of >= order tokens: its distinct n-grams, its match
         self.index: Dict[Tuple[str, ...], List[int]] = defaultdict(list)  # n-gram -> the sentences holding it
         self.sentences: List[str] = []
+        self.longest = 1  # tokens of the longest held-out sentence: the widest stream window
         for path in paths:
             for sentence, lineno in read_table(path, key_name="utterance key", allow_empty_value=True).values():
                 self.sentences.append(sentence)
                 tokens = tokens_of(sentence, char)
+                self.longest = max(self.longest, len(tokens))
                 if not tokens or tokens in self.whole:
                     continue
                 match = Match(f"{path}:{lineno}", sentence, False)
@@ -141,15 +143,19 @@ class HeldOut:
             raise LmError(f"{line}: this LM text line {how} the held-out sentence of {match.where} "
                           f"({match.sentence[:50]!r}; line {sentence[:50]!r}): remove every dev and test sentence "
                           "from the LM text")
+        # One stream over every file, in the order the LM learns them; the last lines kept to name a window's first.
+        stream, recent = self.stream(), collections.deque(maxlen=self.longest)
         for path, rows in sources:
-            stream = self.stream()
             for lineno, sentence in rows:
                 across = stream.add(sentence)
                 if across is not None:
                     first, match = across
-                    raise LmError(f"{path}:{rows[first][0]}-{lineno}: these LM text lines hold, across their line "
-                                  f"breaks, every {self.order}-gram of the held-out sentence of {match.where} "
+                    start, at = recent[first - stream.lines] if first < stream.lines else (path, lineno)
+                    lines = f"{path}:{at}-{lineno}" if start == path else f"{start}:{at} to {path}:{lineno}"
+                    raise LmError(f"{lines}: these LM text lines hold, across their line breaks, every "
+                                  f"{self.order}-gram of the held-out sentence of {match.where} "
                                   f"({match.sentence[:50]!r}): remove every dev and test sentence from the LM text")
+                recent.append((path, lineno))
 
 
 class _Run:
