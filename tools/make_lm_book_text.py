@@ -198,6 +198,7 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
     excluded = excluded_books(librispeech, held)
     excluded_titles = {norm_title(t): b for b, (t, _) in excluded.items() if len(norm_title(t).split()) >= 2}
     held_text = HeldOut(held_out_texts(librispeech, list(held)), order=lm_order)  # the LM's one held-out check
+    written_text = held_text.stream()  # books.txt as one stream of words: a sentence across its line breaks
     seen_blob: Dict[str, str] = {}
     seen_id: Dict[str, str] = {}
     seen_sent: Set[int] = set()
@@ -231,6 +232,9 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
                     seen_sent.add(key)
                 if held_text.find(s) is not None:
                     stats["sentences that are or hold a held-out transcript (not written)"] += 1
+                    continue
+                if written_text.add(s) is not None:  # (added to the stream only when kept)
+                    stats["sentences completing a held-out transcript across line breaks (not written)"] += 1
                     continue
                 out.write(s + "\n")
                 written += 1

@@ -5,13 +5,18 @@ import logging
 import tarfile
 
 import pytest
+import torch
 
 import wenet_udps
 from tests.decode.decode_helpers import write_clips, write_list
 from tests.lm.lm_helpers import need_flashlight, need_lmplz
-from tests.train.train_helpers import WORDS, make_model_dir
+from tests.lm.test_search import write_arpa
+from tests.train.train_helpers import WORDS, make_model_dir, tiny_config
 from wenet_udps.bin import recognize
+from wenet_udps.config import finalize_config
 from wenet_udps.lm.build import build_arpa
+from wenet_udps.model_builder import build_model
+from wenet_udps.train.checkpoint import save_yaml
 
 
 @pytest.fixture
@@ -71,3 +76,26 @@ def test_api_decode_list_warns_the_same_for_raw_and_shard_lists_and_not_without_
     with caplog.at_level(logging.WARNING):
         report = model.decode_list(str(scp), modes=["ctc_prefix_beam_search_lm"], lm=other, beam_size=2)
     assert report.utterances == 3 and not [r for r in caplog.records if "another corpus" in r.getMessage()]
+
+
+def test_the_joint_lm_mode_spaces_words_on_word_units_with_the_space_unit(tmp_path):
+    """Issue 80 case 1 (tiny_en's units: each LM word one unit, '▁' a unit of its own): joint_ctc_attention_lm wrote
+    every line as one glued word ('FIVEFIVEFIVE...'). Through the API's transcribe and decode_list (recognize's
+    decode_dataset), the same model and LM: every word of either mode's lines is an LM word."""
+    need_flashlight()
+    units = tmp_path / "units.txt"
+    units.write_text("".join(f"{t} {i}\n" for i, t in enumerate(["<blank>", "<unk>", *WORDS, "▁", "<sos/eos>"])))
+    config = finalize_config(tiny_config(units))
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    torch.manual_seed(1)
+    torch.save(build_model(config).state_dict(), tmp_path / "avg.pt")
+    clips = write_clips(tmp_path, 3)
+    lm = write_arpa(tmp_path / "lm.arpa", {w: -1.0 for w in WORDS})
+    model = wenet_udps.load_model(str(tmp_path), checkpoint="avg.pt")
+    modes = ["ctc_prefix_beam_search_lm", "joint_ctc_attention_lm"]
+    options = {"lm": lm, "lm_weight": 0.5, "word_score": 3.0}  # a word bonus: an untrained model's lines not empty
+    texts = {m: [model.transcribe(str(c), mode=m, **options) for c in clips] for m in modes}
+    listed = model.decode_list(str(write_list(clips, tmp_path / "test.list")), modes=modes, **options).texts
+    for mode in modes:
+        assert list(listed[mode].values()) == texts[mode]
+        assert all(len(t.split()) > 1 and set(t.split()) <= set(WORDS) for t in texts[mode]), (mode, texts[mode])

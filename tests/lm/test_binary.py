@@ -1,6 +1,7 @@
 """KenLM binaries: written from an lmplz ARPA with their words file, identified by their header (order and counts as
 the ARPA's), decoded exactly as the ARPA; a binary without its words file, with another LM's, cut short or left
 incomplete by build_binary is one line naming the file."""
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from tests.lm.lm_helpers import need_build_binary, need_flashlight, need_lmplz, 
 from tests.train.train_helpers import make_model_dir
 from wenet_udps.bin import check_lm, recognize
 from wenet_udps.lm.arpa import LmError, read_arpa
-from wenet_udps.lm.binary import read_lm, words_path, write_binary
+from wenet_udps.lm.binary import binding_line, read_lm, words_path, write_binary
 from wenet_udps.lm.build import build_arpa
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import CharTokenizer
@@ -37,7 +38,9 @@ def test_binary_has_the_arpa_identity_and_words(tmp_path, lm):
     assert binary.kind == "KenLM binary" and binary.path == str(tmp_path / "lm.bin")
     assert binary.order == arpa.order == 3 and binary.counts == arpa.counts
     lines = (tmp_path / "lm.bin.words").read_text().splitlines()
-    assert lines[0] == f"#binary sha256={binary.sha256} size={binary.size}"  # the binary the words belong to
+    listed = "".join(w + "\n" for w in arpa.words).encode()  # the binary the words belong to, and the words
+    words_sha256 = hashlib.sha256(listed).hexdigest()
+    assert lines[0] == f"#binary sha256={binary.sha256} size={binary.size} words_sha256={words_sha256}"
     assert binary.words == arpa.words and lines[1:] == arpa.words
     assert binary.sha256 == file_sha256(binary.path) and binary.size == (tmp_path / "lm.bin").stat().st_size
     assert binary.source()["lm"] == binary.path and binary.source()["lm_order"] == "3"
@@ -72,13 +75,11 @@ def test_binary_without_its_words_file(tmp_path, lm):
 
 def test_words_file_of_another_lm(tmp_path, lm):
     _, binary = lm
-    bound = f"#binary sha256={binary.sha256} size={binary.size}\n"
-    (tmp_path / "lm.bin.words").write_text(bound + "<unk>\n<s>\n</s>\nab\n")
-    with pytest.raises(LmError, match=r"lm.bin.words: 4 words, but .*lm.bin has 6 unigrams"):
-        read_lm(binary.path)
-    (tmp_path / "lm.bin.words").write_text(bound + "<unk>\n<s>\nab ba\n")
-    with pytest.raises(LmError, match=r"lm.bin.words:4: expected one word a line"):
-        read_lm(binary.path)
+    for words in ("<unk>\n<s>\n</s>\nab\n", "<unk>\n<s>\nab ba\n"):  # (written with their own hash)
+        (tmp_path / "lm.bin.words").write_text(binding_line(binary.sha256, binary.size, words.encode()) + "\n" + words)
+        with pytest.raises(LmError, match=r"lm.bin.words: 4 words, but .*lm.bin has 6 unigrams"
+                           if words.endswith("ab\n") else r"lm.bin.words:4: expected one word a line"):
+            read_lm(binary.path)
 
 
 def other_lms_words(tmp_path, binary):
@@ -170,3 +171,41 @@ def test_every_entry_point_refuses_a_words_file_of_another_lm(tmp_path, lm):
                            timeout=300, cwd=ROOT)
     err = bench.stderr.strip().splitlines()
     assert bench.returncode == 2 and err[-1].startswith("decode_speed.py: error: ") and expected in err[-1], err
+
+
+@pytest.mark.parametrize("new", ["QQQQ", "ab"])
+def test_a_words_file_edited_by_hand_is_refused_naming_it(tmp_path, lm, new):
+    """issue 80 case 4: lm.bin and lm.bin.words copied, one word's line replaced (by a new word, or by one already
+    in the file) and the first line kept: read with a "cannot be spelled ... left out" warning, and the word was
+    never output. The first line records the words' SHA-256, checked at every read."""
+    _, binary = lm
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "lm.bin").write_bytes(Path(binary.path).read_bytes())
+    lines = (tmp_path / "lm.bin.words").read_text().split("\n")
+    lines[lines.index("aab")] = new
+    (copy / "lm.bin.words").write_text("\n".join(lines))
+    with pytest.raises(LmError) as e:
+        read_lm(str(copy / "lm.bin"))
+    msg = str(e.value)
+    assert msg.startswith(f"{copy / 'lm.bin.words'}: its words were changed after they were written")
+    assert "\n" not in msg
+    assert f"binarize_lm --arpa LM.arpa --out {copy / 'lm.bin'}" in msg
+    (tmp_path / "text").write_text("utt0 ab ba\n")
+    with pytest.raises(LmError, match="lm.bin.words: its words were changed"):
+        check_lm.main(["--lm", str(copy / "lm.bin"), "--text", str(tmp_path / "text")])
+    (copy / "lm.bin.words").write_bytes((tmp_path / "lm.bin.words").read_bytes())  # the words as written: whole
+    assert read_lm(str(copy / "lm.bin")).words == binary.words
+
+
+def test_a_words_file_whose_words_were_not_hashed_is_refused_with_the_command_that_rewrites_it(tmp_path, lm):
+    """The first line of a words file written before the words' SHA-256 (issue 66's binding) names the binary only."""
+    arpa, binary = lm
+    words = tmp_path / "lm.bin.words"
+    first, rest = words.read_text().split("\n", 1)
+    words.write_text(first.rsplit(" words_sha256=", 1)[0] + "\n" + rest)
+    with pytest.raises(LmError) as e:
+        read_lm(binary.path)
+    msg = str(e.value)
+    assert msg.startswith(f"{words} records no SHA-256 of its words") and "older wenet_udps" in msg
+    assert msg.endswith(f"python -m wenet_udps.bin.binarize_lm --arpa {arpa.path} --out {binary.path}")

@@ -137,3 +137,64 @@ def test_containment_is_linear_in_the_lm_text(tmp_path):
     assert time.perf_counter() - start < 10 and found == 0
     match = h.find("x " + rows[1999] + " y")  # the first held-out line it holds (line 13 is part of line 2000)
     assert match.contained and match.sentence in rows[1999] and match.where.endswith(":13")
+
+
+def test_h_a_held_out_sentence_across_a_line_break_is_refused_naming_the_lines(tmp_path):
+    """Issue 80 case 6: MOTHER CAT WHITE EAT on one line, WHITE EAT FATHER on the next; a 3-gram LM of them holds
+    all five trigrams of the test sentence MOTHER CAT WHITE EAT FATHER (its first and last with <s> and </s>). Read
+    as one stream of words, the two lines hold every trigram of it."""
+    h = held(tmp_path, "t1 MOTHER CAT WHITE EAT FATHER\n", name="test_text")
+    message, extra = refuse_file(tmp_path, h, b"a line\nmother cat white eat\nwhite eat father\nthe end\n")
+    assert message.startswith(f"{extra}:2-3: these LM text lines hold, across their line breaks, every 3-gram of "
+                              f"the held-out sentence of {tmp_path / 'test_text'}:1") and "\n" not in message
+    assert h.find("mother cat white eat") is None and h.find("white eat father") is None  # neither line alone
+    # wrapped over two lines, or with a line between its parts
+    for text in (b"mother cat white\neat father\n", b"mother cat white eat\nsome other line\nwhite eat father\n",
+                 b"mother cat\nwhite eat\nfather\n"):
+        message, extra = refuse_file(tmp_path, h, text)
+        assert "across their line breaks" in message, text
+
+
+def test_h_the_stream_window_is_the_room_the_sentence_takes(tmp_path):
+    """Not over-strict: the window holds at most as many lines as the sentence has words, so a sentence's common
+    n-grams met far apart are no leak; a sentence shorter than the order has no n-gram to look for; the order
+    decides as on one line."""
+    h = held(tmp_path, "t1 I DONT KNOW WHAT\nt2 YES SIR\nt3 MOTHER CAT WHITE EAT FATHER\n")
+    far = ["i dont know"] + ["the wind blew hard"] * 4 + ["dont know what"]
+    h.refuse([("books.txt", list(enumerate(far, 1)))])
+    h.refuse([("books.txt", [(1, "mother cat white eat"), *[(i, "x y z") for i in range(2, 7)],
+                             (7, "white eat father")])])
+    h.refuse([("books.txt", [(1, "well yes"), (2, "sir he said")])])  # 2 words, order 3: whole lines only
+    with pytest.raises(LmError, match="a.txt:3 to b.txt:1: these LM text lines hold"):  # one stream over the files
+        h.refuse([("a.txt", [(1, "x"), (2, "y"), (3, "mother cat white eat")]), ("b.txt", [(1, "white eat father")])])
+    with pytest.raises(LmError, match="books.txt:1-2: these LM text lines hold"):
+        h.refuse([("books.txt", [(1, "i dont know"), (2, "dont know what")])])
+    with pytest.raises(LmError, match="across their line breaks, every 2-gram"):  # order 2: its bigrams
+        held(tmp_path, "t1 YES SIR\n", name="o2", order=2).refuse([("b", [(1, "well yes"), (2, "sir he said")])])
+    held(tmp_path, "t1 MOTHER CAT WHITE EAT FATHER\n", name="o4", order=4).refuse(
+        [("b", [(1, "mother cat white eat"), (2, "white eat father")])])  # its 4-gram CAT WHITE EAT FATHER: nowhere
+
+
+def test_h_a_stream_goes_on_with_the_lines_kept(tmp_path):
+    """make_lm_book_text leaves out the line that completes a held-out sentence and goes on: the line is not
+    added, and the next lines are read after the lines kept."""
+    h = held(tmp_path, "t1 MOTHER CAT WHITE EAT FATHER\n")
+    stream = h.stream()
+    assert stream.add("mother cat white eat") is None
+    first, match = stream.add("white eat father")
+    assert first == 0 and match.sentence == "MOTHER CAT WHITE EAT FATHER"
+    assert stream.add("the end of it") is None and stream.lines == 2
+
+
+def test_h_the_stream_is_linear_in_the_lm_text(tmp_path):
+    """The stream over the 20000 lines of test_containment_is_linear_in_the_lm_text's held-out sentences finds no
+    false match; the last held-out sentence over two lines is found."""
+    words = [f"w{i}" for i in range(500)]
+    rows = [" ".join(words[(i * 7 + k * 13) % 500] for k in range(8 + i % 36)) for i in range(2000)]
+    h = held(tmp_path, "".join(f"t{i} {s}\n" for i, s in enumerate(rows)))
+    stream = h.stream()
+    assert all(stream.add(" ".join(words[(j * 11 + k * 3) % 500] for k in range(30))) is None for j in range(20000))
+    half = rows[0].split()
+    assert stream.add(" ".join(half[:4])) is None
+    assert stream.add(" ".join(half[3:])) is None  # one word again, added: its trigram w26 w39 w52 nowhere
+    assert stream.add(" ".join(half[2:]))[1].sentence == rows[0]  # two words again: every trigram

@@ -19,6 +19,7 @@ from tests.tools.load import load_tool
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "THE OLD MAN WALKED SLOWLY HOME ALONG THE RIVER"
 AN4 = "ENTER SIX TWO FOUR ONE NINE"
+SPLIT = "MOTHER CAT WHITE EAT FATHER"  # issue 80 case 6: its n-grams over two lines
 FULLWIDTH = "".join(chr(ord(c) + 0xFEE0) if c != " " else c for c in SENTENCE)
 ZERO_WIDTH = SENTENCE.replace("WALKED", "WAL\u200bKED")
 LOOK_ALIKE = SENTENCE.replace("MAN", "M\u0410N")  # a Cyrillic capital A
@@ -34,12 +35,14 @@ LEAKS = {  # issue case -> (LM text, its line holding the held-out sentence, wha
                           ("holds every", "held-out sentence", "test/text:3")),
     "dev sentence in a line": ("a line of text\nthere was a cat on the wall\n", 2,
                                ("holds every", "held-out sentence", "dev/text:2")),
+    "across a line break": ("a line of text\nmother cat white eat\nwhite eat father\n", "2-3",
+                            ("across their line breaks", "held-out sentence", "test/text:4")),
 }
 
 
 def write_data(data: Path) -> None:
     for split, lines in (("train", ["a1 THE CAT SAT", "a2 A DOG RAN HOME"]), ("dev", ["d1 YES", "d2 A CAT"]),
-                         ("test", ["t1 NO", f"t2 {SENTENCE}", f"t3 {AN4}"])):
+                         ("test", ["t1 NO", f"t2 {SENTENCE}", f"t3 {AN4}", f"t4 {SPLIT}"])):
         (data / split).mkdir(parents=True)
         (data / split / "text").write_text("".join(f"{line}\n" for line in lines))
 
@@ -96,7 +99,8 @@ def run_stage2(tmp_path, books: bytes, *extra):
 
 # run.sh stage 2 runs build_lm (about 14 s a run): the cases that need run.sh's part, its dev and test texts, its
 # --lm_order (2 here) and its training text (the recipe's script), beside issue 57's.
-@pytest.mark.parametrize("case", ["S5", "S6", "S7", "Cyrillic look-alike", "dev sentence in a line"])
+@pytest.mark.parametrize("case", ["S5", "S6", "S7", "Cyrillic look-alike", "dev sentence in a line",
+                                  "across a line break"])
 def test_run_sh_stage2(tmp_path, case):
     """run.sh stage 2 (a 2-gram LM here) passes its dev and its test texts to the check."""
     books, at, named = LEAKS[case]
@@ -120,14 +124,14 @@ def test_make_lm_book_text(tmp_path):
     (ls / "CHAPTERS.TXT").write_text("16042  | 4680 | 12.0  | train-clean-100  | 2    | 200   | Ch 1 | Held Book\n")
     # the held-out speaker's transcripts, behind a byte-order mark (S6)
     (ls / "train-clean-5" / "4680" / "16042" / "4680-16042.trans.txt").write_text(
-        f"\ufeff4680-16042-0000 {SENTENCE}\n4680-16042-0001 {AN4}\n", encoding="utf-8")
+        f"\ufeff4680-16042-0000 {SENTENCE}\n4680-16042-0001 {AN4}\n4680-16042-0002 {SPLIT}\n", encoding="utf-8")
     work = tmp_path / "books"
     work.mkdir()
     # another book holding the sentence among more words (S7), with punctuation (S5), in fullwidth letters, with a
     # zero-width space, with a Cyrillic look-alike, and the 6-word sentence among more words
     variants = [f"And then, {SENTENCE.lower()} after dark, alone.", f"{FULLWIDTH.capitalize()}.",
                 f"{ZERO_WIDTH.capitalize()}.", f"{LOOK_ALIKE.capitalize()}.",
-                f"Please {AN4.lower()} now and then stop."]
+                f"Please {AN4.lower()} now and then stop.", "Mother cat white eat.", "White eat father."]
     (work / "kept.txt").write_text(book(300, "Training Book", f"It was a dark night. {' '.join(variants)} "
                                                               "The wind blew hard."))
     git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -136,4 +140,32 @@ def test_make_lm_book_text(tmp_path):
     subprocess.run(git + ["commit", "-q", "-m", "books"], check=True)
     assert book_tool.main(["--git_dir", str(work / ".git"), "--librispeech", str(ls), "--out_dir",
                            str(tmp_path / "out"), "--dev_speakers", "", "--test_speakers", "4680"]) == 0
-    assert (tmp_path / "out" / "books.txt").read_text().splitlines() == ["IT WAS A DARK NIGHT", "THE WIND BLEW HARD"]
+    # the split sentence's second half completes its n-grams across the line break: left out
+    assert (tmp_path / "out" / "books.txt").read_text().splitlines() == ["IT WAS A DARK NIGHT", "MOTHER CAT WHITE EAT",
+                                                                         "THE WIND BLEW HARD"]
+
+
+def test_every_module_making_a_held_out_check_reads_the_lm_text_across_line_breaks():
+    """Guard of issue 80 H: every module of wenet_udps/, tools/ and bench/ that makes a HeldOut check either
+    refuses through HeldOut.refuse (the line rule, then the stream) or, checking line by line with find, feeds the
+    lines it keeps to HeldOut.stream."""
+    import ast
+    users = {}
+    for top in ("wenet_udps", "tools", "bench"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path.name == "held_out.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+            names = {c.func.id if isinstance(c.func, ast.Name) else getattr(c.func, "attr", "") for c in calls}
+            if "HeldOut" not in names:
+                continue
+            streams = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                       and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") == "stream"
+                       for t in node.targets if isinstance(t, ast.Name)}
+            fed = any(isinstance(c.func, ast.Attribute) and c.func.attr == "add" and
+                      isinstance(c.func.value, ast.Name) and c.func.value.id in streams for c in calls)
+            users[str(path.relative_to(ROOT))] = "refuse" in names or fed
+    assert {"wenet_udps/bin/build_lm.py", "tools/make_lm_book_text.py"} <= set(users), users
+    bad = [p for p, across in users.items() if not across]
+    assert not bad, f"these check LM text line by line only, not across line breaks: {bad}"

@@ -170,3 +170,31 @@ def test_every_entry_point_decodes_with_the_lm_it_loaded_when_the_file_is_overwr
     assert proc.returncode == 0, (entry, proc.returncode, proc.stderr[-2000:])
     texts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert texts is None or texts == [setup["texts"][lm][i] for i, lm in enumerate(AFTER[entry])], (entry, texts)
+
+
+@pytest.mark.parametrize("new", ["QQQQ", "ONE"])
+def test_a_words_file_edited_after_the_lm_was_loaded_is_refused_at_the_next_call(setup, tmp_path, new):
+    """issue 80 case 4 through the API's cache of loaded LMs (keyed by the binary's SHA-256 only, it went on with
+    the LM loaded before) and recognize: the line TWO replaced, by a new word or one already in the file, the first
+    line kept. An LM is its content, its words file's included (lm.binary.lm_content)."""
+    from wenet_udps.bin import recognize
+    from wenet_udps.lm.arpa import LmError
+    lm = tmp_path / "lm.bin"
+    shutil.copy(setup["lms"]["a"]["bin"], lm)
+    shutil.copy(setup["lms"]["a"]["words"], words_path(str(lm)))
+    model = wenet_udps.load_model(str(setup["dir"]), checkpoint="avg.pt")
+    clip = str(setup["clips"][0])
+    assert model.transcribe(clip, mode=MODE, lm=str(lm), **OPTIONS) == setup["texts"]["a"][0]
+    words = Path(words_path(str(lm)))
+    lines = words.read_text().split("\n")
+    lines[lines.index("TWO")] = new
+    words.write_text("\n".join(lines))
+    expected = f"{words}: its words were changed after they were written"
+    with pytest.raises(LmError, match=expected):
+        model.transcribe(clip, mode=MODE, lm=str(lm), **OPTIONS)
+    with pytest.raises(LmError, match=expected):
+        recognize.main(["--config", str(setup["conf"]), "--checkpoint", str(setup["ckpt"]), "--test_data",
+                        str(setup["list"]), "--result_dir", str(tmp_path / "res"), "--modes", MODE, "--lm", str(lm)])
+    assert not (tmp_path / "res" / MODE).exists()
+    shutil.copy(setup["lms"]["a"]["words"], words)  # the words as written: the LM again
+    assert model.transcribe(clip, mode=MODE, lm=str(lm), **OPTIONS) == setup["texts"]["a"][0]

@@ -5,9 +5,11 @@ import math
 import pytest
 import torch
 
-from tests.lm.lm_helpers import emissions, need_flashlight
+from tests.lm.lm_helpers import emissions, need_flashlight, write_units
 from tests.lm.test_search import small_bpe, write_arpa
+from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
+from wenet_udps.text import CharTokenizer
 from wenet_udps.lm.words import word_rule
 from wenet_udps.transformer.decoder import TransformerDecoder
 from wenet_udps.transformer.joint_search import joint_beam_search
@@ -41,6 +43,9 @@ def test_where_words_end_depends_on_the_units(tmp_path):
     assert word_rule({1: [2, 3]}, {"a": 2, "b": 3, "▁": 4}, 4, False) == "space"
     assert word_rule({1: [2, 3]}, {"▁he": 2, "llo": 3}, None, False) == "piece"
     assert word_rule({1: [2], 2: [3]}, {"你": 2, "好": 3}, None, True) == "whole"
+    # word units with the space unit between them (tiny_en's): the space ends a word, though each word is one unit
+    assert word_rule({1: [2], 2: [3]}, {"GOOD": 2, "CAT": 3, "▁": 4}, 4, False) == "space"
+    assert word_rule({1: [2], 2: [3]}, {"GOOD": 2, "CAT": 3}, None, False) == "whole"  # spaced by detokenize
     with pytest.raises(UserError, match="these units do not mark the ends"):
         word_rule({1: [2, 3]}, {"a": 2, "b": 3}, None, False)
 
@@ -78,3 +83,69 @@ def test_the_joint_search_spells_lm_words_and_the_lm_overrules_unsure_acoustics(
         got[weight] = letters.detokenize(out.tokens)[0]
         assert all(letters.detokenize(h)[0] in ("", "ab", "ba") for h in out.nbest), out.nbest
     assert got == {0.0: "ba", 2.0: "ab"}
+
+
+def word_units(tmp_path, space: bool):
+    """Units that are words (tiny_en's), with the space unit '▁' between them, or joined by spaces
+    (``split_with_space``)."""
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "CAT", "FATHER", "GOOD", "WHITE"] + ["▁"] * space
+                + ["<sos/eos>"])
+    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"), split_with_space=not space)
+
+
+def mandarin(tmp_path):
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "你", "好", "世", "界", "▁", "<sos/eos>"])
+    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+
+
+# (units, LM words, the sentence the CTC emissions spell, its word count as text)
+UNIT_KINDS = {
+    "letters with '▁'": (lambda p: CharTokenizer(symbol_table_path=str(p / "units.txt")), ["ab", "ba", "b"],
+                         "ab b ba", 3),
+    "BPE": (small_bpe, ["A", "B", "C", "ONE", "TWO"], "B ONE TWO A", 4),
+    "Mandarin characters": (mandarin, ["你", "好", "世", "界"], "你好世界", 1),
+    "words with '▁'": (lambda p: word_units(p, True), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE CAT", 4),
+    "words spaced": (lambda p: word_units(p, False), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE", 3),
+}
+
+
+@pytest.mark.parametrize("kind", list(UNIT_KINDS))
+def test_the_joint_lm_mode_ends_words_where_the_lexicon_search_does_on_every_kind_of_units(tmp_path, letters,
+                                                                                           kind):
+    """One model (CTC emissions spelling the sentence, a decoder that weighs nothing at ctc_weight 1): the text of
+    joint_ctc_attention_lm, through the one detokeniser, has the words and word count of ctc_prefix_beam_search_lm's
+    first pass (issue 80: on word units with '▁' it glued the words together, 'GOODFATHERWHITECAT')."""
+    make, lm_words, sentence, count = UNIT_KINDS[kind]
+    tok = make(tmp_path)
+    lm = write_arpa(tmp_path / "lm.arpa", {w: -0.7 for w in lm_words})
+    ids = tok.tokenize(sentence)[1]
+    frames = [f for i in ids for f in ({i: 0.9}, {0: 0.9})]
+    vocab, eos = len(tok.symbol_table), tok.symbol_table["<sos/eos>"]
+    logp = emissions(frames, vocab)
+    search = LmSearch(lm, tok, 0, LmSearchConfig(lm_weight=0.5))
+    lexicon_text = tok.detokenize(search(logp, torch.tensor([logp.size(1)]))[0].tokens)[0]
+    torch.manual_seed(0)
+    dec = TransformerDecoder(vocab_size=vocab, encoder_output_size=8, attention_heads=2, linear_units=16,
+                             num_blocks=1).eval()
+    memory, mask = torch.randn(1, logp.size(1), 8), torch.ones(1, 1, logp.size(1), dtype=torch.bool)
+    joint = joint_beam_search(dec, memory, mask, logp, 4, eos, eos, 0, ctc_weight=1.0, words=search.word_scorer())[0]
+    joint_text = tok.detokenize(joint.tokens)[0]
+    assert joint_text == lexicon_text == sentence
+    assert len(joint_text.split()) == len(lexicon_text.split()) == count
+
+
+def test_units_whose_words_read_back_glued_are_refused_naming_them(tmp_path, caplog):
+    """Word units without a space unit and without split_with_space: two LM words read back as one. The joint LM
+    mode refuses them; the lexicon search's modes warn (isolated words, FSDD's digits, need no boundary)."""
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "CAT", "GOOD", "<sos/eos>"])
+    tok = CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+    lm = write_arpa(tmp_path / "lm.arpa", {"CAT": -0.5, "GOOD": -0.5})
+    search = LmSearch(lm, tok, 0, LmSearchConfig())
+    assert [r.getMessage() for r in caplog.records if "reads as one word" in r.getMessage()]
+    with pytest.raises(LmError) as e:
+        search.word_scorer()
+    assert "do not mark where the LM's words end" in str(e.value) and "'CATGOOD'" in str(e.value)
+    assert str(tmp_path / "units.txt") in str(e.value)

@@ -1,7 +1,7 @@
 """Convert an ARPA word LM to a KenLM binary (``build_binary trie``), which the ``*_lm`` modes load without parsing
 an ARPA file, and write its words file beside it (``OUT.words``: the ARPA's unigrams, which the lexicon decoder
-spells and a binary keeps only as hashes, after a first line naming the binary's SHA-256 and size, checked on every
-load). run.sh's LM stage runs it on every ARPA it builds or downloads.
+spells and a binary keeps only as hashes, after a first line naming the binary's SHA-256 and size and the SHA-256
+of the words, checked on every load). run.sh's LM stage runs it on every ARPA it builds or downloads.
 
     python -m wenet_udps.bin.binarize_lm --arpa data/lm/lm.arpa --out data/lm/lm.bin
 """

@@ -28,6 +28,7 @@ from wenet_udps.decode.data_list import decode_dataset, frame_shift_ms, model_fr
 from wenet_udps.decode.inputs import InputError, audio_input, audio_list, check_keywords, keyword
 from wenet_udps.decode.outcome import decode_each
 from wenet_udps.decode.recipe import RecipeDecoding
+from wenet_udps.lm.binary import lm_content
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import min_input_frames
 from wenet_udps.text import init_tokenizer
@@ -35,7 +36,6 @@ from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_o
     resolve_decode_options
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.counts import max_bad_fraction as conf_bad_fraction
-from wenet_udps.utils.source_info import content_sha256
 
 Audio = Union[str, "os.PathLike[str]", bytes, Tuple[np.ndarray, int]]
 LM_CACHE = 4  # LM searches a model keeps loaded (by content, weights and beam)
@@ -102,7 +102,8 @@ class RecognitionModel:
         # One encoder frame in seconds: the CTC alignment's time unit.
         self.frame_seconds = (model.encoder.embed.subsampling_rate
                               * frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0)
-        self._lm: Dict[Tuple[str, float, float, int], LmSearch] = {}  # by the LM file's SHA-256
+        # by the SHA-256 of the LM file and of its words file (lm.binary.lm_content), weights and beam
+        self._lm: Dict[Tuple[Tuple[str, str], float, float, int], LmSearch] = {}
 
     def features(self, audio: Audio, sample_rate: Optional[int] = None) -> Tuple[str, torch.Tensor]:
         """(name, (T, F) features) of one input (a path, audio file bytes, an (array, sample_rate) pair:
@@ -138,13 +139,15 @@ class RecognitionModel:
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
         if lm is not None:
-            # An LM is its content, as a result is (a file replaced or rewritten at the same path is another LM,
-            # loaded anew; the one loaded before sits in memory, untouched: lm.binary.load_kenlm).
-            search = self._lm.get((content_sha256(lm), lm_weight, word_score, beam_size))
+            # An LM is its content, words file included, as a result is (a file replaced or rewritten at the same
+            # path is another LM, loaded and checked anew; the one loaded before sits in memory, untouched:
+            # lm.binary.load_kenlm).
+            search = self._lm.get((lm_content(lm), lm_weight, word_score, beam_size))
             if search is None:
                 search = LmSearch(lm, self.tokenizer, self.model.ctc.blank_id,
                                   LmSearchConfig(lm_weight=lm_weight, word_score=word_score, beam_size=beam_size))
-                self._lm[(search.info.sha256, lm_weight, word_score, beam_size)] = search  # the content it read
+                read = (search.info.sha256, search.info.words_sha256)  # the content it read and checked
+                self._lm[(read, lm_weight, word_score, beam_size)] = search
                 while len(self._lm) > LM_CACHE:  # LMs replaced since are not asked for again: let them go
                     self._lm.pop(next(iter(self._lm)))
             values["lm_search"] = search

@@ -28,7 +28,7 @@ class LmError(UserError):
 @dataclass
 class LmInfo:
     """An LM file's identity and vocabulary (its unigrams). counts[n - 1] = number of n-grams; kind: "ARPA" or
-    "KenLM binary"."""
+    "KenLM binary"; words_sha256: a KenLM binary's words file's SHA-256 (``binary.lm_content``), "" for ARPA."""
     path: str
     order: int
     counts: List[int]
@@ -36,6 +36,7 @@ class LmInfo:
     sha256: str
     words: List[str]
     kind: str = "ARPA"
+    words_sha256: str = ""
 
     def source(self) -> Dict[str, str]:
         """The ``lm*`` lines of a result's decode.info."""

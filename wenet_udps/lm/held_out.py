@@ -19,10 +19,21 @@ itself would, less only the n-grams at its start and end (AN4's 6-word test sent
 n-gram of it holds the sentence start or end), so it is refused as a whole line only: inside a line, ``YES`` or
 ``ENTER ONE FIVE`` (for a 4-gram LM) is a phrase any text may use, learned as any text's. The n-grams of a line are
 looked up in an index of the held-out sentences' n-grams: linear in the LM text.
+
+The LM text is also read as one stream of words across line breaks (:class:`Stream`, issue 80 H): a held-out
+sentence of ``order`` tokens or more is refused when the LM text lines of a window of adjacent lines, at most as many
+lines as the sentence has tokens, hold every one of its n-grams at the LM's order, the n-grams across the breaks
+between them included (``MOTHER CAT WHITE EAT`` and then ``WHITE EAT FATHER`` give a 3-gram LM each of the trigrams
+of ``MOTHER CAT WHITE EAT FATHER``, its first and its last with the lines' start and end; a sentence wrapped over two
+lines is in the text, as it is with a line put between its parts). The window is what keeps the rule from being
+over-strict: it is the room a sentence takes when each of its words is on a line of its own, so the n-grams common
+in any text, met far apart in a long text (``I DON'T KNOW`` on one line, ``DON'T KNOW WHAT`` a page later), are no
+leak, and a sentence shorter than the order has no n-gram to look for, as above.
 """
+import collections
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Counter, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.options import DEFAULT_ORDER
@@ -62,10 +73,12 @@ class HeldOut:
         self.grams: List[Tuple[int, Match]] = []  # per sentence of >= order tokens: its distinct n-grams, its match
         self.index: Dict[Tuple[str, ...], List[int]] = defaultdict(list)  # n-gram -> the sentences holding it
         self.sentences: List[str] = []
+        self.longest = 1  # tokens of the longest held-out sentence: the widest stream window
         for path in paths:
             for sentence, lineno in read_table(path, key_name="utterance key", allow_empty_value=True).values():
                 self.sentences.append(sentence)
                 tokens = tokens_of(sentence, char)
+                self.longest = max(self.longest, len(tokens))
                 if not tokens or tokens in self.whole:
                     continue
                 match = Match(f"{path}:{lineno}", sentence, False)
@@ -95,6 +108,10 @@ class HeldOut:
         held = [i for i, n in shared.items() if n == self.grams[i][0]]
         return self.grams[min(held)][1] if held else None  # the first held-out line: the same in every run
 
+    def stream(self) -> "Stream":
+        """An empty :class:`Stream` of LM text lines for this check."""
+        return Stream(self)
+
     def matches(self, sources: Iterable[Tuple[str, Iterable[Tuple[int, str]]]]
                 ) -> Iterable[Tuple[str, Match, str]]:
         """(``path:line`` of the LM text, the held-out match, the LM text line) of every line of ``sources`` (path,
@@ -120,8 +137,79 @@ class HeldOut:
                                       f"recipe's scripts ({', '.join(scripts)}, those of its transcripts): a "
                                       f"look-alike hides a sentence from the held-out check, and the units cannot "
                                       f"spell it; correct or remove the line ({sentence[:50]!r})")
+        sources = [(path, list(rows)) for path, rows in sources]
         for line, match, sentence in self.matches(sources):
             how = f"holds every {self.order}-gram of" if match.contained else "is"
             raise LmError(f"{line}: this LM text line {how} the held-out sentence of {match.where} "
                           f"({match.sentence[:50]!r}; line {sentence[:50]!r}): remove every dev and test sentence "
                           "from the LM text")
+        # One stream over every file, in the order the LM learns them; the last lines kept to name a window's first.
+        stream, recent = self.stream(), collections.deque(maxlen=self.longest)
+        for path, rows in sources:
+            for lineno, sentence in rows:
+                across = stream.add(sentence)
+                if across is not None:
+                    first, match = across
+                    start, at = recent[first - stream.lines] if first < stream.lines else (path, lineno)
+                    lines = f"{path}:{at}-{lineno}" if start == path else f"{start}:{at} to {path}:{lineno}"
+                    raise LmError(f"{lines}: these LM text lines hold, across their line breaks, every "
+                                  f"{self.order}-gram of the held-out sentence of {match.where} "
+                                  f"({match.sentence[:50]!r}): remove every dev and test sentence from the LM text")
+                recent.append((path, lineno))
+
+
+class _Run:
+    """A held-out sentence's n-grams met in a :class:`Stream`'s last lines: (its first line, n-gram) per hit."""
+
+    def __init__(self) -> None:
+        self.hits: Deque[Tuple[int, Tuple[str, ...]]] = collections.deque()
+        self.grams: Counter[Tuple[str, ...]] = collections.Counter()
+
+    def copy(self) -> "_Run":
+        run = _Run()
+        run.hits, run.grams = collections.deque(self.hits), collections.Counter(self.grams)
+        return run
+
+
+class Stream:
+    """LM text lines in order, read as one stream of words across their breaks (the module docstring's window).
+
+    :meth:`add` takes the next line and tells whether it completes a window of adjacent lines holding every n-gram
+    of a held-out sentence; such a line is not added, so that a caller who leaves it out (``make_lm_book_text``) goes
+    on with the lines it keeps. Linear in the text: each n-gram is looked up once in the held-out index."""
+
+    def __init__(self, held: HeldOut):
+        self.held = held
+        self.tail: List[Tuple[str, int]] = []  # the last order - 1 tokens of the stream, with their line
+        self.lines = 0  # lines added
+        self.runs: Dict[int, _Run] = {}  # held-out sentence (index of HeldOut.grams) -> its last run
+
+    def add(self, text: str) -> Optional[Tuple[int, Match]]:
+        """None, and ``text`` added as the next line; or (the window's first line, counted from 0 as added, the
+        held-out sentence's match) when this line completes a window, and nothing added."""
+        line, order = self.lines, self.held.order
+        tokens = self.tail + [(t, line) for t in tokens_of(text, self.held.char)]
+        touched: Dict[int, _Run] = {}
+        for p in range(len(tokens) - order + 1):
+            gram = tuple(t for t, _ in tokens[p:p + order])
+            first = tokens[p][1]
+            for i in self.held.index.get(gram, ()):
+                run = touched.get(i)
+                if run is None:
+                    old = self.runs.get(i)
+                    run = touched[i] = old.copy() if old is not None else _Run()
+                run.hits.append((first, gram))
+                run.grams[gram] += 1
+                size = self.held.grams[i][0]
+                # the window: at most as many lines as the sentence has tokens (its n-grams, and order - 1)
+                while run.hits and run.hits[0][0] < line - size - order + 2:
+                    _, dropped = run.hits.popleft()
+                    run.grams[dropped] -= 1
+                    if not run.grams[dropped]:
+                        del run.grams[dropped]
+                if len(run.grams) == size:
+                    return run.hits[0][0], self.held.grams[i][1]
+        self.runs.update(touched)
+        self.tail = tokens[len(tokens) - order + 1:] if order > 1 else []
+        self.lines += 1
+        return None

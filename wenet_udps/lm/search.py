@@ -116,6 +116,9 @@ class LmSearch:
             for ids in spellings:
                 trie.insert(ids, index, self.lm.score(start, index)[1])
         self.spelling = {self.word_dict.get_index(w): ids for w, ids in lexicon.items()}
+        self.glued = self._words_read_back(lexicon, tokenizer)
+        if self.glued:  # (the digits of FSDD are one word an utterance: their letters need no '▁')
+            logging.warning("%s: an LM hypothesis of several words reads as one word", self.glued)
         self.symbols = tokenizer.symbol_table
         self._words = None
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
@@ -123,11 +126,28 @@ class LmSearch:
             beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
             word_score=conf.word_score))
 
+    def _words_read_back(self, lexicon: Dict[str, List[int]], tokenizer: Any) -> str:
+        """"" when the one detokeniser (the tokenizer's ``detokenize``, that of every mode) reads two LM words, as the
+        LM modes emit them (:meth:`units`), back as those two words (a character LM's run together); else why not.
+
+        Why: every ``*_lm`` mode emits its words as :meth:`units` spells them, so on units that do not mark where a
+        word ends (letters or word units without the space unit '▁') a hypothesis of several words reads as one."""
+        pair = (list(lexicon) * 2)[:2]
+        text = tokenizer.detokenize(self.units([self.word_dict.get_index(w) for w in pair]))[0]
+        read = [text.replace(" ", "")] if self.char_lm else text.split()
+        if read == (["".join(pair)] if self.char_lm else pair):
+            return ""
+        return (f"the units {tokenizer.symbol_table_path} do not mark where the LM's words end: the LM words "
+                f"{' '.join(pair)!r}, spelled with them, read back as {text!r}")
+
     def word_scorer(self) -> WordScorer:
         """The word LM of ``joint_ctc_attention_lm`` (``lm.words``): this search's LM, lexicon and weights."""
         if self._words is None:
             space = self.sil_id if self.sil_id != self.blank_id else None
             rule = word_rule(self.spelling, self.symbols, space, self.char_lm)
+            if self.glued:
+                raise LmError(f"joint_ctc_attention_lm scores a word when it ends, and {self.glued}; use units with "
+                              f"the space unit '▁' (or BPE pieces marking word starts)")
             starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
             self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
                                      starts, self.conf.lm_weight, self.conf.word_score)

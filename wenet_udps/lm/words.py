@@ -6,8 +6,11 @@ end of the sentence lm_weight x the LM's end-of-sentence score. As in that searc
 spelled: a prefix may take only the units that continue some word of the lexicon, or end one.
 
 Where a word ends depends on the units (:func:`word_rule`): the space unit '▁' of a character model of spaced text
-ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one before; in a Mandarin
-character LM (or units that are whole words) every unit is a word. The end of the sentence ends the last word.
+(letters or whole words) ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one
+before; in a Mandarin character LM (or units that are whole words, without a space unit) every unit is a word. The
+end of the sentence ends the last word. The search thus emits a sentence's words as ``LmSearch.units`` spells them,
+and its text is the tokenizer's ``detokenize`` of them, as every mode's is (``LmSearch`` checks that the one
+detokeniser reads such units back as the words).
 """
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -23,11 +26,18 @@ State = Tuple[Any, Optional[Tuple[int, ...]]]
 def word_rule(spellings: Mapping[Any, List[int]], symbols: Mapping[str, int], space: Optional[int],
               char_lm: bool) -> str:
     """"space" (``space`` is the word boundary unit), "piece" (units starting with '▁' start words) or "whole"
-    (every unit is a word); UserError for units that do not say where a word ends."""
-    if char_lm or all(len(ids) == 1 for ids in spellings.values()):
+    (every unit is a word); UserError for units that do not say where a word ends.
+
+    What the units say comes first, in this order: a Mandarin character LM's words are its characters; a separate
+    space unit (``space``: the boundary unit of the lexicon search, ``LmSearch.sil_id``) ends every word, even where
+    every word is one unit (word units with '▁' between them, as tiny_en's: read as "whole", the words were glued
+    together, issue 80); else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
+    if char_lm:
         return "whole"
     if space is not None:
         return "space"
+    if all(len(ids) == 1 for ids in spellings.values()):
+        return "whole"
     if any(s.startswith(SPACE) for s in symbols):
         return "piece"
     raise UserError("joint_ctc_attention_lm scores a word when it ends, and these units do not mark the ends: they "
