@@ -18,7 +18,7 @@ import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Set
 
-from wenet_udps.utils.kaldi_files import read_map, utf8_lines
+from wenet_udps.utils.kaldi_files import ListError, read_map, utf8_lines
 from wenet_udps.utils.text_norm import read_form
 
 SKIPPED_PUNCTUATION = frozenset("!,?、。！，；？：「」︰『』《》")
@@ -121,12 +121,11 @@ def read_ignore_words(path: Optional[str], case_sensitive: bool = False) -> Set[
         return set()
     words = set()
     for lineno, line in utf8_lines(path):
-        word = line.strip()
+        word = read_form(line).strip()  # before the one-word check: NFKC may make a space (U+00A8 is ' ' + U+0308)
         if not word:
             continue
         if len(word.split()) > 1:
-            raise ValueError(f"{path}:{lineno}: one word per line expected, got {word!r} "
+            raise ListError(f"{path}:{lineno}: one word per line expected, got {word!r} "
                              "(a token never contains a space, so it could never match)")
-        word = read_form(word)
         words.add(word if case_sensitive else read_form(word.upper()))
     return words

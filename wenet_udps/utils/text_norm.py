@@ -15,9 +15,9 @@ A recipe declares it once (``text_case`` and ``text_punctuation`` in ``recipes/<
 
 A punctuation mark is a character of a Unicode ``P*`` category, except an apostrophe (``'``, ``’``) touching a
 letter or digit (``IT'S``, ``BOYS'``: part of the word) and the brackets of a non-language symbol (``<unk>``,
-``{NOISE}``, ``[laughter]``: kept whole, as the tokenizers keep them). With ``keep``/``keep`` a text is unchanged,
-byte for byte; a line that is changed has its white space collapsed. What is changed is counted (:class:`NormCounts`)
-and each tool logs the counts.
+``{NOISE}``, ``[laughter]``: kept whole, as the tokenizers keep them). With ``keep``/``keep`` a text in its read form
+(below) is unchanged, byte for byte; a line whose punctuation is removed has its white space collapsed. What is
+changed is counted (:class:`NormCounts`) and each tool logs the counts.
 
 Before case and punctuation, every text is put in its read form (:func:`read_form`), whatever a recipe declares:
 Unicode NFKC after the format characters (category ``Cf``: a byte-order mark inside a line, a zero-width space, a
@@ -167,9 +167,11 @@ class TextNorm:
 
     def lines(self, rows: Iterable[Tuple[int, str]], path: str) -> Tuple[List[Tuple[int, str]], NormCounts]:
         """``(line number, text)`` rows of ``path`` normalised, and the counts; TextNormError (after reading them
-        all, so that it names every line) when punctuation is refused."""
+        all, so that it names every line) when punctuation is refused. Each text is stripped of the white space at
+        its ends, as a line is read (``utils.kaldi_files``): removing a format character can leave some there
+        (``0\x1f\ufeff``), and the file written would read back otherwise than it was scored or counted."""
         counts = NormCounts()
-        out = [(lineno, self(text, counts, lineno)) for lineno, text in rows]
+        out = [(lineno, self(text, counts, lineno).strip()) for lineno, text in rows]
         self.check(counts, path)
         return out, counts
 
