@@ -11,14 +11,13 @@ import ast
 import importlib
 import inspect
 import pkgutil
-import shutil
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
 import wenet_udps
+from tests.lm.lm_helpers import need_lmplz
 from tests.tools.load import load_tool
 from wenet_udps.lm import arpa, build, held_out
 from wenet_udps.scoring import tokens as scoring_tokens, wer
@@ -104,8 +103,7 @@ def _run_normalise_text(tmp, text, capsys):
 
 
 def _run_build_lm(tmp, text, capsys):
-    if not shutil.which("lmplz") and not (Path(sys.executable).parent / "lmplz").exists():
-        pytest.skip("KenLM's lmplz not installed (tools/install.sh --lm true)")
+    need_lmplz()
     from wenet_udps.bin import build_lm
     out = tmp / f"{text.name}.arpa"
     assert build_lm.main(["--text", str(text), "--order", "2", "--out", str(out)]) == 0
