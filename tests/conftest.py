@@ -16,6 +16,18 @@ import torch  # noqa: E402
 from tests.skip_summary import pytest_terminal_summary  # noqa: E402, F401 (the hook: one line per skip reason)
 from wenet_udps.utils.env import env_flag  # noqa: E402
 
+try:  # the test extra's property-based tests (tests/*/test_*_properties.py): the same examples on every run
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # an install without the test extra: those tests skip (pytest.importorskip)
+    pass
+else:
+    # derandomize: examples drawn from each test's own fixed seed, never a flaky CI run, and no example database
+    # (no .hypothesis/ left in the checkout, no example replayed from an earlier run); no deadline: the shared CI
+    # cores make one example's time meaningless; 60 examples keep each property test within seconds
+    _hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60, database=None,
+                                          print_blob=True)
+    _hypothesis_settings.load_profile("ci")
+
 # Without CUDA, Triton kernels run under Triton's interpreter (on CPU tensors). Triton reads TRITON_INTERPRET when a
 # kernel, and its own library functions, are decorated, i.e. when triton is first imported: set it before that.
 if not torch.cuda.is_available():

@@ -5,6 +5,7 @@ import subprocess
 from pathlib import Path
 
 from tests.recipe_trees import make_an4
+from wenet_udps.text.base_tokenizer import read_symbol_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,3 +69,20 @@ def test_a_dir_prepared_before_normalisation_is_not_prepared_again(tmp_path):
     (data / ".text_norm.stamp").unlink()   # as a dir of an earlier version has it
     proc = run(*common)
     assert proc.returncode == 0 and "already prepared" in proc.stderr and "normalise the transcripts" in proc.stderr
+
+
+def test_a_bom_inside_a_transcript_line_reaches_no_stage(tmp_path):
+    # issue 80 D: a transcript saved by a Windows tool, its text (after the key) starting with U+FEFF: stage 0 kept
+    # it, stage 2 made it a unit, and stage 4 refused the units file stage 2 wrote ("holds a byte-order mark")
+    dl, data = tmp_path / "dl", tmp_path / "data"
+    make_an4(dl, audio=False)
+    trans = dl / "an4" / "etc" / "an4_train.transcription"
+    lines = trans.read_text().splitlines()
+    lines[0] = lines[0].replace("<s> ", "<s> \ufeff", 1)
+    trans.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    common = ["--download_dir", str(dl), "--data", str(data), "--prepare_opts", "--num_dev 1 --allow_partial true"]
+    for stage in ("0", "2"):
+        proc = run(*common, "--stage", stage, "--stop_stage", stage)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "\ufeff" not in (data / "train" / "text").read_text(encoding="utf-8")
+    assert read_symbol_table(str(data / "dict" / "lang_char.txt"))  # what stage 4's tokenizer reads first

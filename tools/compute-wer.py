@@ -15,7 +15,9 @@ Number, Japanese, Other). Differences from WeNet's script:
   utterance silently goes unscored);
 - ``--case`` and ``--punctuation`` normalise both sides first with the recipe's declaration (the one normaliser,
   wenet_udps/utils/text_norm.py, that made the targets; run.sh passes them), so ``Zero,`` is ``ZERO`` under
-  ``--punctuation remove``; the default ``keep``/``keep`` leaves the texts as WeNet scores them. What was changed is
+  ``--punctuation remove``; the default ``keep``/``keep`` leaves the texts as WeNet scores them, but for their Unicode
+  form: both sides are compared in the read form of the one normaliser (NFKC, format characters such as U+FEFF or a
+  zero-width space removed), so ``CAFÉ`` with a combining accent is ``CAFÉ`` precomposed. What was changed is
   counted on stderr; ``--punctuation refuse`` refuses a mark in a reference (naming its line) and leaves one in a
   hypothesis as it is;
 - a hypothesis file of our decoders (a ``decode.info`` beside it) is scored only against the references it was
@@ -64,7 +66,7 @@ def normalised(texts: Dict[str, str], path: str, norm: text_norm.TextNorm) -> Di
     line on stderr when anything changed."""
     line_of = {key: lineno for key, (_, lineno) in read_table(path, allow_empty_value=True).items()}
     rows, counts = norm.lines(((line_of[key], text) for key, text in texts.items()), path)
-    if counts.case_changed or counts.marks_removed:
+    if counts.changed:
         print(f"compute-wer.py: {path} normalised (case {norm.case}, punctuation {norm.punctuation}): "
               f"{counts.describe()}", file=sys.stderr)
     return dict(zip(texts, (text for _, text in rows)))

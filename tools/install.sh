@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs this checkout with its Python dependencies (pip install -e ., from pyproject.toml; with --test true the
-# test extra too: pytest, pytest-xdist, ruff and triton, about 1 GB, for the Triton kernel's interpreter tests) into
+# test extra too: pytest, pytest-xdist, hypothesis, ruff and triton, about 1 GB, for the Triton kernel's interpreter tests) into
 # the python3 on PATH (a venv: see README), and with --espeak_ng true also espeak-ng (apt),
 # which only the synthesised corpora tiny_zh and tiny_en (the main job) need, and with --lm true the word-LM tools
 # of the *_lm decoding modes and run.sh's LM stage: flashlight-text (the [lm] extra) and KenLM's lmplz and
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 espeak_ng=false   # true: also install espeak-ng with apt (the synthesised corpora tiny_zh, tiny_en need it)
 lm=false          # true: also the word-LM tools (flashlight-text; KenLM's lmplz, build_binary into python3's bin/)
-test=false        # true: also the test tools (the test extra: pytest, pytest-xdist, ruff, triton)
+test=false        # true: also the test tools (the test extra: pytest, pytest-xdist, hypothesis, ruff, triton)
 help_message="Usage: $0 [--espeak_ng true] [--lm true] [--test true]"
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected arguments: $* ($0 --help for usage)"

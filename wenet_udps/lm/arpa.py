@@ -13,6 +13,7 @@ from typing import Dict, Iterable, List, Set, Tuple
 from wenet_udps.text.text_utils import is_cjk
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.source_info import file_sha256
+from wenet_udps.utils.text_norm import read_form
 
 SPECIAL_WORDS = ("<s>", "</s>", "<unk>")  # KenLM's sentence marks and unknown word: not spellable words
 _COUNT = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
@@ -154,7 +155,9 @@ def is_char_lm(words: List[str]) -> bool:
 
 def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
     """The LM's words in ``lines`` of text: whitespace-separated words, or every non-space character for a character
-    LM (Mandarin, written without spaces)."""
+    LM (Mandarin, written without spaces); in the read form (NFKC, no format characters) in which the LM learnt them.
+    """
+    lines = [read_form(line) for line in lines]
     if char_lm:
         return [c for line in lines for c in line if not c.isspace()]
     return [w for line in lines for w in line.split()]

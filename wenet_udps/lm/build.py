@@ -14,7 +14,7 @@ from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.lm.tools import find_kenlm_program
 from wenet_udps.utils.kaldi_files import read_table, utf8_lines
-from wenet_udps.utils.text_norm import TextNorm
+from wenet_udps.utils.text_norm import TextNorm, read_form
 
 
 def read_sentences(path: str, keyed: bool) -> List[Tuple[int, str]]:
@@ -44,8 +44,9 @@ def lm_sentences(path: str, keyed: bool, norm: TextNorm) -> Tuple[List[Tuple[int
 
 
 def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
-    """The lines lmplz reads: the sentence, or for a character LM its characters separated by spaces."""
-    for sentence in sentences:
+    """The lines lmplz reads: the sentence, or for a character LM its characters separated by spaces; in the read
+    form (NFKC, no format characters: the one normaliser's), whoever calls :func:`build_arpa`."""
+    for sentence in map(read_form, sentences):
         yield " ".join(c for c in sentence if not c.isspace()) if char_lm else " ".join(sentence.split())
 
 

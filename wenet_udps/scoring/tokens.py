@@ -10,12 +10,16 @@ Word mode splits at whitespace. Character mode (``char=True``) walks the text on
   ``<unk><noise>`` gives two tokens.
 Then each token is upper-cased (unless case-sensitive), dropped if it is an ignored word, has its ``<...>`` tags cut
 out (``abc<unk>`` -> ``abc``, ``<unk>`` -> nothing) and is dropped when nothing is left.
+Unlike WeNet, a text is first put in the read form of the one normaliser (``wenet_udps.utils.text_norm.read_form``:
+format characters removed, NFKC), as the units and the LM text were, and so are the ignored words: the same words
+typed in NFC and in NFD, or with a zero-width space, score as equal.
 """
 import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Set
 
-from wenet_udps.utils.kaldi_files import read_map, utf8_lines
+from wenet_udps.utils.kaldi_files import ListError, read_map, utf8_lines
+from wenet_udps.utils.text_norm import read_form
 
 SKIPPED_PUNCTUATION = frozenset("!,?、。！，；？：「」︰『』《》")
 SPACES = frozenset(" \t\r\n")
@@ -76,9 +80,10 @@ def tokenize(text: str, *, char: bool, case_sensitive: bool = False, ignore: Ite
     """
     ignore = ignore if isinstance(ignore, (set, frozenset)) else set(ignore)
     out = []
+    text = read_form(text)
     for token in (char_tokens(text) if char else text.split()):
         if not case_sensitive:
-            token = token.upper()
+            token = read_form(token.upper())  # upper-casing can leave marks that NFKC composes (Greek, J-caron)
         if token in ignore:
             continue
         if remove_tags:
@@ -111,16 +116,16 @@ def read_text(path: str) -> Dict[str, str]:
 
 
 def read_ignore_words(path: Optional[str], case_sensitive: bool = False) -> Set[str]:
-    """Words to drop before scoring, one per line (upper-cased unless ``case_sensitive``)."""
+    """Words to drop before scoring, one per line, in their read form (upper-cased unless ``case_sensitive``)."""
     if not path:
         return set()
     words = set()
     for lineno, line in utf8_lines(path):
-        word = line.strip()
+        word = read_form(line).strip()  # before the one-word check: NFKC may make a space (U+00A8 is ' ' + U+0308)
         if not word:
             continue
         if len(word.split()) > 1:
-            raise ValueError(f"{path}:{lineno}: one word per line expected, got {word!r} "
+            raise ListError(f"{path}:{lineno}: one word per line expected, got {word!r} "
                              "(a token never contains a space, so it could never match)")
-        words.add(word if case_sensitive else word.upper())
+        words.add(word if case_sensitive else read_form(word.upper()))
     return words

@@ -6,7 +6,7 @@ import sentencepiece as spm
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
 from wenet_udps.utils.cli import UserError
-from wenet_udps.utils.text_norm import CASES, TextNorm
+from wenet_udps.utils.text_norm import CASES, TextNorm, read_form
 
 
 class BpeTokenizer(BaseTokenizer):
@@ -36,8 +36,9 @@ class BpeTokenizer(BaseTokenizer):
         return self._cased(text)
 
     def text2tokens(self, text: str) -> List[str]:
+        """Tokens of ``text`` in its read form (NFKC, no format characters), in which tools/train_bpe.py learnt."""
         tokens: List[str] = []
-        for part in split_non_lang_syms(text.strip()):
+        for part in split_non_lang_syms(read_form(text).strip()):
             if part in self.non_lang_syms:
                 tokens.append(part)
                 continue

@@ -3,15 +3,17 @@ from typing import Container, List, Optional, Set
 
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import BRACKETED, CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
+from wenet_udps.utils.text_norm import read_form
 
 
 def char_split(text: str, *, split_with_space: bool = False, non_lang_syms: Set[str] = frozenset(),
                known: Optional[Container[str]] = None, letters: bool = False) -> List[str]:
     """Split text into CJK characters, whole non-CJK words, '▁' (spaces, when not ``split_with_space``) and the
     listed non-language symbols. A word is split into its characters when ``letters`` is set or when ``known``
-    is given and lacks the word."""
+    is given and lacks the word. The text is split in its read form (NFKC, no format characters: the one
+    normaliser's ``read_form``), in which ``tools/make_char_units.py`` made the units."""
     tokens: List[str] = []
-    for part in split_non_lang_syms(text.strip()):
+    for part in split_non_lang_syms(read_form(text).strip()):
         if part in non_lang_syms:
             tokens.append(part)
             continue

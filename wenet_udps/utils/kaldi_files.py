@@ -3,6 +3,9 @@ data lists and shard lists. Every tool and module reads them through :func:`utf8
 each question below is decided here, once:
 
 - encoding: UTF-8; a line that is not is a :class:`ListError` naming the file and line;
+- line ends: ``\n``, ``\r\n`` and a bare ``\r`` (old Mac files, and text pasted between systems), as Python's and
+  every editor's universal newlines read them: a file whose lines end in ``\r`` is read line by line, not as one
+  line whose value holds every other line;
 - a byte-order mark (U+FEFF) at the start of the file is dropped (Windows editors write one; read as part of the
   first key, that utterance would match nothing). Anywhere else in a key it is an error: an invisible character
   that would make the key differ from the same key in another file;
@@ -24,16 +27,27 @@ class ListError(UserError):
 
 
 def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file, a byte-order mark at its start dropped; a line that is not
-    UTF-8 raises ListError naming both."""
+    """``(line number, line)`` of a UTF-8 text file, each line ended by ``\n`` (``\r\n`` and a bare ``\r`` read as
+    one; the last line may have none), a byte-order mark at its start dropped; a line that is not UTF-8 raises
+    ListError naming both."""
+    lineno = 0
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ListError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
-                                f"{raw[:80]!r}") from None
-            yield lineno, line[1:] if lineno == 1 and line.startswith(BOM) else line
+        for raw in f:
+            ended = raw.endswith(b"\n")
+            body = raw[:-1] if ended else raw
+            if body.endswith(b"\r"):
+                body, ended = body[:-1], True
+            pieces = body.split(b"\r")
+            for i, piece in enumerate(pieces):
+                lineno += 1
+                try:
+                    line = piece.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ListError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start}): "
+                                    f"{piece[:80]!r}") from None
+                if lineno == 1 and line.startswith(BOM):
+                    line = line[1:]
+                yield lineno, line + ("\n" if i < len(pieces) - 1 or ended else "")
 
 
 def read_table(path: str, *, what: str = "<key> <value>", key_name: str = "key", allow_empty_value: bool = False,

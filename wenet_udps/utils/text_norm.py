@@ -15,9 +15,19 @@ A recipe declares it once (``text_case`` and ``text_punctuation`` in ``recipes/<
 
 A punctuation mark is a character of a Unicode ``P*`` category, except an apostrophe (``'``, ``’``) touching a
 letter or digit (``IT'S``, ``BOYS'``: part of the word) and the brackets of a non-language symbol (``<unk>``,
-``{NOISE}``, ``[laughter]``: kept whole, as the tokenizers keep them). With ``keep``/``keep`` a text is unchanged,
-byte for byte; a line that is changed has its white space collapsed. What is changed is counted (:class:`NormCounts`)
-and each tool logs the counts.
+``{NOISE}``, ``[laughter]``: kept whole, as the tokenizers keep them). With ``keep``/``keep`` a text in its read form
+(below) is unchanged, byte for byte; a line whose punctuation is removed has its white space collapsed. What is
+changed is counted (:class:`NormCounts`) and each tool logs the counts.
+
+Before case and punctuation, every text is put in its read form (:func:`read_form`), whatever a recipe declares:
+Unicode NFKC after the format characters (category ``Cf``: a byte-order mark inside a line, a zero-width space, a
+soft hyphen) are removed. ``CAFÉ`` typed as ``E`` + a combining accent (NFD, as macOS file names and some editors
+write it) is then the same unit, LM word and scoring token as the precomposed ``É``, and a U+FEFF that a Windows tool
+wrote at the start of a per-utterance transcript never becomes a unit (stage 4 refuses a units file holding one).
+So with ``keep``/``keep`` a text already in its read form is unchanged, byte for byte. The tokenizers
+(``wenet_udps.text``) and the scorer (``wenet_udps.scoring.tokens``) apply :func:`read_form` too, so a text that
+did not pass through a tool is split and compared in the same form; ``tests/utils/test_one_normaliser.py`` finds
+them all and fails on one that does not.
 
 :func:`match_form` is the form in which the LM's held-out check compares sentences (``wenet_udps.lm.held_out``):
 what a reader sees, whatever a recipe keeps: Unicode NFKC (fullwidth ``ＴＨＥ`` and the ligature ``ﬁ`` are ``THE`` and
@@ -74,9 +84,11 @@ def _space_between(text: str, start: int, end: int) -> str:
 
 @dataclass
 class NormCounts:
-    """What normalising a text changed: lines read, lines whose case changed, punctuation marks removed (and on
-    how many lines), lines left empty by it, and the lines holding punctuation that was refused."""
+    """What normalising a text changed: lines read, lines changed by the read form (:func:`read_form`), lines whose
+    case changed, punctuation marks removed (and on how many lines), lines left empty by it, and the lines holding
+    punctuation that was refused."""
     lines: int = 0
+    form_changed: int = 0
     case_changed: int = 0
     marks_removed: int = 0
     lines_with_marks: int = 0
@@ -86,7 +98,13 @@ class NormCounts:
 
     def describe(self) -> str:
         return (f"{self.lines} lines: case changed on {self.case_changed}, {self.marks_removed} punctuation marks "
-                f"removed from {self.lines_with_marks} ({self.emptied} left empty)")
+                f"removed from {self.lines_with_marks} ({self.emptied} left empty), Unicode form changed on "
+                f"{self.form_changed} (NFKC, format characters removed)")
+
+    @property
+    def changed(self) -> bool:
+        """Whether normalising changed any line."""
+        return bool(self.form_changed or self.case_changed or self.marks_removed)
 
 
 @dataclass(frozen=True)
@@ -111,9 +129,10 @@ class TextNorm:
     def __call__(self, text: str, counts: Optional[NormCounts] = None, lineno: int = 0) -> str:
         """``text`` normalised. With ``counts``, what changed is added to it, and a line holding a mark under
         ``refuse`` is recorded there (``lineno`` names it) for :meth:`check` to refuse; the text is returned
-        unchanged then."""
-        out = self._cased(text)
-        case_changed = out != text
+        unchanged then (in its read form)."""
+        read = read_form(text)
+        out = read_form(self._cased(read))  # a case change can leave combining marks that compose again
+        case_changed = out != read
         removed = 0
         if self.punctuation != "keep":
             found = [m for m in _marks().finditer(out) if m.group(2)]
@@ -128,6 +147,7 @@ class TextNorm:
                 out = " ".join(out.split())
         if counts is not None:
             counts.lines += 1
+            counts.form_changed += read != text
             counts.case_changed += case_changed
             counts.marks_removed += removed
             counts.lines_with_marks += removed > 0
@@ -147,9 +167,11 @@ class TextNorm:
 
     def lines(self, rows: Iterable[Tuple[int, str]], path: str) -> Tuple[List[Tuple[int, str]], NormCounts]:
         """``(line number, text)`` rows of ``path`` normalised, and the counts; TextNormError (after reading them
-        all, so that it names every line) when punctuation is refused."""
+        all, so that it names every line) when punctuation is refused. Each text is stripped of the white space at
+        its ends, as a line is read (``utils.kaldi_files``): removing a format character can leave some there
+        (``0\x1f\ufeff``), and the file written would read back otherwise than it was scored or counted."""
         counts = NormCounts()
-        out = [(lineno, self(text, counts, lineno)) for lineno, text in rows]
+        out = [(lineno, self(text, counts, lineno).strip()) for lineno, text in rows]
         self.check(counts, path)
         return out, counts
 
@@ -162,15 +184,19 @@ MIN_SCRIPT_SHARE = 0.001
 _SCRIPT_ALIASES = {"IDEOGRAPHIC": "CJK", "KATAKANA-HIRAGANA": "KATAKANA"}
 
 
-def _as_read(text: str) -> str:
-    """``text`` as a reader sees it: NFKC, format characters (Unicode category Cf) removed."""
-    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+def read_form(text: str) -> str:
+    """``text`` as a reader sees it: format characters (Unicode category Cf) removed, then NFKC. In this order the
+    form is stable (``read_form(read_form(t)) == read_form(t)``): a Cf character between a letter and its combining
+    mark would otherwise keep them apart through NFKC, and no character's NFKC form holds a Cf character."""
+    if text.isascii():  # the common case: ASCII has no format character and is its own NFKC form
+        return text
+    return unicodedata.normalize("NFKC", "".join(c for c in text if unicodedata.category(c) != "Cf"))
 
 
 def match_form(text: str) -> str:
     """The form in which sentences are compared (the LM's held-out check): as read (NFKC, no format characters),
     lower case, punctuation removed, white space collapsed."""
-    return " ".join(MATCH(_as_read(text)).split())
+    return " ".join(MATCH(text).split())
 
 
 def script_of(char: str) -> Optional[str]:
@@ -187,7 +213,7 @@ def text_scripts(texts: Iterable[str]) -> List[str]:
     letters, as read (NFKC), most letters first."""
     counts: "collections.Counter[str]" = collections.Counter()
     for text in texts:
-        counts.update(filter(None, map(script_of, _as_read(text))))
+        counts.update(filter(None, map(script_of, read_form(text))))
     total = sum(counts.values())
     return [script for script, n in counts.most_common() if n >= MIN_SCRIPT_SHARE * total]
 
@@ -196,7 +222,7 @@ def foreign_letter(text: str, scripts: Iterable[str]) -> Optional[str]:
     """The first letter of ``text`` (as read) of a script not in ``scripts``, described for a message (``'А'
     (U+0410 CYRILLIC CAPITAL LETTER A)``), or None."""
     allowed = set(scripts)
-    for char in _as_read(text):
+    for char in read_form(text):
         script = script_of(char)
         if script is not None and script not in allowed:
             return f"{char!r} (U+{ord(char):04X} {unicodedata.name(char)})"
