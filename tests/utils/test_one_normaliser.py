@@ -231,6 +231,7 @@ CALLS = {
     "wenet_udps.lm.build.build_arpa": None,  # hands lm_lines' lines (above) to lmplz
     "wenet_udps.lm.held_out.tokens_of": _per_text(lambda t: held_out.tokens_of(t, False)),
     "wenet_udps.lm.held_out.HeldOut.find": None,  # compares tokens_of's tokens (above)
+    "wenet_udps.lm.held_out.Stream.add": None,  # the same: tokens_of's tokens of each line, across line breaks
     "wenet_udps.utils.text_norm.TextNorm.__call__": _per_text(text_norm.TextNorm("upper", "remove")),
     "wenet_udps.utils.text_norm.read_form": _per_text(lambda t: text_norm.read_form(t)),
     "wenet_udps.utils.text_norm.match_form": _per_text(text_norm.match_form),
