@@ -10,6 +10,7 @@ ends the word before it; a BPE piece starting with '▁' starts a word and so en
 character LM (or units that are whole words) every unit is a word. The end of the sentence ends the last word.
 """
 import math
+import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wenet_udps.text.base_tokenizer import SPACE
@@ -59,6 +60,7 @@ class WordScorer:
         self.firsts = sorted({ids[0] for ids in self.lexicon})
         self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
         self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
+        self._allowed_lock = threading.Lock()  # one scorer serves every thread decoding with its LM
 
     def initial(self) -> State:
         return self.lm.start(False), None
@@ -66,9 +68,10 @@ class WordScorer:
     def allowed(self, state: State) -> Tuple[List[int], bool]:
         """(the units that may follow, whether the sentence may end here)."""
         word = state[1]
-        if word not in self._allowed:
-            self._allowed[word] = self._allowed_after(word)
-        return self._allowed[word]
+        with self._allowed_lock:
+            if word not in self._allowed:
+                self._allowed[word] = self._allowed_after(word)
+            return self._allowed[word]
 
     def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
         if self.rule == "whole":
