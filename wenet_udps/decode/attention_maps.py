@@ -70,27 +70,37 @@ def recording(model: torch.nn.Module):
             hooks.append(module.register_forward_hook(leave))
     stack = _OWN.__dict__.setdefault("stack", [])
     stack.append((records, current))
-    with _PATCH["lock"]:
-        if _PATCH["open"] == 0:
-            _install()
-        _PATCH["open"] += 1
+    _open()
     try:
         yield records
     finally:
-        with _PATCH["lock"]:
-            _PATCH["open"] -= 1
-            if _PATCH["open"] == 0:
-                for owner, entry, original in _PATCH["originals"]:
-                    setattr(owner, entry, original)
-                _PATCH["originals"] = []
+        _close()
         del stack[next(i for i, (r, _) in enumerate(stack) if r is records)]
         for h in hooks:
             h.remove()
 
 
-def _install() -> None:
+def _open() -> None:
+    """One more recording open; the first replaces the kernel entries (:func:`_recorders`)."""
+    with _PATCH["lock"]:
+        if _PATCH["open"] == 0:
+            _PATCH["originals"] = _recorders()
+        _PATCH["open"] += 1
+
+
+def _close() -> None:
+    """One recording fewer; the last puts the kernel entries back."""
+    with _PATCH["lock"]:
+        _PATCH["open"] -= 1
+        if _PATCH["open"] == 0:
+            for owner, entry, original in _PATCH["originals"]:
+                setattr(owner, entry, original)
+            _PATCH["originals"] = []
+
+
+def _recorders() -> List[tuple]:
     """Replace every kernel entry the attention modules call, in the module whose classes call it (plain UDPS layers
-    form their keys' terms in the kernel), by one that also records (under _PATCH's lock)."""
+    form their keys' terms in the kernel), by one that also records; returns (module, name, original) of each."""
     sdpa = attention_module.scaled_dot_attention
     udps, udps_keys = udps_module.udps_attention, udps_module.udps_attention_from_keys
 
@@ -106,11 +116,12 @@ def _install() -> None:
         s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
         return _weights(s, mask if mask is not None else torch.empty(0))
 
-    for owner, entry, original, weights in ((attention_module, "scaled_dot_attention", sdpa, scaled_dot),
-                                            (udps_module, "udps_attention", udps, udps_fn),
-                                            (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn)):
+    replaced = [(attention_module, "scaled_dot_attention", sdpa, scaled_dot),
+                (udps_module, "udps_attention", udps, udps_fn),
+                (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn)]
+    for owner, entry, original, weights in replaced:
         setattr(owner, entry, _recorded(original, weights))
-        _PATCH["originals"].append((owner, entry, original))
+    return [(owner, entry, original) for owner, entry, original, _ in replaced]
 
 
 def row_entropy(weights: torch.Tensor) -> torch.Tensor:
