@@ -27,6 +27,9 @@ from wenet_udps.decode.api import KEYWORDS
 from wenet_udps.transformer.modes import DECODING_METHODS, JOINT_METHODS, LM_METHODS
 from wenet_udps.utils.cli import UserError
 
+# One intra-op thread each (tests/conftest.py): 8 threads of 2 OpenMP threads each on a 2-core machine took 187 s
+# instead of 28 (2026-12-02; the same 19 passed, docs/reproducibility.md).
+pytestmark = pytest.mark.usefixtures("one_thread")
 THREADS = 8
 # Clips of different lengths and tones: with the output biases of the untrained model zeroed, every mode but one gives
 # texts that differ between them, so a thread given another's utterance shows (the decoder alone, ``attention``,
