@@ -7,9 +7,10 @@ with its lexicon search, trie and word scorer, ...). For each of their classes d
 ``__init__`` is read (its AST): an assignment to ``self.<x>`` (or ``self.<x>[...]``, ``self.<x>.<y>``), a ``del`` of
 one, or a call of a mutating method on one (``self.<x>.append(...)``, ``.add``, ``.update``, ...) fails the guard
 unless it sits inside ``with self.<...lock...>:`` or the method is in BUILD (it runs only while the object is being
-made, before any thread can see it). The same holds for module-level state: a function of a wenet_udps module that
-those classes come from (and of the kernels each attention call dispatches through) that rebinds a module global
-(``global``) or changes a module-level container must do it inside ``with <..._LOCK>:`` (a module lock).
+made, before any thread can see it). The same holds for module-level state: a function of any wenet_udps module
+loaded once the model has decoded in every mode (with the kernels each attention call may dispatch to) that rebinds
+a module global (``global``) or changes a module-level container must do it inside ``with <..._LOCK>:`` (a module
+lock), unless it runs only at import or process setup (IMPORT_TIME).
 
 Search state of one call (a beam, a memo, a cache of one utterance) lives in objects that the call makes and drops:
 they are not reachable from the model, and are not checked.
@@ -17,6 +18,7 @@ they are not reachable from the model, and are not checked.
 import ast
 import importlib
 import inspect
+import os
 import sys
 import textwrap
 import types
@@ -40,8 +42,10 @@ BUILD = {
 # Functions that change module state while the module is imported, before any thread decodes: name -> why.
 IMPORT_TIME = {
     "wenet_udps.transformer.attention.register_attention": "the attention classes' decorator (the registry)",
+    "wenet_udps.train.distributed.init_distributed": "a training process's setup, before it trains",
 }
-# Modules whose functions every decoding call runs through although no shared object is of a class of theirs.
+# Modules every decoding call may run through (the kernels it dispatches to, the attention-map recorder), imported
+# here if decoding in every mode did not import them; the module scan reads every wenet_udps module then loaded.
 DISPATCH_MODULES = ("wenet_udps.kernels.dispatch", "wenet_udps.kernels.selfcheck", "wenet_udps.kernels.cpu_ext",
                     "wenet_udps.kernels.cpu_tiled", "wenet_udps.decode.attention_maps")
 
@@ -211,8 +215,12 @@ def test_shared_objects_change_only_under_a_lock(decoded):
 
 
 def test_module_state_changes_only_under_a_lock(decoded):
-    modules = {sys.modules[cls.__module__] for cls in shared_classes(decoded)}
-    modules |= {importlib.import_module(name) for name in DISPATCH_MODULES}
-    found = [line for module in sorted(modules, key=lambda m: m.__name__) for line in unlocked_global_changes(module)]
+    for name in DISPATCH_MODULES:
+        importlib.import_module(name)
+    modules = [module for name, module in sorted(sys.modules.items())
+               if name.startswith("wenet_udps") and inspect.getsourcefile(module) and os.path.getsize(
+                   inspect.getsourcefile(module))]
+    assert {sys.modules[cls.__module__] for cls in shared_classes(decoded)} <= set(modules)
+    found = [line for module in modules for line in unlocked_global_changes(module)]
     assert not found, ("module state that decoding threads share changes outside a module lock:\n"
                        + "\n".join(found))
