@@ -1,5 +1,8 @@
 """wenet_udps.decode.attention_maps: recorded weights are the ones the kernels use; each heat-map has its colour bar."""
 import math
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -56,3 +59,48 @@ def test_every_heat_map_has_a_colour_bar():
     assert len(images) == 3 and all(image.colorbar is not None for image in images)
     assert all(image.colorbar.ax.get_ylabel() == "weight" for image in images)
     plt.close(fig)
+
+
+def test_recordings_in_threads_stay_apart_and_leave_other_threads_alone(tmp_path):
+    """Issue 80, mechanism C: while threads record (each its own recording of one model), other threads running the
+    same model compute as ever and record nothing; each recording holds what one thread alone records, and the
+    kernel entries are the dispatch's again once every recording has ended (before, every thread's attention
+    calls went into the one recording open, under the site another thread was in)."""
+    units = tmp_path / "units.txt"
+    write_units(units)
+    model = build_model(finalize_config(tiny_config(units, att_udps=True, encoder="conformer"))).eval()
+    feats, lens = torch.randn(2, 90, 20), torch.tensor([90, 61])
+    text, text_lens = torch.tensor([[3, 4, 5], [6, 7, -1]]), torch.tensor([3, 2])
+    with torch.no_grad():
+        want_loss = model(feats, lens, text, text_lens)["loss"]
+        with recording(model) as alone:
+            model(feats, lens, text, text_lens)
+    barrier = threading.Barrier(4)
+
+    def run(i):
+        barrier.wait()
+        with torch.no_grad():
+            if i % 2:
+                return [model(feats, lens, text, text_lens)["loss"] for _ in range(3)]
+            with recording(model) as records:
+                for _ in range(3):
+                    model(feats, lens, text, text_lens)
+            return records
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads inside every forward
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(run, range(4)))
+    finally:
+        sys.setswitchinterval(interval)
+    for i in (1, 3):
+        assert all(torch.equal(loss, want_loss) for loss in got[i])
+    for i in (0, 2):
+        assert set(got[i]) == set(alone)
+        for site, calls in alone.items():
+            assert len(got[i][site]) == 3 * len(calls), site
+            assert all(torch.equal(w, calls[0]) for w in got[i][site]), site
+    assert attention_module.scaled_dot_attention is dispatch.scaled_dot_attention
+    assert udps_module.udps_attention is dispatch.udps_attention
+    assert udps_module.udps_attention_from_keys is dispatch.udps_attention_from_keys

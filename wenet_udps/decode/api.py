@@ -11,6 +11,7 @@ checks it (SHA-256 against its YAML, the units file it was trained with), the ev
 dataset_conf (a file at another sample rate is resampled as in training), ``ASRModel.decode``.
 """
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -104,6 +105,7 @@ class RecognitionModel:
                               * frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0)
         # by the SHA-256 of the LM file and of its words file (lm.binary.lm_content), weights and beam
         self._lm: Dict[Tuple[Tuple[str, str], float, float, int], LmSearch] = {}
+        self._lm_lock = threading.Lock()  # see _lm_search
 
     def features(self, audio: Audio, sample_rate: Optional[int] = None) -> Tuple[str, torch.Tensor]:
         """(name, (T, F) features) of one input (a path, audio file bytes, an (array, sample_rate) pair:
@@ -139,9 +141,18 @@ class RecognitionModel:
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
         if lm is not None:
-            # An LM is its content, words file included, as a result is (a file replaced or rewritten at the same
-            # path is another LM, loaded and checked anew; the one loaded before sits in memory, untouched:
-            # lm.binary.load_kenlm).
+            values["lm_search"] = self._lm_search(lm, lm_weight, word_score, beam_size, modes)
+        return modes, beam_size, batch_size, values
+
+    def _lm_search(self, lm: str, lm_weight: float, word_score: float, beam_size: int, modes: Sequence[str]
+                   ) -> LmSearch:
+        """The loaded search of the LM ``lm`` at these weights, loaded on first use. An LM is its content, words
+        file included, as a result is (a file replaced or rewritten at the same path is another LM, loaded and
+        checked anew; the one loaded before sits in memory, untouched: lm.binary.load_kenlm). The cache is shared by
+        every thread decoding with this model: it is read and changed under its lock (else two threads filling it at
+        once may load one LM twice, evict one key twice, a KeyError, or iterate it while the other adds), and a
+        search, once made, holds no state of a call (lm.lexicon_search)."""
+        with self._lm_lock:
             search = self._lm.get((lm_content(lm), lm_weight, word_score, beam_size))
             if search is None:
                 search = LmSearch(lm, self.tokenizer, self.model.ctc.blank_id,
@@ -150,10 +161,9 @@ class RecognitionModel:
                 self._lm[(read, lm_weight, word_score, beam_size)] = search
                 while len(self._lm) > LM_CACHE:  # LMs replaced since are not asked for again: let them go
                     self._lm.pop(next(iter(self._lm)))
-            values["lm_search"] = search
-            if "joint_ctc_attention_lm" in modes:  # its word rule, before any decoding (units without word ends)
-                search.word_scorer()
-        return modes, beam_size, batch_size, values
+        if "joint_ctc_attention_lm" in modes:  # its word rule, before any decoding (units without word ends)
+            search.word_scorer()
+        return search
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,
                    timestamps: bool = False, sample_rate: Optional[int] = None,

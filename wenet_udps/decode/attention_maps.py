@@ -8,6 +8,7 @@ import contextlib
 import logging
 import math
 import os
+import threading
 from typing import Dict, List, Optional
 
 import torch
@@ -27,48 +28,100 @@ def _weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
 
 
+# The kernel entries are replaced while any thread records (_PATCH); what a call records goes to the recording of
+# the thread that makes it (_OWN), so a thread decoding meanwhile, this model or another, computes as ever and
+# records nothing, and two threads' recordings stay apart.
+_PATCH = {"lock": threading.Lock(), "open": 0, "originals": []}
+_OWN = threading.local()
+
+
+def _recorded(entry, weights):
+    """``entry`` (a kernel function) that first adds ``weights(*args, **kwargs)`` to the calling thread's
+    recording, if it has one, under the attention site running in that thread."""
+    def recorder(*args, **kwargs):
+        stack = getattr(_OWN, "stack", None)
+        if stack and stack[-1][1]:
+            records, current = stack[-1]
+            records.setdefault(current[-1], []).append(weights(*args, **kwargs))
+        return entry(*args, **kwargs)
+    return recorder
+
+
 @contextlib.contextmanager
 def recording(model: torch.nn.Module):
-    """Yield ``{site name: [weights (B, H, T1, T2) per call]}`` filled while the model runs."""
+    """Yield ``{site name: [weights (B, H, T1, T2) per call]}`` filled while the model runs in this thread."""
     records: Dict[str, List[torch.Tensor]] = {}
     current: List[str] = []
+    me = threading.get_ident()
+
+    def enter(_module, _args, name):
+        if threading.get_ident() == me:
+            current.append(name)
+
+    def leave(*_):
+        if threading.get_ident() == me:
+            current.pop()
+        # (None: the output is kept)
+
     hooks = []
     for name, module in model.named_modules():
         if isinstance(module, attention_module.MultiHeadedAttention):
-            hooks.append(module.register_forward_pre_hook(lambda _m, _a, n=name: current.append(n)))
-            hooks.append(module.register_forward_hook(lambda *_: current.pop() and None))  # None: output kept
+            hooks.append(module.register_forward_pre_hook(lambda m, a, n=name: enter(m, a, n)))
+            hooks.append(module.register_forward_hook(leave))
+    stack = _OWN.__dict__.setdefault("stack", [])
+    stack.append((records, current))
+    _open()
+    try:
+        yield records
+    finally:
+        _close()
+        del stack[next(i for i, (r, _) in enumerate(stack) if r is records)]
+        for h in hooks:
+            h.remove()
+
+
+def _open() -> None:
+    """One more recording open; the first replaces the kernel entries (:func:`_recorders`)."""
+    with _PATCH["lock"]:
+        if _PATCH["open"] == 0:
+            _PATCH["originals"] = _recorders()
+        _PATCH["open"] += 1
+
+
+def _close() -> None:
+    """One recording fewer; the last puts the kernel entries back."""
+    with _PATCH["lock"]:
+        _PATCH["open"] -= 1
+        if _PATCH["open"] == 0:
+            for owner, entry, original in _PATCH["originals"]:
+                setattr(owner, entry, original)
+            _PATCH["originals"] = []
+
+
+def _recorders() -> List[tuple]:
+    """Replace every kernel entry the attention modules call, in the module whose classes call it (plain UDPS layers
+    form their keys' terms in the kernel), by one that also records; returns (module, name, original) of each."""
     sdpa = attention_module.scaled_dot_attention
     udps, udps_keys = udps_module.udps_attention, udps_module.udps_attention_from_keys
 
     def scaled_dot(q, k, v, mask, dropout_p, scale=None):
         s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
-        records.setdefault(current[-1], []).append(_weights(s, mask))
-        return sdpa(q, k, v, mask, dropout_p, scale=scale)
+        return _weights(s, mask)
 
     def udps_fn(q, k_num, k_norm, v, mask=None, bias=None, eps=1e-6, **kwargs):
         s = udps_scores(q, k_num, k_norm, eps) + (0.0 if bias is None else bias)
-        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
-        return udps(q, k_num, k_norm, v, mask=mask, bias=bias, eps=eps, **kwargs)
+        return _weights(s, mask if mask is not None else torch.empty(0))
 
     def udps_keys_fn(q, k, scale, v, mask=None, eps=1e-6, **kwargs):
         s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
-        records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
-        return udps_keys(q, k, scale, v, mask=mask, eps=eps, **kwargs)
+        return _weights(s, mask if mask is not None else torch.empty(0))
 
-    # Every kernel entry the attention modules call, replaced in the module whose classes call it (plain UDPS layers
-    # form their keys' terms in the kernel).
-    patches = [(attention_module, "scaled_dot_attention", scaled_dot, sdpa),
-               (udps_module, "udps_attention", udps_fn, udps),
-               (udps_module, "udps_attention_from_keys", udps_keys_fn, udps_keys)]
-    for owner, entry, recorder, _ in patches:
-        setattr(owner, entry, recorder)
-    try:
-        yield records
-    finally:
-        for owner, entry, _, original in patches:
-            setattr(owner, entry, original)
-        for h in hooks:
-            h.remove()
+    replaced = [(attention_module, "scaled_dot_attention", sdpa, scaled_dot),
+                (udps_module, "udps_attention", udps, udps_fn),
+                (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn)]
+    for owner, entry, original, weights in replaced:
+        setattr(owner, entry, _recorded(original, weights))
+    return [(owner, entry, original) for owner, entry, original, _ in replaced]
 
 
 def row_entropy(weights: torch.Tensor) -> torch.Tensor:

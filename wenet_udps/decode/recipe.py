@@ -12,6 +12,7 @@ defaults (:data:`RUN_SH_DEFAULTS`; tests/decode/test_recipe.py checks them again
 import glob
 import logging
 import os
+import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
@@ -48,6 +49,7 @@ class RecipeDecoding:
         self.values: Dict[Tuple[str, str], Dict[Any, List[str]]] = {}
         self.lm_sha: Dict[str, str] = {}
         self.warned: Set[str] = set()
+        self._warned_lock = threading.Lock()
         records = sorted(glob.glob(os.path.join(glob.escape(exp_dir), "*", "*", "decode.info")))
         sha = file_sha256(checkpoint) if records else None
         for path in records:
@@ -104,8 +106,11 @@ class RecipeDecoding:
                 break
         if len(found) == 1:
             return next(iter(found))
-        if len(found) > 1 and name not in self.warned:  # once per option, not per call
-            self.warned.add(name)
+        with self._warned_lock:  # (threads decoding with one model share the records)
+            warn = len(found) > 1 and name not in self.warned  # once per option, not per call
+            if warn:
+                self.warned.add(name)
+        if warn:
             logging.warning("decoding records disagree on %s (%s); using %s's default", name,
                             "; ".join(f"{v} in {', '.join(p)}" for v, p in found.items()), "run.sh")
         return None

@@ -13,7 +13,9 @@ features are recomputed from the samples received so far, and a feature frame de
 Audio at another rate is resampled; the frames of the last 50 ms wait for more audio, since resampling near the end
 of the buffer depends on what follows.
 """
-from typing import Any, List, Optional
+import functools
+import threading
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 import torch
@@ -25,6 +27,22 @@ from wenet_udps.utils.cli import UserError
 RESAMPLE_MARGIN_SECONDS = 0.05
 SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "length_bonus",
                   "lm_search")
+
+
+def _one_caller(method: Callable) -> Callable:
+    """A stream is one utterance fed in order: a call of ``method`` while another thread is inside one of the
+    stream's methods is refused (its audio would interleave with the other's; or ``finish`` would end an utterance
+    still being fed); the stream goes on as if it had not come. One stream per thread decodes in parallel."""
+    @functools.wraps(method)
+    def one_caller(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._busy.acquire(blocking=False):
+            raise UserError(f"stream.{method.__name__}(): another thread is in this stream (a stream decodes one "
+                            f"utterance, fed in order by one thread); start one model.stream(...) per thread")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+    return one_caller
 
 
 class StreamingDecoder:
@@ -53,7 +71,9 @@ class StreamingDecoder:
         self.cnn_cache = torch.zeros((0, 0, 0, 0), device=model.device)
         self.outputs: List[torch.Tensor] = []
         self.finished = False
+        self._busy = threading.Lock()  # held by the thread inside accept_waveform, partial or finish
 
+    @_one_caller
     def accept_waveform(self, samples: Any, sample_rate: int) -> None:
         """Append samples (an array as transcribe takes it: ``audio.array_frames``'s dtype policy, the channel
         policy of ``dataset_conf.channel``) and encode every chunk whose window is complete.
@@ -81,15 +101,18 @@ class StreamingDecoder:
             self._chunk(feats[self.cur:self.cur + self.window])
 
     def partial(self) -> str:
-        """CTC greedy text of the chunks encoded so far."""
-        if not self.outputs:
-            return ""
-        out = torch.cat(self.outputs, dim=1)
+        """CTC greedy text of the chunks encoded so far (a thread may ask while another feeds the stream: it
+        waits for the accept_waveform under way)."""
+        with self._busy:
+            if not self.outputs:
+                return ""
+            out = torch.cat(self.outputs, dim=1)
         with torch.no_grad():
             logp = self.model.model.ctc_logprobs(out, self.search_options.get("blank_penalty", 0.0))
         tokens = ctc_greedy_search(logp, torch.tensor([out.size(1)]), self.model.model.ctc.blank_id)[0].tokens
         return self.model.tokenizer.detokenize(tokens)[0]
 
+    @_one_caller
     def finish(self) -> str:
         """Encode what is left (the last chunk may be short) and return the text of ``mode``."""
         if not self.finished:

@@ -22,6 +22,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -90,10 +91,21 @@ def build_under_lock(build_dir: str, build: Callable[[], T], wait_s: float = BUI
         os.close(fd)  # releases the flock
 
 
+# Threads of one process load the extension one at a time: a second thread's build would wait for the first's flock
+# and could time out, and the cached answer of the later one (an exception) would switch every later call to
+# another kernel (issue 80, mechanism C). After the first load, a later one finds it built.
+_LOAD_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=None)
 def _load():
     """The compiled operators (``torch.ops.wenet_udps_cpu``), or the exception that kept them from building or
     loading (in time)."""
+    with _LOAD_LOCK:
+        return _build()
+
+
+def _build():
     from torch.utils import cpp_extension
 
     cap = _capability()

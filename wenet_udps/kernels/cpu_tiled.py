@@ -24,6 +24,7 @@ another order, set by the vector width inductor picks for this CPU: docs/reprodu
 import functools
 import logging
 import math
+import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -137,7 +138,8 @@ class _Kernels:
     def run(self, name: str, *args, compiled: bool = True):
         if compiled and self.compiled:
             if name not in self.functions:
-                self.functions[name] = torch.compile(TILE_FUNCTIONS[name], dynamic=True)
+                with _KERNELS_LOCK:  # one compiled function per name, whichever thread runs it first
+                    self.functions.setdefault(name, torch.compile(TILE_FUNCTIONS[name], dynamic=True))
             try:
                 return self.functions[name](*args)
             except Exception as exc:  # noqa: BLE001 - any compiler failure falls back to eager
@@ -150,14 +152,16 @@ class _Kernels:
 
 
 _KERNELS: Optional[_Kernels] = None
+_KERNELS_LOCK = threading.Lock()  # threads of one process share the one _Kernels and its compiled functions
 
 
 def kernels() -> _Kernels:
     """The process-wide tile kernels (created on first use, so importing the package compiles nothing)."""
     global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = _Kernels()
-    return _KERNELS
+    with _KERNELS_LOCK:
+        if _KERNELS is None:
+            _KERNELS = _Kernels()
+        return _KERNELS
 
 
 def plan_tiles(extent: List[int], heads: int, t1: int, tile_elems: int) -> List[Tuple[int, int, int, int]]:

@@ -12,6 +12,7 @@ benchmark the kernel itself); ``WENET_UDPS_KERNEL=reference`` runs the reference
 """
 import logging
 import os
+import threading
 import warnings
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +34,7 @@ GRADS = ("q", "k", "p", "v", "alpha", "beta")
 
 Key = Tuple[torch.dtype, int, int, str]
 _VERDICTS: Dict[Key, Dict] = {}
+_VERDICTS_LOCK = threading.Lock()  # one check per key in a process, however many threads decode (_check_once)
 
 
 class KernelFallbackWarning(UserWarning):
@@ -139,7 +141,17 @@ def triton_verified(q: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tenso
     """Whether the Triton kernel may serve a call like this one: checked on the first such call of the process."""
     key = (q.dtype, q.size(-1), v.size(-1), mask_kind(mask))
     if key not in _VERDICTS:
-        verdict = check_triton(*key, q.device)
+        _check_once(key, q.device)
+    return _VERDICTS[key]["ok"]
+
+
+def _check_once(key: Key, device: torch.device) -> None:
+    """The self-check of ``key``, unless another thread made it meanwhile (whichever thread calls first checks;
+    the others wait for its verdict)."""
+    with _VERDICTS_LOCK:
+        if key in _VERDICTS:
+            return
+        verdict = check_triton(*key, device)
         _VERDICTS[key] = verdict
         what = (f"UDPS Triton kernel self-check ({verdict['dtype']}, head dim {key[1]}, value dim {key[2]}, mask "
                 f"{key[3]}) on {verdict['environment']}")
@@ -152,8 +164,7 @@ def triton_verified(q: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tenso
             warnings.warn(f"{what} FAILED: {reason}. The reference formula runs instead for the rest of this process "
                           f"(same numbers, slower, O(T^2) memory). Please report this with the output of "
                           f"`python -m wenet_udps.bin.gpu_check`. {KERNEL_ENV}=reference silences this check.",
-                          KernelFallbackWarning, stacklevel=3)
-    return _VERDICTS[key]["ok"]
+                          KernelFallbackWarning, stacklevel=4)
 
 
 def self_check_results() -> Dict[str, Dict]:
@@ -172,4 +183,5 @@ def summary() -> str:
 
 def reset() -> None:
     """Forget the verdicts (tests; a process otherwise checks each key once)."""
-    _VERDICTS.clear()
+    with _VERDICTS_LOCK:
+        _VERDICTS.clear()

@@ -112,31 +112,16 @@ class LexiconBeamSearch:
 
     def search(self, emissions: np.ndarray) -> List[Tuple[Tuple[int, ...], float]]:
         frames = np.asarray(emissions, dtype=np.float32).astype(np.float64)
-        self._states = {(): self.lm.start(False)}    # word history -> LM state, for this utterance
-        self._scores: Dict[Tuple[Tuple[int, ...], int], np.ndarray] = {}  # see _word_scores
+        # The LM states and scores asked for are this call's own (_Memo): one search object serves every thread
+        # that decodes with it, so nothing of an utterance may live on it (issue 80, item 3: with the memo on the
+        # search, a thread's next utterance replaced the states another thread's search was still reading).
+        memo = _Memo(self.lm)
         beam: List[Tuple[Key, float]] = [(((), ROOT, self.sil, False), 0.0)]
         for row in frames:
-            beam = self._step(beam, row)
-        return [(tuple(w for w in key[0] if w != END), score) for key, score in self._end(beam)]
+            beam = self._step(memo, beam, row)
+        return [(tuple(w for w in key[0] if w != END), score) for key, score in self._end(memo, beam)]
 
-    def _lm_score(self, words: Tuple[int, ...], word: int) -> float:
-        """The LM's log10 probability (float32) of ``word`` (or END) after ``words``; the new state is kept."""
-        state, score = (self.lm.finish(self._states[words]) if word == END
-                        else self.lm.score(self._states[words], word))
-        self._states[words + (word,)] = state
-        return score
-
-    def _word_scores(self, words: Tuple[int, ...], node: int, ex: _Children, ends: np.ndarray) -> np.ndarray:
-        """(W,) float32: the LM scores after ``words`` of the words ending at ``node``'s children, filled in where
-        ``ends`` asks (NaN where never asked)."""
-        scores = self._scores.get((words, node))
-        if scores is None:
-            scores = self._scores[(words, node)] = np.full(ex.label_word.size, np.nan, dtype=np.float32)
-        for i in ends[np.isnan(scores[ends])].tolist():
-            scores[i] = self._lm_score(words, int(ex.label_word[i]))
-        return scores
-
-    def _step(self, beam: List[Tuple[Key, float]], row: np.ndarray) -> List[Tuple[Key, float]]:
+    def _step(self, memo: "_Memo", beam: List[Tuple[Key, float]], row: np.ndarray) -> List[Tuple[Key, float]]:
         """One frame: every extension of every hypothesis (flashlight's decodeStep), then the beam.
 
         Of one hypothesis's extensions (all of different keys) only its ``beam_size`` best can be in the frame's
@@ -166,7 +151,7 @@ class LexiconBeamSearch:
             if node == ROOT:
                 ends = ends[ex.units[ex.label_pos[ends]] != token]
             if ends.size:
-                lm = self._word_scores(words, node, ex, ends)
+                lm = memo.word_scores(words, node, ex, ends)
                 ended = base[ex.label_pos[ends]] + w * (lm[ends] - own).astype(np.float64) + ws
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
@@ -175,7 +160,7 @@ class LexiconBeamSearch:
                 cands.add(key, value)
         return cands.best(size)
 
-    def _end(self, beam: List[Tuple[Key, float]]) -> List[Tuple[Key, float]]:
+    def _end(self, memo: "_Memo", beam: List[Tuple[Key, float]]) -> List[Tuple[Key, float]]:
         """The LM's end of sentence for the hypotheses at a word boundary (all of them when none is: flashlight's
         decodeEnd), then the final beam, best first."""
         cands = _Candidates(self.opt.beam_threshold)
@@ -183,8 +168,35 @@ class LexiconBeamSearch:
         for (words, node, _, _), score in beam:
             if not nice or node == ROOT:
                 cands.add((words + (END,), node, self.sil, False), score + self.opt.lm_weight
-                          * self._lm_score(words, END))
+                          * memo.lm_score(words, END))
         return cands.best(self.opt.beam_size)
+
+
+class _Memo:
+    """One :meth:`LexiconBeamSearch.search` call's LM states by word history (flashlight's KenLM states, grown from
+    this call's own start state) and the LM scores asked for, so that each is computed once per utterance."""
+
+    def __init__(self, lm: Any):
+        self.lm = lm
+        self.states = {(): lm.start(False)}  # word history -> LM state
+        self.scores: Dict[Tuple[Tuple[int, ...], int], np.ndarray] = {}  # see word_scores
+
+    def lm_score(self, words: Tuple[int, ...], word: int) -> float:
+        """The LM's log10 probability (float32) of ``word`` (or END) after ``words``; the new state is kept."""
+        state, score = (self.lm.finish(self.states[words]) if word == END
+                        else self.lm.score(self.states[words], word))
+        self.states[words + (word,)] = state
+        return score
+
+    def word_scores(self, words: Tuple[int, ...], node: int, ex: _Children, ends: np.ndarray) -> np.ndarray:
+        """(W,) float32: the LM scores after ``words`` of the words ending at ``node``'s children, filled in where
+        ``ends`` asks (NaN where never asked)."""
+        scores = self.scores.get((words, node))
+        if scores is None:
+            scores = self.scores[(words, node)] = np.full(ex.label_word.size, np.nan, dtype=np.float32)
+        for i in ends[np.isnan(scores[ends])].tolist():
+            scores[i] = self.lm_score(words, int(ex.label_word[i]))
+        return scores
 
 
 class _Candidates:

@@ -14,6 +14,7 @@ Score of a hypothesis: CTC log-probability (natural log) + lm_weight * LM log-pr
 word_score * words.
 """
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence
 
@@ -121,6 +122,7 @@ class LmSearch:
             logging.warning("%s: an LM hypothesis of several words reads as one word", self.glued)
         self.symbols = tokenizer.symbol_table
         self._words = None
+        self._words_lock = threading.Lock()  # word_scorer is made once, by whichever thread asks first
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
         self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
             beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
@@ -142,16 +144,17 @@ class LmSearch:
 
     def word_scorer(self) -> WordScorer:
         """The word LM of ``joint_ctc_attention_lm`` (``lm.words``): this search's LM, lexicon and weights."""
-        if self._words is None:
-            space = self.sil_id if self.sil_id != self.blank_id else None
-            rule = word_rule(self.spelling, self.symbols, space, self.char_lm)
-            if self.glued:
-                raise LmError(f"joint_ctc_attention_lm scores a word when it ends, and {self.glued}; use units with "
-                              f"the space unit '▁' (or BPE pieces marking word starts)")
-            starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
-            self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
-                                     starts, self.conf.lm_weight, self.conf.word_score)
-        return self._words
+        with self._words_lock:
+            if self._words is None:
+                space = self.sil_id if self.sil_id != self.blank_id else None
+                rule = word_rule(self.spelling, self.symbols, space, self.char_lm)
+                if self.glued:
+                    raise LmError(f"joint_ctc_attention_lm scores a word when it ends, and {self.glued}; use units "
+                                  f"with the space unit '▁' (or BPE pieces marking word starts)")
+                starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
+                self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
+                                         starts, self.conf.lm_weight, self.conf.word_score)
+            return self._words
 
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between words when the

@@ -13,6 +13,7 @@ and its text is the tokenizer's ``detokenize`` of them, as every mode's is (``Lm
 detokeniser reads such units back as the words).
 """
 import math
+import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wenet_udps.text.base_tokenizer import SPACE
@@ -69,6 +70,7 @@ class WordScorer:
         self.firsts = sorted({ids[0] for ids in self.lexicon})
         self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
         self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
+        self._allowed_lock = threading.Lock()  # one scorer serves every thread decoding with its LM
 
     def initial(self) -> State:
         return self.lm.start(False), None
@@ -76,9 +78,10 @@ class WordScorer:
     def allowed(self, state: State) -> Tuple[List[int], bool]:
         """(the units that may follow, whether the sentence may end here)."""
         word = state[1]
-        if word not in self._allowed:
-            self._allowed[word] = self._allowed_after(word)
-        return self._allowed[word]
+        with self._allowed_lock:
+            if word not in self._allowed:
+                self._allowed[word] = self._allowed_after(word)
+            return self._allowed[word]
 
     def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
         if self.rule == "whole":

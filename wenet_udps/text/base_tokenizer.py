@@ -7,6 +7,7 @@ import abc
 import hashlib
 import logging
 import os
+import threading
 from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -17,6 +18,9 @@ BLANK = "<blank>"
 UNK = "<unk>"
 SOS_EOS = "<sos/eos>"
 SPACE = "\u2581"  # '▁', WeNet's word-boundary symbol (same as sentencepiece's)
+# The unknown-token counts of every tokenizer change under this lock: one tokenizer serves every thread decoding with
+# its model, and a count must not be lost (a module lock, not an attribute: a tokenizer stays picklable).
+_UNK_LOCK = threading.Lock()
 
 
 class UnitsError(UserError):
@@ -127,9 +131,10 @@ class BaseTokenizer(abc.ABC):
         return [self.char_dict.get(int(i), UNK) for i in ids]
 
     def _count_unk(self, tok: str) -> None:
-        self.unk_counts[tok] += 1
-        if not self._warned:
-            self._warned = True
+        with _UNK_LOCK:
+            self.unk_counts[tok] += 1
+            warn, self._warned = not self._warned, True
+        if warn:
             logging.warning("token %r is not in %s; mapped to %s. Further unknown tokens are counted silently "
                             "(tokenizer.unk_counts)", tok, self.symbol_table_path, UNK)
 

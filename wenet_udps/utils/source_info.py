@@ -16,6 +16,7 @@ recorded file that no longer exists at its path is looked for at the same place 
 import hashlib
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -31,6 +32,7 @@ def file_sha256(path: str) -> str:
 
 
 _SUMS: Dict[Tuple[str, int, int, int, int, int], str] = {}
+_SUMS_LOCK = threading.Lock()  # threads decoding with one model ask for the same LM's sum (the file is hashed unlocked)
 
 
 def content_sha256(path: str) -> str:
@@ -39,9 +41,13 @@ def content_sha256(path: str) -> str:
     those of the last computation. A published LM is gigabytes; a result, an LM, a model is identified by this."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _SUMS:
-        _SUMS[key] = file_sha256(path)
-    return _SUMS[key]
+    with _SUMS_LOCK:
+        known = _SUMS.get(key)
+    if known is None:
+        known = file_sha256(path)
+        with _SUMS_LOCK:
+            _SUMS[key] = known
+    return known
 
 
 def model_source(checkpoint: str, config: str) -> Dict[str, str]:
