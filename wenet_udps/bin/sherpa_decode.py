@@ -161,7 +161,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         refs = read_text(text)
         source = {**source, **reference_record(args.wav_scp, {k: refs.get(k, "") for k in decoded},
                                                sum(skipped.values()))}
-    if source:
+    if source:  # its variant's name: tools/collect_results checks it against the folder (results.origin)
+        source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}

@@ -30,6 +30,15 @@ from wenet_udps.text.base_tokenizer import UnitsError, read_symbol_table
 SHERPA_FRAME = {"frame_length": 25.0, "frame_shift": 10.0}
 
 
+def result_name(*, streaming: bool, int8: bool) -> str:
+    """The result folder (and the ``mode`` its decode.info records) of a sherpa-onnx decode: run.sh stage 7's
+    ``sherpa_fp32``, ``sherpa_int8``, ``sherpa-streaming_fp32``, ``sherpa-streaming_int8``."""
+    return f"sherpa{'-streaming' if streaming else ''}_{'int8' if int8 else 'fp32'}"
+
+
+RESULT_NAMES = tuple(result_name(streaming=s, int8=q) for s in (False, True) for q in (False, True))
+
+
 def feature_kwargs(config: Mapping[str, Any]) -> dict:
     """FeatureExtractorConfig keyword arguments that reproduce training's features (train.yaml ``config``)."""
     conf = config.get("dataset_conf") or {}
