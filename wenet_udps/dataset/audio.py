@@ -18,7 +18,7 @@ import soundfile as sf
 import soxr
 
 from wenet_udps.dataset.audio_length import FORMATS, cut_before_open, length_problem
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import NotRegularFileError, UserError, open_input
 
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
@@ -106,10 +106,8 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
     problem = segment_problem(start, end)
     if problem is not None:
         raise BadAudioError(f"no segment of {label} {problem}")
-    if isinstance(source, str) and os.path.exists(source) and not os.path.isfile(source):
-        raise BadAudioError(f"cannot read audio {label}: not a regular file")  # a FIFO or device would block
-    try:
-        with (open(source, "rb") if isinstance(source, str) else io.BytesIO(source)) as f:
+    try:  # a FIFO or device would block (cli.regular_file: the one check of every reader)
+        with (open_input(source, "rb") if isinstance(source, str) else io.BytesIO(source)) as f:
             size = os.fstat(f.fileno()).st_size if isinstance(source, str) else len(source)
             try:
                 handle = sf.SoundFile(source if isinstance(source, str) else io.BytesIO(source))
@@ -118,6 +116,8 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
                 raise BadAudioError(f"truncated audio {label}: {cut.detail}" if cut
                                     else f"cannot read audio {label}: {e}") from None
             length = length_problem(f, size, handle.format, handle.format_info)
+    except NotRegularFileError as e:
+        raise BadAudioError(f"cannot read audio {label}: not a regular file ({e})") from None
     except OSError as e:
         raise BadAudioError(f"cannot read audio {label}: {e}") from None
     if length is not None:  # whole, or refused: a length that cannot be checked is refused too

@@ -16,6 +16,7 @@ import numpy as np
 
 from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, segment_problem
 from wenet_udps.utils.kaldi_files import BOM, ListError, utf8_lines
+from wenet_udps.utils.cli import open_input
 
 # A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
 # audio the length filter keeps (``filter_conf.max_length``, 10 ms frames) as uncompressed 96 kHz stereo float32,
@@ -98,7 +99,7 @@ def read_shard_list(path: str) -> List[str]:
 def _open_stream(url: str):
     if url.startswith(("http://", "https://")):
         return urllib.request.urlopen(url, timeout=60)
-    return open(url, "rb")
+    return open_input(url, "rb")
 
 
 def member_cap(max_length: float) -> int:

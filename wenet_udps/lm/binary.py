@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Tuple
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
 from wenet_udps.utils.source_info import file_sha256
+from wenet_udps.utils.cli import open_input
 
 # KenLM's binary header (lm/binary_format.cc, format version 5): the magic string padded to 8 bytes, then test
 # values (3 floats, 2 word indices, a uint64; 88 bytes in all), then FixedWidthParameters (20 bytes, the order first)
@@ -40,7 +41,7 @@ def words_path(binary: str) -> str:
 
 
 def is_kenlm_binary(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         return f.read(len(_MAGIC_ANY)) == _MAGIC_ANY
 
 
@@ -65,7 +66,7 @@ def read_words(path: str, binary: str, binding: Tuple[str, int]) -> List[str]:
     if not os.path.isfile(path):
         raise LmError(f"{path} not found: a KenLM binary's vocabulary is read from this file beside it "
                       f"({_rewrite_hint(binary)})")
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         try:
             lines = f.read().decode("utf-8").split("\n")
         except UnicodeDecodeError as e:
@@ -97,7 +98,7 @@ def read_binary(path: str) -> LmInfo:
             or malformed words file, one bound to another binary or to none (:func:`read_words`), or one whose word
             count is not the binary's unigram count.
     """
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         head = f.read(_COUNTS_AT + 8 * 255)
     if head.startswith(_INCOMPLETE):
         raise LmError(f"{path}: an incomplete KenLM binary (build_binary did not finish): {_rewrite_hint(path)}")
@@ -140,7 +141,7 @@ def load_kenlm(info: LmInfo, load: Callable[[str], Any]) -> Any:
     fd = os.memfd_create("wenet_udps_lm", os.MFD_CLOEXEC)
     try:
         digest = hashlib.sha256()
-        with open(info.path, "rb") as src:
+        with open_input(info.path, "rb") as src:
             for block in iter(lambda: src.read(1 << 20), b""):
                 digest.update(block)
                 view = memoryview(block)

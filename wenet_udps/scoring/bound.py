@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 
 from wenet_udps.scoring.tokens import read_text, tokenize
 from wenet_udps.scoring.wer import SEPARATOR
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.text_norm import TextNorm
 from wenet_udps.utils.source_info import file_sha256
 
@@ -86,7 +86,7 @@ def _options(line: str) -> Optional[Dict[str, str]]:
 def read_score(path: str) -> Score:
     """The score of the ``wer`` file ``path``; ScoreError (naming it and what to do) when it is empty, partial,
     or records no SHA-256 of what it scored."""
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open_input(path, "r", encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     if not any(line.strip() for line in lines):
         raise ScoreError(f"{path} is empty: compute-wer.py failed or was stopped (`compute-wer.py ... > wer` "

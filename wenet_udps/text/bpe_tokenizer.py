@@ -6,6 +6,7 @@ import sentencepiece as spm
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
 from wenet_udps.utils.text_norm import CASES, TextNorm
+from wenet_udps.utils.cli import regular_file
 
 
 class BpeTokenizer(BaseTokenizer):
@@ -24,7 +25,7 @@ class BpeTokenizer(BaseTokenizer):
         self._cased = TextNorm(case=case, punctuation="keep")  # the one normaliser's case rule (tools/train_bpe.py)
         self.sp = spm.SentencePieceProcessor()
         try:
-            self.sp.load(bpe_path)
+            self.sp.load(regular_file(bpe_path, "tokenizer_conf.bpe_path"))
         except (OSError, RuntimeError) as e:
             raise ValueError(f"cannot load sentencepiece model {bpe_path}: {e}") from None
         self.non_lang_syms = read_non_lang_syms(non_lang_syms_path)

@@ -14,7 +14,7 @@ This module imports only the standard library and ``cli``, so every layer of the
 """
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
 
 BOM = "\ufeff"
 
@@ -26,7 +26,7 @@ class ListError(UserError):
 def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
     """``(line number, line)`` of a UTF-8 text file, a byte-order mark at its start dropped; a line that is not
     UTF-8 raises ListError naming both."""
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
                 line = raw.decode("utf-8")
