@@ -27,11 +27,11 @@ _BYTES_PER_SECOND = 96000 * 2 * 4
 
 
 def read_raw_list(path: str) -> List[Dict[str, Any]]:
-    """Parse a data.list; a malformed line raises ListError naming the file and line number. A key given on
-    several lines is used each time, with one warning (count and first example)."""
+    """Parse a data.list; a malformed line raises ListError naming the file and line number, and so does a key
+    given on two lines (both named), as the one reader of Kaldi files refuses one (utils/kaldi_files): each result
+    file holds one line per key, so one of the two hypotheses would be lost (issue 80)."""
     samples = []
     first_line: Dict[str, int] = {}
-    duplicates = []
     for lineno, line in utf8_lines(path):
         if not line.strip():
             continue
@@ -61,13 +61,10 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
         if problem is not None:  # libsndfile would fail the seek ("psf_fseek() failed") and call it bad audio
             raise ListError(f"{where}: segment of {obj['key']} {problem}")
         if sample["key"] in first_line:
-            duplicates.append((sample["key"], first_line[sample["key"]], lineno))
-        first_line.setdefault(sample["key"], lineno)
+            raise ListError(f"{where}: duplicate utterance key {sample['key']!r} (also on line "
+                            f"{first_line[sample['key']]})")
+        first_line[sample["key"]] = lineno
         samples.append(sample)
-    if duplicates:
-        key, first, again = duplicates[0]
-        logging.warning("%s: %d lines repeat an earlier key (e.g. %s on lines %d and %d); each is used, and their "
-                        "results share one key", path, len(duplicates), key, first, again)
     return samples
 
 
