@@ -156,7 +156,8 @@ def check_counts(score: Score) -> None:
 def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Optional[Dict[str, str]] = None) -> None:
     """ScoreError, naming both files, unless ``hyp`` (the hypotheses that count: the ``text`` beside the ``wer``)
     and ``ref`` (the references that count, e.g. ``--data_dir``'s; None: those the score names, where they still
-    exist) have the contents ``score`` recorded; ``sums`` caches SHA-256 by path."""
+    exist) have the contents ``score`` recorded, and its N is every token of those references (:func:`check_counts`);
+    ``sums`` caches SHA-256 by path."""
     sums = {} if sums is None else sums
     if ref is None and os.path.isfile(score.ref):
         ref = score.ref
@@ -172,3 +173,4 @@ def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Option
             raise ScoreError(f"{score.path} is the score of other text: it scored the {what} {recorded} with "
                              f"SHA-256 {digest[:12]}, but {path} has SHA-256 {sums[path][:12]} (decoded or prepared "
                              f"again, and not rescored); {RESCORE}")
+    check_counts(score)   # and of every reference token (issue 80: not a score by hand with --ig)
