@@ -115,9 +115,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                     decode_kwargs=kwargs, num_workers=args.num_workers)
     # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
     source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
-    # the mode (collect_results checks it against the folder) and ctc_weight as each mode applied it (the
-    # rescoring and joint modes have their own defaults)
-    per_mode = {m: {"mode": m, "ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m))} for m in args.modes}
+    # ctc_weight as each mode applied it (the rescoring and joint modes have their own defaults)
+    per_mode = {m: {"ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m))} for m in args.modes}
     for path in write_results(results, args.result_dir, source, lm_source, per_mode):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)

@@ -175,6 +175,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
         if source is not None:
             lines = {**source, **(lm_source or {})} if mode in LM_METHODS else dict(source)
             lines.update((per_mode or {}).get(mode, {}))
+            lines["mode"] = mode   # the folder's own mode: tools/collect_results checks it (results.origin)
             write_source(os.path.join(result_dir, mode, "decode.info"), lines)
         paths.append(path)
     return paths
