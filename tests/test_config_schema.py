@@ -186,3 +186,33 @@ def test_features_of_another_dimension_than_the_model_takes_are_one_line(tmp_pat
                                           r"dataset_conf.fbank_conf.num_mel_bins: makes 40-dim features, but the model "
                                           r"takes 80 \(input_dim\), and its CMVN stats /exp/global_cmvn are of 80"):
         load_config(str(path), ["dataset_conf.fbank_conf.num_mel_bins=40"])
+
+
+# Integer constructor keys of the encoders and decoders that need no ceiling, and why.
+UNBOUNDED_MODEL_KEYS = {
+    "input_size": "given by the code (the feature dimension), never by a conf",
+    "vocab_size": "given by the code (the units file)",
+    "encoder_output_size": "given by the code (the encoder's output_size)",
+    "static_chunk_size": "a chunk wider than the utterance is the whole utterance: it allocates nothing",
+}
+
+
+def test_every_size_of_every_encoder_and_decoder_has_a_ceiling():
+    """The guard of the model-size ceiling: every integer key an encoder or decoder of the registries takes from a
+    conf is refused at 10**12 by the schema's RANGES (found from their constructors, so a new part's size key is
+    swept the day it is added; shown to fail: positionwise_conv_kernel_size had none)."""
+    from wenet_udps.transformer.decoder import DECODER_CLASSES
+    from wenet_udps.transformer.encoder import ENCODER_CLASSES
+    from wenet_udps.utils.schema import check_range, params_of
+    unbounded = []
+    for registry in (ENCODER_CLASSES, DECODER_CLASSES):
+        for name, cls in registry.items():
+            for key, param in params_of(cls).items():
+                if param.annotation is not int or key in UNBOUNDED_MODEL_KEYS:
+                    continue
+                try:
+                    check_range(key, 10 ** 12, key)
+                    unbounded.append(f"{name}.{key}")
+                except ConfigError:
+                    pass
+    assert unbounded == []

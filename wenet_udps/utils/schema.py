@@ -223,7 +223,8 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
     # a model's widths and depths: ceilings far above any ASR model (WeNet's largest: 1024 wide, 24 blocks), so that
     # a typo is a message naming its key, not an allocator's traceback (the whole model: MODEL_PARAMS_MAX)
     (r"output_size|linear_units", 0.0, WIDTH_MAX, False, True, SIZE_WHY),
-    (r"attention_heads|num_blocks|r_num_blocks|cnn_module_kernel", 0.0, DEPTH_MAX, False, True, SIZE_WHY),
+    (r"attention_heads|num_blocks|r_num_blocks|cnn_module_kernel|positionwise_conv_kernel_size", 0.0, DEPTH_MAX, False,
+     True, SIZE_WHY),
     (r"lr|grad_clip|max_frames_in_batch"
      r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
      r"|shuffle_size|sort_size|log_interval|max_length|token_max_length"
