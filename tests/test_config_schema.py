@@ -118,3 +118,101 @@ def test_duplicate_key_is_an_error_naming_both_lines(tmp_path):
 def test_values_out_of_range_are_errors_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):
         load_config(CONF, [override])
+
+
+@pytest.mark.parametrize("override, message", [
+    # issue 80, I: an allocator's RuntimeError traceback in describe, train and recognize
+    ("encoder_conf.output_size=100000000000", r"encoder_conf.output_size: must be <= 65536, got 100000000000 \(a "
+                                              r"model's weights are allocated at once"),
+    ("decoder_conf.linear_units=100000000", "decoder_conf.linear_units: must be <= 65536"),
+    ("encoder_conf.num_blocks=5000", "encoder_conf.num_blocks: must be <= 1024"),
+    ("encoder_conf.cnn_module_kernel=100001", "encoder_conf.cnn_module_kernel: must be <= 1024"),
+    # each key within its ceiling, the whole model not: the parameter count computed from the conf
+    ("encoder_conf.output_size=16384", r"encoder_conf: output_size 16384, linear_units 2048, num_blocks 12, "
+                                       r"attention_heads 4 make a model of about 3.\d+e\+10 parameters \(\d+ GiB of "
+                                       r"float32 weights\), above the ceiling of 2e\+09"),
+])
+def test_model_sizes_have_a_ceiling_before_anything_is_allocated(override, message):
+    with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):
+        load_config(CONF, [override])
+
+
+def test_the_parameter_estimate_is_near_the_built_models_count():
+    """The ceiling's estimate (model_builder.parameter_estimate) is within 15 % of the real count of shipped
+    models, so that the ceiling means what it says."""
+    from wenet_udps.model_builder import build_model, parameter_estimate, resolve_model_config
+    for conf in (CONF, "conf/tiny_en/train_conformer.yaml"):
+        config = load_config(conf) | {"input_dim": 80, "output_dim": 500}
+        config.pop("cmvn_conf", None)
+        config.pop("cmvn", None)
+        estimate = sum(parameter_estimate(resolve_model_config(config)).values())
+        real = sum(p.numel() for p in build_model(config).parameters())
+        assert abs(estimate / real - 1) < 0.15, (conf, estimate, real)
+
+
+@pytest.mark.parametrize("program", ["describe", "recognize", "train"])
+def test_a_huge_model_is_one_line_in_every_program_that_builds_one(tmp_path, program):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for name in ("x.pt", "data.list"):
+        (tmp_path / name).write_text("{}\n")
+    args = {"describe": ["--config", CONF],
+            "recognize": ["--config", CONF, "--checkpoint", str(tmp_path / "x.pt"), "--test_data",
+                          str(tmp_path / "data.list"), "--result_dir", str(tmp_path / "out"), "--modes", "attention"],
+            "train": ["--config", CONF, "--train_data", str(tmp_path / "data.list"), "--cv_data",
+                      str(tmp_path / "data.list"), "--model_dir", str(tmp_path / "exp")]}[program]
+    proc = subprocess.run([sys.executable, "-m", f"wenet_udps.bin.{program}", *args, "--override",
+                           "encoder_conf.output_size=100000000000"], capture_output=True, text=True, cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith("encoder_conf.output_size: must be <= 65536, got "
+                                                         "100000000000 (a model's weights are allocated at once; this "
+                                                         "is far above any speech model's)")
+    assert "Traceback" not in proc.stderr
+
+
+def test_features_of_another_dimension_than_the_model_takes_are_one_line(tmp_path):
+    """Issue 80, I: ``recognize --override dataset_conf.fbank_conf.num_mel_bins=80`` on a model of 40-dim features
+    (and 40-dim CMVN stats) stopped with a ValueError traceback inside the model; now one line naming both."""
+    config = yaml.safe_load(open(CONF))
+    config.update(input_dim=80, output_dim=10, cmvn="global_cmvn", cmvn_conf={"cmvn_file": "/exp/global_cmvn"})
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert load_config(str(path))["input_dim"] == 80
+    with pytest.raises(ConfigError, match=r"^--override dataset_conf.fbank_conf.num_mel_bins=40: "
+                                          r"dataset_conf.fbank_conf.num_mel_bins: makes 40-dim features, but the model "
+                                          r"takes 80 \(input_dim\), and its CMVN stats /exp/global_cmvn are of 80"):
+        load_config(str(path), ["dataset_conf.fbank_conf.num_mel_bins=40"])
+
+
+# Integer constructor keys of the encoders and decoders that need no ceiling, and why.
+UNBOUNDED_MODEL_KEYS = {
+    "input_size": "given by the code (the feature dimension), never by a conf",
+    "vocab_size": "given by the code (the units file)",
+    "encoder_output_size": "given by the code (the encoder's output_size)",
+    "static_chunk_size": "a chunk wider than the utterance is the whole utterance: it allocates nothing",
+}
+
+
+def test_every_size_of_every_encoder_and_decoder_has_a_ceiling():
+    """The guard of the model-size ceiling: every integer key an encoder or decoder of the registries takes from a
+    conf is refused at 10**12 by the schema's RANGES (found from their constructors, so a new part's size key is
+    swept the day it is added; shown to fail: positionwise_conv_kernel_size had none)."""
+    from wenet_udps.transformer.decoder import DECODER_CLASSES
+    from wenet_udps.transformer.encoder import ENCODER_CLASSES
+    from wenet_udps.utils.schema import check_range, params_of
+    unbounded = []
+    for registry in (ENCODER_CLASSES, DECODER_CLASSES):
+        for name, cls in registry.items():
+            for key, param in params_of(cls).items():
+                if param.annotation is not int or key in UNBOUNDED_MODEL_KEYS:
+                    continue
+                try:
+                    check_range(key, 10 ** 12, key)
+                    unbounded.append(f"{name}.{key}")
+                except ConfigError:
+                    pass
+    assert unbounded == []

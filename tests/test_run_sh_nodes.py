@@ -54,6 +54,12 @@ def ok(proc: subprocess.CompletedProcess) -> str:
     (["--num_nodes", "2"], "--num_nodes 2 trains through torchrun: give --gpus, or --nproc_per_node"),
     (["--dist_timeout", "0"], "--dist_timeout takes a number of seconds > 0, got '0'"),
     (["--HOST_NODE_ADDR", "node0"], "--HOST_NODE_ADDR takes node 0's host:port, e.g. node0:29400, got 'node0'"),
+    # issue 80, I: both started torchrun (a traceback in train.log); a ceiling, checked before any work
+    (["--HOST_NODE_ADDR", "localhost:99999"], "--HOST_NODE_ADDR localhost:99999: port 99999 is not a TCP port "
+                                              "(1..65535)"),
+    (["--HOST_NODE_ADDR", "localhost:0"], "port 0 is not a TCP port (1..65535)"),
+    (["--nproc_per_node", "100000"],
+     f"--nproc_per_node 100000 is more than this machine's {len(os.sched_getaffinity(0))} CPUs"),
     (["--num_nodes", "2", "--nproc_per_node", "1", "--node_rank", "1", "--stage", "5"],
      "--node_rank 1: stages 5-7 run on node 0, which holds the checkpoints"),
 ])

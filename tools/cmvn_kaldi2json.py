@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("out_json", type=cli.output_file)
     args = p.parse_args(argv)
     try:
-        with open(args.kaldi_cmvn, "rb") as f:
+        with cli.open_input(args.kaldi_cmvn, "rb") as f:
             stats = kaldi_to_json(read_kaldi_matrix(f.read(), args.kaldi_cmvn), args.kaldi_cmvn)
     except (OSError, ValueError, struct.error) as e:
         print(f"cmvn_kaldi2json.py: {e}", file=sys.stderr)

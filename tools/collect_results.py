@@ -8,19 +8,22 @@ Reads ``EXP/<name>/<set>/<mode>/wer`` (compute-wer output: its ``Overall -> X %`
 and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/decoder type, the attention label
 what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``, wenet_udps.bin.describe). A ``wer``
 must be the score of the ``text`` beside it and of the references it names (where they still exist), by the SHA-256
-it records (wenet_udps.scoring.bound); one that is not, an empty or partial ``wer``, and a decode never
-scored are errors, each named, and no RESULTS.md is written. The checkpoint a result came from is read from a
-``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or experiment folder, and found by its SHA-256
-beside the results when the experiment root has moved; a result whose checkpoint has been replaced or removed since
-(wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row per experiment, set and checkpoint
-(wenet_udps.results.table), one column per decoding mode, then an RTF column per mode whose folder has an ``rtf``
-file (stage 7's sherpa-onnx decodes: one stream, one thread). Models of a site ablation (run.sh --udps_sites) get
-their own table with the paired test of every site set against all-scaled-dot (wenet_udps.results.sites).
-``--peer_results``: other toolkits' published results on the same split, in a table of their own with their sources
-(wenet_udps.results.peers; a malformed line is a usage error naming it). ``--data_dir``: its texts must be those the
-hypotheses were decoded with (wenet_udps.scoring.references: a user error naming both otherwise), and a data dir
-made from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. Plots (PNG): losses (per
-step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β (wenet_udps/results/plots.py).
+it records (wenet_udps.scoring.bound), with ``N`` every token of those references (a ``wer`` rescored by hand with
+``--ig`` is refused); its ``decode.info`` must record the folder's mode, experiment and set
+(wenet_udps.results.origin: a result copied under another mode's name is refused). One that is not, an empty or
+partial ``wer``, and a decode never scored are errors, each named, and no RESULTS.md is written. The checkpoint a
+result came from is read from a ``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or experiment
+folder, and found by its SHA-256 beside the results when the experiment root has moved; a result whose checkpoint
+has been replaced or removed since (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row
+per experiment, set and checkpoint (wenet_udps.results.table), one column per decoding mode, then an RTF column per
+mode whose folder has an ``rtf`` file (stage 7's sherpa-onnx decodes: one stream, one thread). Models of a site
+ablation (run.sh --udps_sites) get their own table with the paired test of every site set against all-scaled-dot
+(wenet_udps.results.sites). ``--peer_results``: other toolkits' published results on the same split, in a table of
+their own with their sources (wenet_udps.results.peers; a malformed line is a usage error naming it).
+``--data_dir``: its texts must be those the hypotheses were decoded with (wenet_udps.scoring.references: a user
+error naming both otherwise), and a data dir made from a partial corpus copy (its sets' ``partial_corpus``) is said
+under the title. Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β
+(wenet_udps/results/plots.py).
 """
 import os
 import re
@@ -42,6 +45,9 @@ from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
     shown_path
 from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.transformer.modes import DECODING_METHODS
+from wenet_udps.export.sherpa_runtime import RESULT_NAMES
+from wenet_udps.results.origin import origin_problem
 from wenet_udps.scoring.bound import RESCORE, ScoreError, check_scored, read_score
 from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.utils import cli
@@ -130,6 +136,11 @@ def collect(exp_dir: Path) -> List[Experiment]:
         stale = stale_reason(info, sums)
         if stale:
             print(f"collect_results.py: {mode_dir}: left out, {stale}", file=sys.stderr)
+            continue
+        problem = origin_problem(info, mode_dir, DECODING_METHODS + RESULT_NAMES,
+                                 own_record=(mode_dir / "decode.info").is_file(), sums=sums)
+        if problem:  # a result in another mode's, experiment's or set's folder: its number would be shown there
+            problems.append(f"{mode_dir}: {problem}; decode it into its own folder (run.sh --stage 5)")
             continue
         try:
             value = bound_score(mode_dir, sums)

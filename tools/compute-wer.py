@@ -25,9 +25,11 @@ Number, Japanese, Other). Differences from WeNet's script:
 - duplicate keys, invalid UTF-8 and an empty reference file are errors; the key is the first whitespace-separated
   field of a line in both modes; WeNet's --maxw, --cluster and --splitfile options are not offered;
 - the report starts with two lines binding it to what it scored, ``Scored hypotheses: HYP (SHA-256 ...)`` and
-  ``Scored references: REF (SHA-256 ...)`` (absolute paths; wenet_udps.scoring.bound): collect_results refuses a
-  ``wer`` whose ``text`` beside it has changed since, and an empty or partial one. Redirect into a temporary file
-  and rename it (run.sh's stage 5 does), so that a failed run leaves no empty ``wer``.
+  ``Scored references: REF (SHA-256 ...)`` (absolute paths; wenet_udps.scoring.bound), and a third with the options
+  that decide what a reference token is (``Scored with: char=0 ... ignore_words=none``): collect_results refuses a
+  ``wer`` whose ``text`` beside it has changed since, an empty or partial one, and one whose N is not every token
+  of its references (``--ig``, or ``--missing skip`` with hypotheses missing: a score by hand). Redirect into a
+  temporary file and rename it (run.sh's stage 5 does), so that a failed run leaves no empty ``wer``.
 """
 import argparse
 import sys
@@ -37,7 +39,7 @@ from typing import Dict, Optional, Sequence
 from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.kaldi_files import read_table
 from wenet_udps.scoring import MISSING_POLICIES, notes, read_ignore_words, read_text, score, write_report
-from wenet_udps.scoring.bound import binding_lines
+from wenet_udps.scoring.bound import binding_lines, options_line
 from wenet_udps.scoring.references import check_references
 
 
@@ -98,7 +100,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     note_lines = notes(report, len(refs))
     for line in note_lines:
         print(f"compute-wer.py: {line}", file=sys.stderr)
-    sys.stdout.write("".join(line + "\n" for line in binding_lines(args.ref, args.hyp)))
+    scored_with = options_line(char=bool(args.char), case_sensitive=bool(args.case_sensitive),
+                               remove_tag=bool(args.remove_tag), missing=args.missing, case=norm.case,
+                               punctuation=norm.punctuation, ignore_words=args.ignore_words)
+    sys.stdout.write("".join(line + "\n" for line in binding_lines(args.ref, args.hyp) + [scored_with]))
     write_report(report, sys.stdout, verbose=bool(args.v), pad=" " if args.padding_symbol == "space" else "_",
                  note_lines=note_lines)
     return 0

@@ -89,7 +89,7 @@ def excluded_books(librispeech: Path, held: Dict[str, str]) -> Dict[str, Tuple[s
     """PG id -> (LibriVox title, why) of every book read in LibriSpeech's dev/test sets (CHAPTERS.TXT) and of the
     books the ``held`` speakers (speaker -> "dev"/"test") read in train-clean-5."""
     out: Dict[str, Tuple[str, str]] = {}
-    for line in (librispeech / "CHAPTERS.TXT").read_text(encoding="utf-8").splitlines():
+    for line in cli.regular_file(librispeech / "CHAPTERS.TXT").read_text(encoding="utf-8").splitlines():
         if line.startswith(";") or not line.strip():
             continue
         f = [x.strip() for x in line.split("|")]
@@ -251,7 +251,7 @@ def ngram_leaks(books: Path, librispeech: Path, n: int) -> Dict[str, Tuple[int, 
     """speaker -> (word n-grams of its train-clean-5 transcripts found inside a line of ``books``, all of them)."""
     grams: Dict[str, Set[str]] = defaultdict(set)  # n-gram -> utterance ids
     for f in sorted(librispeech.glob("*/*/*/*.trans.txt")):
-        for line in f.read_text(encoding="utf-8").splitlines():
+        for line in cli.regular_file(f).read_text(encoding="utf-8").splitlines():
             uid, _, text = line.partition(" ")
             w = text.split()
             for i in range(len(w) - n + 1):

@@ -47,7 +47,7 @@ def _audio_member(entry: Entry, target_sr: Optional[int]) -> Tuple[bytes, str]:
     # (dataset_conf.channel) as it does to the file
     wav, sr = read_frames(path, start, end, name=key)
     if start is None and target_sr is None and ext in AUDIO_EXTENSIONS:
-        with open(path, "rb") as f:  # copied unchanged, under an extension the shard reader takes as audio
+        with cli.open_input(path, "rb") as f:  # copied unchanged, under an extension the shard reader takes as audio
             return f.read(), ext
     if target_sr is not None:
         wav, sr = resample(wav, sr, target_sr), target_sr

@@ -77,12 +77,21 @@ check_nodes() {
     || die "--nproc_per_node takes an integer >= 1, got '${nproc_per_node}'"
   [[ -z ${gpus} || -z ${nproc_per_node} ]] \
     || die "--nproc_per_node is for training on the CPU; with --gpus each node runs one process per GPU listed"
+  # a ceiling (issue 80): each gloo process holds a copy of the model and wants a CPU of its own; more only share them
+  local cpus
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)   # (nproc honours OMP_NUM_THREADS)
+  [[ -z ${nproc_per_node} || ${#nproc_per_node} -le 6 && ${nproc_per_node} -le ${cpus} ]] \
+    || die "--nproc_per_node ${nproc_per_node} is more than this machine's ${cpus} CPUs (nproc): each training" \
+           "process holds a copy of the model and needs a CPU; give at most ${cpus}"
   [[ ${num_nodes} -eq 1 || -n ${gpus}${nproc_per_node} ]] \
     || die "--num_nodes ${num_nodes} trains through torchrun: give --gpus, or --nproc_per_node (CPU processes per node)"
   [[ ${dist_timeout} =~ ^[0-9]*\.?[0-9]+$ && ! ${dist_timeout} =~ ^[0.]+$ ]] \
     || die "--dist_timeout takes a number of seconds > 0, got '${dist_timeout}'"
   [[ ${HOST_NODE_ADDR} =~ ^[^:[:space:]]+:[0-9]+$ ]] \
     || die "--HOST_NODE_ADDR takes node 0's host:port, e.g. node0:29400, got '${HOST_NODE_ADDR}'"
+  local port=${HOST_NODE_ADDR##*:}
+  [[ ${#port} -le 5 && 10#${port} -ge 1 && 10#${port} -le 65535 ]] \
+    || die "--HOST_NODE_ADDR ${HOST_NODE_ADDR}: port ${port} is not a TCP port (1..65535)"
   [[ ${node_rank} -gt 0 ]] || return 0
   [[ ${stage} -le 4 ]] || die "--node_rank ${node_rank}: stages 5-7 run on node 0, which holds the checkpoints"
   if [[ ${stop_stage} -gt 4 ]]; then

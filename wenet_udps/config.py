@@ -60,11 +60,31 @@ def validate_config(config: Mapping[str, Any], source: str = "", *, check_sites:
         for part, key in SITES.values():
             checked[f"{part}_conf"] = {**(checked.get(f"{part}_conf") or {}), key: resolved[f"{part}_conf"][key]}
         batch_plan((checked.get("dataset_conf") or {}).get("batch_conf"))
+        _check_feature_dim(checked)
     except ConfigError as e:
         raise e.in_source(source) from None
     except ValueError as e:  # a registry look-up (unknown part name): already names the key and the choices
         raise ConfigError("", str(e), source) from None
     return checked
+
+
+def _check_feature_dim(config: Mapping[str, Any]) -> None:
+    """ConfigError naming the feature key, ``input_dim`` and the CMVN stats file when a train.yaml's features
+    (``dataset_conf``) have another dimension than its model takes (an override of ``num_mel_bins``: the model and
+    its CMVN stats were made for ``input_dim``; decoding would stop with a shape error inside the model)."""
+    input_dim = config.get("input_dim")
+    if input_dim is None:
+        return
+    dataset_conf = config.get("dataset_conf") or {}
+    dim = feature_dim(dataset_conf)
+    if dim == input_dim:
+        return
+    key = ("dataset_conf.mfcc_conf.num_ceps" if dataset_conf.get("feats_type") == "mfcc"
+           else "dataset_conf.fbank_conf.num_mel_bins")
+    cmvn = (config.get("cmvn_conf") or {}).get("cmvn_file") if config.get("cmvn") else None
+    stats = f", and its CMVN stats {cmvn} are of {input_dim}" if cmvn else ""
+    raise ConfigError(key, f"makes {dim}-dim features, but the model takes {input_dim} (input_dim){stats}: decode "
+                           f"with the features it was trained on (train a new model for other features)")
 
 
 def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:

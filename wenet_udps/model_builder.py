@@ -27,7 +27,8 @@ from wenet_udps.transformer.encoder import ENCODER_CLASSES
 from wenet_udps.transformer.subsampling import SUBSAMPLING_CLASSES
 from wenet_udps.utils.cmvn_stats import CmvnError
 from wenet_udps.utils.registry import lookup
-from wenet_udps.utils.schema import ConfigError, check_section, convert, defaults_of, route, section
+from wenet_udps.utils.schema import MODEL_PARAMS_MAX, ConfigError, check_section, convert, defaults_of, route, \
+    section
 
 CMVN_CLASSES = {"global_cmvn": GlobalCMVN}
 CTC_CLASSES = {"ctc": CTC}
@@ -209,7 +210,45 @@ def resolve_model_config(config: Mapping) -> Dict:
                  for site, (site_part, _) in SITES.items() if site_part == part]
         _attention_conf(conf, types, udps_conf, where)
         config[where] = conf
+    check_model_size(config)
     return config
+
+
+def parameter_estimate(config: Mapping) -> Dict[str, int]:
+    """About how many weights each part of the model ``config`` describes (resolved: part names filled in), from
+    its widths and depths alone, nothing allocated: ``encoder_conf`` and ``decoder_conf`` (the vocabulary's
+    embedding and output layers with the decoder, where ``output_dim`` is known)."""
+    enc = {**defaults_of(ENCODER_CLASSES[config["encoder"]]), **config["encoder_conf"]}
+    dec = {**defaults_of(DECODER_CLASSES[config["decoder"]]), **config["decoder_conf"]}
+    d, vocab = int(enc.get("output_size", 256)), config.get("output_dim")
+    conformer = "cnn_module_kernel" in enc
+    block = 4 * d * d + 2 * d * int(enc.get("linear_units", 2048)) * (2 if enc.get("macaron_style", conformer) else 1)
+    if enc.get("use_cnn_module", conformer):
+        block += 3 * d * d + d * int(enc.get("cnn_module_kernel", 15))
+    encoder = 9 * d * d + int(enc.get("num_blocks", 6)) * block   # + the subsampling convolutions
+    blocks = int(dec.get("num_blocks", 6)) + int(dec.get("r_num_blocks", 0) or 0)
+    decoder = blocks * (8 * d * d + 2 * d * int(dec.get("linear_units", 2048)))
+    if isinstance(vocab, int):
+        decoder += 3 * vocab * d   # embedding, output layer, CTC
+    return {"encoder_conf": encoder, "decoder_conf": decoder}
+
+
+def check_model_size(config: Mapping) -> None:
+    """ConfigError naming the part and its size keys when the model would have more than ``MODEL_PARAMS_MAX``
+    weights (:func:`parameter_estimate`): refused before anything is allocated (an allocator's traceback in
+    describe, train and recognize otherwise)."""
+    parts = parameter_estimate(config)
+    total = sum(parts.values())
+    if total <= MODEL_PARAMS_MAX:
+        return
+    where = max(parts, key=parts.get)
+    conf = config[where]
+    keys = ", ".join(f"{k} {conf[k]}" for k in ("output_size", "linear_units", "num_blocks", "r_num_blocks",
+                                               "attention_heads") if k in conf)
+    raise ConfigError(where, f"{keys or 'its defaults'} make a model of about {total:.3g} parameters "
+                             f"({total * 4 / 2 ** 30:.0f} GiB of float32 weights), above the ceiling of "
+                             f"{MODEL_PARAMS_MAX:.0e} (far above any speech model's; its weights are allocated at "
+                             f"once): make it smaller")
 
 
 def attention_sites(model: nn.Module) -> Dict[str, str]:

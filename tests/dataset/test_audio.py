@@ -224,3 +224,34 @@ def test_a_segment_end_past_the_recording_is_cut_within_the_overshoot_and_bad_be
     with pytest.raises(BadAudioError, match="ends at 1.6 s, past the recording's end") as err:
         load_audio(str(path), 0.5, 1.6)
     assert err.value.reason == "bad_audio"
+
+
+@pytest.mark.parametrize("fmt, subtype, ext", [("WAV", "GSM610", "wav"), ("WAV", "G721_32", "wav"),
+                                               ("AU", "G721_32", "au"), ("AU", "G723_24", "au"),
+                                               ("AIFF", "GSM610", "aiff")])
+def test_audio_of_a_codec_that_cannot_seek_is_read_whole(tmp_path, fmt, subtype, ext):
+    """Issue 80, I: a whole, valid GSM 6.10 or G.721/G.723 file was refused with "Seek attempted on unseekable
+    file type" (a seek to frame 0 before every read). Read as libsndfile reads it, a segment too."""
+    import soundfile as sf
+    from wenet_udps.dataset.audio import INT16_SCALE, load_audio
+    path = tmp_path / f"a.{ext}"
+    try:
+        sf.write(path, (np.sin(np.arange(8000) / 7) * 0.3).astype("float32"), 8000, format=fmt, subtype=subtype)
+    except (ValueError, RuntimeError, sf.SoundFileError):
+        pytest.skip(f"this libsndfile writes no {fmt} {subtype}")
+    ref, _ = sf.read(path, dtype="float32")
+    wav, sr = load_audio(str(path))
+    assert sr == 8000 and np.array_equal(wav, ref * INT16_SCALE)
+    part, _ = load_audio(str(path), start=0.25, end=0.5)
+    assert np.array_equal(part, ref[2000:4000] * INT16_SCALE)
+
+
+def test_dwvw_audio_is_refused_with_the_true_reason(tmp_path):
+    """DWVW cannot be read at all through soundfile (its decoder fails the seek soundfile makes after each read):
+    refused saying so, not as 'unseekable'."""
+    import soundfile as sf
+    from wenet_udps.dataset.audio import BadAudioError, load_audio
+    path = tmp_path / "a.aiff"
+    sf.write(path, np.zeros(800, dtype="float32"), 8000, format="AIFF", subtype="DWVW_16")
+    with pytest.raises(BadAudioError, match=r"is not read: it is DWVW-encoded \(DWVW_16\), .* convert it to PCM"):
+        load_audio(str(path))

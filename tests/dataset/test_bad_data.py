@@ -192,13 +192,13 @@ def test_list_line_errors_name_file_line_and_key(tmp_path, extra, msg):
     assert isinstance(err.value, UserError)  # one line, exit 2, no traceback in every program
 
 
-def test_duplicate_keys_are_warned_once(tmp_path, caplog):
+def test_duplicate_keys_are_an_error_naming_both_lines(tmp_path):
+    """Issue 80, I: a key on two lines was warned about and decoded twice, and one hypothesis was lost from
+    ``text`` (one line per key); refused as the one reader of Kaldi files refuses a duplicate."""
+    from wenet_udps.dataset.lists import ListError
     lst = _list(tmp_path / "data.list", [{"key": k, "wav": "x.wav", "txt": "one"} for k in ("a", "b", "a", "b")])
-    with caplog.at_level(logging.WARNING):
-        assert len(read_raw_list(lst)) == 4
-    warned = [r.message for r in caplog.records if "repeat an earlier key" in r.message]
-    assert warned == [f"{lst}: 2 lines repeat an earlier key (e.g. a on lines 1 and 3); each is used, and their "
-                      f"results share one key"]
+    with pytest.raises(ListError, match=rf"^{lst}:3: duplicate utterance key 'a' \(also on line 1\)$"):
+        read_raw_list(lst)
 
 
 def test_fifo_and_implausible_sample_rate_are_bad_audio_not_a_hang(tmp_path):

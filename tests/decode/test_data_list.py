@@ -23,6 +23,17 @@ def test_the_warning_names_the_mode_and_the_likely_option():
     assert all_empty_warning("attention_rescoring_lm", empty, 0, lm) is None  # silence: empty is right
 
 
+def test_an_empty_attention_decode_at_a_wide_beam_names_the_beam_not_the_model():
+    """Issue 80, I: ``attention`` at ``--beam_size 1000`` gave 30 empty hypotheses and the warning asked whether the
+    model was trained; a wide search finds the hypothesis the decoder scores highest, often the empty one."""
+    empty = {"a": "", "b": ""}
+    warning = all_empty_warning("attention", empty, 2, {}, beam_size=1000)
+    assert "--beam_size 1000 is the likely cause" in warning and "is it trained" not in warning
+    assert "decode at --beam_size 10 (WeNet's), with --length_penalty > 0, or in attention_rescoring" in warning
+    assert "is it trained" in all_empty_warning("attention", empty, 2, {}, beam_size=10)
+    assert "is it trained" in all_empty_warning("attention", empty, 2, {"length_penalty": 1.0}, beam_size=1000)
+
+
 def test_silence_and_a_steady_sound_are_silent_speech_is_not():
     t = torch.arange(200, dtype=torch.float32)
     assert not not_silent(torch.full((200, 40), -15.9))                        # digital silence

@@ -315,7 +315,8 @@ def test_results_name_the_word_lm_of_the_lm_columns(tmp_path):
     exp = tmp_path / "exp"
     make_exp(exp, "conformer_sdp", {"encoder": "conformer", "att_udps": False},
              {("test", "attention_rescoring"): 5.5, ("test", "attention_rescoring_lm"): 4.25}, udps=False)
-    ckpt, lm = tmp_path / "avg.pt", tmp_path / "lm.arpa"
+    # the checkpoint is the experiment's (results.origin: a result is bound to its experiment's folder)
+    ckpt, lm = exp / "conformer_sdp" / "avg.pt", tmp_path / "lm.arpa"
     ckpt.write_bytes(b"weights")
     lm.write_text("an LM")
     from wenet_udps.utils.source_info import file_sha256

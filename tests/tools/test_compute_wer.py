@@ -153,7 +153,7 @@ def test_byte_order_mark_is_dropped(tmp_path):
 
 def test_quiet_mode_prints_only_summary(tmp_path):
     proc = run(tmp_path, ["u1 a b"], ["u1 a c"], "--v=0")
-    assert proc.stdout.split("\n", 2)[2] == "Overall -> 50.00 % N=2 C=1 S=1 D=0 I=0\n\n"
+    assert proc.stdout.split("\n", 3)[3] == "Overall -> 50.00 % N=2 C=1 S=1 D=0 I=0\n\n"
 
 
 def test_the_report_records_what_it_scored(tmp_path):
@@ -162,6 +162,9 @@ def test_the_report_records_what_it_scored(tmp_path):
     digest = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in ("hyp", "ref")}
     assert proc.stdout.splitlines()[:2] == [f"Scored hypotheses: {tmp_path / 'hyp'} (SHA-256 {digest['hyp']})",
                                             f"Scored references: {tmp_path / 'ref'} (SHA-256 {digest['ref']})"]
+    # Issue 80, G: and the options that decide what a reference token is (scoring.bound.check_counts)
+    assert proc.stdout.splitlines()[2] == ("Scored with: char=0 case_sensitive=0 remove_tag=1 missing=deletions "
+                                           "case=keep punctuation=keep ignore_words=none")
 
 
 def test_empty_reference_and_hypothesis(tmp_path):

@@ -37,9 +37,10 @@ def ours(args, ref, hyp):
     proc = subprocess.run([sys.executable, str(SCRIPT), *args, ref, hyp], cwd=FIXTURES, capture_output=True,
                           text=True, encoding="utf-8")
     assert proc.returncode == 0, proc.stderr
-    bound = proc.stdout.split("\n", 2)
-    assert [line.split(":")[0] for line in bound[:2]] == ["Scored hypotheses", "Scored references"], proc.stdout
-    return bound[2]
+    bound = proc.stdout.split("\n", 3)
+    assert [line.split(":")[0] for line in bound[:3]] == ["Scored hypotheses", "Scored references",
+                                                          "Scored with"], proc.stdout
+    return bound[3]
 
 
 def wenet(case):

@@ -179,6 +179,15 @@ def test_every_stage_scores_through_the_one_atomic_writer():
     assert users["run_eval.sh"] == 2 and users["run_lm.sh"] == 2   # decode_set, sherpa_decode_all; lm_tune, lm_decode
 
 
+def _rescored_by_hand(mode_dir: Path, ref: Path) -> None:
+    """Issue 80, G: ``compute-wer.py --ig`` with a word of the references: N=4 of their 5 tokens."""
+    (mode_dir.parent / "ignore").write_text("C\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compute-wer.py"), "--v=1",
+                           f"--ig={mode_dir.parent / 'ignore'}", str(ref), str(mode_dir / "text")],
+                          capture_output=True, text=True, env=ENV, check=True)
+    (mode_dir / "wer").write_text(proc.stdout, encoding="utf-8")
+
+
 BAD = {   # what is left where a wer should be the score of the text beside it
     "decoded again, not rescored": lambda mode_dir, ref: (mode_dir / "text").write_text("u1 A B C\nu2 X\n"),
     "empty": lambda mode_dir, ref: (mode_dir / "wer").write_text(""),
@@ -186,10 +195,12 @@ BAD = {   # what is left where a wer should be the score of the text beside it
     "not bound (WeNet's compute-wer)": lambda mode_dir, ref: (mode_dir / "wer").write_text(
         (mode_dir / "wer").read_text().split("\n", 2)[2]),
     "references prepared again": lambda mode_dir, ref: ref.write_text("u1 A B C\nu2 D F\n"),
+    "rescored by hand with --ig": _rescored_by_hand,
 }
 WORDS = {"decoded again, not rescored": "is the score of other text", "empty": "is empty", "partial": "is partial",
          "not bound (WeNet's compute-wer)": "records no SHA-256",
-         "references prepared again": "scored the references"}
+         "references prepared again": "scored the references",
+         "rescored by hand with --ig": "scores N=4 reference tokens, but its references"}
 
 
 @pytest.mark.parametrize("state", list(BAD))

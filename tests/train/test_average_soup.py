@@ -183,3 +183,30 @@ def test_greedy_soup_refuses_a_ref_text_other_than_its_dev_sets(tmp_path, fsdd_d
                                               r"decode was decoded from: the transcripts of the 3 decoded"):
         average_model.main(common + ["--dst_model", str(tmp_path / "soup2.pt"), "--ref_text", str(other)])
     assert not (tmp_path / "soup2.pt").exists()
+
+
+@pytest.mark.parametrize("files, message", [
+    ((), "no epoch_N.pt/epoch_N.yaml checkpoints in {d}: the folder holds no checkpoint"),
+    (("epoch_1.pt", "epoch_2.pt"), "no epoch_N.pt/epoch_N.yaml checkpoints in {d}: its 2 .pt file(s) (epoch_1.pt, "
+                                   "epoch_2.pt) have no epoch_N.yaml beside them"),
+])
+def test_average_model_of_nothing_to_average_is_one_line(tmp_path, files, message):
+    """Issue 80, I: an empty --src_path, or WeNet's own .pt files without their .yaml, gave a ValueError
+    traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "exp"
+    src.mkdir()
+    for name in files:
+        (src / name).write_bytes(b"weights")
+    proc = subprocess.run([sys.executable, "-m", "wenet_udps.bin.average_model", "--src_path", str(src), "--dst_model",
+                           str(tmp_path / "avg.pt"), "--num", "2"], capture_output=True, text=True, cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "wenet_udps.bin.average_model: error: " + message.format(d=src)), proc.stderr
+    assert not (tmp_path / "avg.pt").exists()

@@ -25,7 +25,7 @@ from wenet_udps.model_info import PLACEHOLDER_VOCAB, SITE_NAMES, attention_label
     model_site_types, placeholder_model, site_types
 from wenet_udps.text import init_tokenizer
 from wenet_udps.utils import cli
-from wenet_udps.utils.cli import UserError, run_cli
+from wenet_udps.utils.cli import NotRegularFileError, UserError, run_cli
 
 
 def check_checkpoint(config: Mapping, path: str, label: str) -> None:
@@ -51,6 +51,8 @@ def _vocab(config: Mapping) -> Optional[int]:
         return int(config["output_dim"])
     try:
         return init_tokenizer(dict(config)).vocab_size()
+    except NotRegularFileError:  # a FIFO would not be "not made yet": refused by name (run_cli: one line)
+        raise
     except (OSError, ValueError):
         return None
 

@@ -55,7 +55,6 @@ def get_parser() -> cli.ArgumentParser:
 def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: Dict) -> None:
     """Refuse, before anything is decoded, an export that the options or the config do not fit: sherpa-onnx
     would stop part-way with an IndexError or an onnxruntime error (leaving an empty ``text``)."""
-    import onnxruntime as ort
     name = f"model{'-streaming' if args.streaming else ''}{'.int8' if args.int8 else ''}.onnx"
     path = os.path.join(args.export_dir, name)
     if not os.path.isfile(path):
@@ -65,7 +64,10 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
         parser.error(f"--export_dir {args.export_dir} has no {name}{why}")
     # The metadata (vocab_size, chunk_size, ...) is written into the fp32 graph; int8 is quantized from it.
     fp32 = os.path.join(args.export_dir, name.replace(".int8", ""))
-    session = ort.InferenceSession(fp32 if os.path.isfile(fp32) else path, providers=["CPUExecutionProvider"])
+    try:  # a cut model.onnx: one line naming it, not onnxruntime's InvalidProtobuf traceback
+        session = rt.onnx_session(fp32 if os.path.isfile(fp32) else path)
+    except UserError as e:
+        parser.error(str(e))
     meta = session.get_modelmeta().custom_metadata_map
     try:
         dim = rt.feature_kwargs(config)["feature_dim"]
@@ -161,7 +163,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         refs = read_text(text)
         source = {**source, **reference_record(args.wav_scp, {k: refs.get(k, "") for k in decoded},
                                                sum(skipped.values()))}
-    if source:
+    if source:  # its variant's name: tools/collect_results checks it against the folder (results.origin)
+        source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}

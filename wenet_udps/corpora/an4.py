@@ -91,7 +91,7 @@ def to_flac(an4: Path, out: Path) -> int:
                 dst = dst.with_suffix(".flac")
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    samples, rate = sf.read(str(src), dtype="int16", always_2d=True)
+                    samples, rate = sf.read(str(cli.regular_file(src)), dtype="int16", always_2d=True)
                     sf.write(str(dst), samples, rate, format="FLAC", subtype="PCM_16")
                     back, back_rate = sf.read(str(dst), dtype="int16", always_2d=True)
                 except (RuntimeError, sf.SoundFileError) as e:

@@ -160,7 +160,7 @@ def published_sizes(recipe: str) -> str:
 def partial_notes(data_dir: Path) -> List[str]:
     """Every line of the ``partial_corpus`` records of ``data_dir``'s sets, once each."""
     return sorted({line for f in Path(data_dir).glob(f"*/{PARTIAL_FILE}")
-                   for line in f.read_text(encoding="utf-8").splitlines() if line.strip()})
+                   for line in cli.regular_file(f).read_text(encoding="utf-8").splitlines() if line.strip()})
 
 
 def boolean(text: str) -> bool:

@@ -18,7 +18,7 @@ import soundfile as sf
 import soxr
 
 from wenet_udps.dataset.audio_length import FORMATS, cut_before_open, length_problem
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import NotRegularFileError, UserError, open_input
 
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
@@ -106,10 +106,8 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
     problem = segment_problem(start, end)
     if problem is not None:
         raise BadAudioError(f"no segment of {label} {problem}")
-    if isinstance(source, str) and os.path.exists(source) and not os.path.isfile(source):
-        raise BadAudioError(f"cannot read audio {label}: not a regular file")  # a FIFO or device would block
-    try:
-        with (open(source, "rb") if isinstance(source, str) else io.BytesIO(source)) as f:
+    try:  # a FIFO or device would block (cli.regular_file: the one check of every reader)
+        with (open_input(source, "rb") if isinstance(source, str) else io.BytesIO(source)) as f:
             size = os.fstat(f.fileno()).st_size if isinstance(source, str) else len(source)
             try:
                 handle = sf.SoundFile(source if isinstance(source, str) else io.BytesIO(source))
@@ -118,12 +116,19 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
                 raise BadAudioError(f"truncated audio {label}: {cut.detail}" if cut
                                     else f"cannot read audio {label}: {e}") from None
             length = length_problem(f, size, handle.format, handle.format_info)
+    except NotRegularFileError as e:
+        raise BadAudioError(f"cannot read audio {label}: not a regular file ({e})") from None
     except OSError as e:
         raise BadAudioError(f"cannot read audio {label}: {e}") from None
     if length is not None:  # whole, or refused: a length that cannot be checked is refused too
         handle.close()
         raise BadAudioError(f"truncated audio {label}: {length.detail}" if length.cut
                             else f"audio {label} is not read: {length.detail}")
+    if handle.subtype.startswith("DWVW"):  # whole and valid, but not one frame can be read (issue 80)
+        handle.close()
+        raise BadAudioError(f"audio {label} is not read: it is DWVW-encoded ({handle.subtype}), and libsndfile's DWVW "
+                            f"decoder fails the seek soundfile makes after every read ('Internal psf_fseek() failed'); "
+                            f"convert it to PCM (e.g. sox in.aiff -e signed-integer out.wav)")
     with handle:
         sr, total = handle.samplerate, handle.frames
         if sr < MIN_SAMPLE_RATE:  # a broken header: resampling its "hours" of audio would exhaust memory
@@ -137,8 +142,15 @@ def read_frames(source: Union[str, bytes], start: Optional[float] = None, end: O
             raise BadAudioError(f"empty audio {label}: no samples in [{first}, {last}) of {total} frames")
         if max_seconds is not None and (last - first) / sr > max_seconds:
             raise TooLong(f"audio {label} lasts {(last - first) / sr:.1f} s, more than {max_seconds:g} s")
-        try:
-            handle.seek(first)
+        try:  # GSM 6.10, G.721/G.723 and DWVW cannot seek (libsndfile: "unseekable"): those are read from the
+            # start, the frames before a segment read and dropped a block at a time (issue 80)
+            if not first:
+                pass   # at the start already (a seek to 0 fails on DWVW although it reports itself seekable)
+            elif handle.seekable():
+                handle.seek(first)
+            else:
+                for skipped in range(0, first, 1 << 16):
+                    handle.read(min(1 << 16, first - skipped), dtype="float32")
             data = handle.read(last - first, dtype="float32", always_2d=True)
         except (RuntimeError, sf.SoundFileError) as e:
             raise BadAudioError(f"cannot decode audio {label}: {e}") from None

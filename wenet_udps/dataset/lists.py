@@ -16,6 +16,7 @@ import numpy as np
 
 from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, segment_problem
 from wenet_udps.utils.kaldi_files import BOM, ListError, utf8_lines
+from wenet_udps.utils.cli import open_input
 
 # A shard member is read whole into memory, so its size is checked from its tar header first. The cap: the longest
 # audio the length filter keeps (``filter_conf.max_length``, 10 ms frames) as uncompressed 96 kHz stereo float32,
@@ -26,11 +27,11 @@ _BYTES_PER_SECOND = 96000 * 2 * 4
 
 
 def read_raw_list(path: str) -> List[Dict[str, Any]]:
-    """Parse a data.list; a malformed line raises ListError naming the file and line number. A key given on
-    several lines is used each time, with one warning (count and first example)."""
+    """Parse a data.list; a malformed line raises ListError naming the file and line number, and so does a key
+    given on two lines (both named), as the one reader of Kaldi files refuses one (utils/kaldi_files): each result
+    file holds one line per key, so one of the two hypotheses would be lost (issue 80)."""
     samples = []
     first_line: Dict[str, int] = {}
-    duplicates = []
     for lineno, line in utf8_lines(path):
         if not line.strip():
             continue
@@ -60,13 +61,10 @@ def read_raw_list(path: str) -> List[Dict[str, Any]]:
         if problem is not None:  # libsndfile would fail the seek ("psf_fseek() failed") and call it bad audio
             raise ListError(f"{where}: segment of {obj['key']} {problem}")
         if sample["key"] in first_line:
-            duplicates.append((sample["key"], first_line[sample["key"]], lineno))
-        first_line.setdefault(sample["key"], lineno)
+            raise ListError(f"{where}: duplicate utterance key {sample['key']!r} (also on line "
+                            f"{first_line[sample['key']]})")
+        first_line[sample["key"]] = lineno
         samples.append(sample)
-    if duplicates:
-        key, first, again = duplicates[0]
-        logging.warning("%s: %d lines repeat an earlier key (e.g. %s on lines %d and %d); each is used, and their "
-                        "results share one key", path, len(duplicates), key, first, again)
     return samples
 
 
@@ -98,7 +96,7 @@ def read_shard_list(path: str) -> List[str]:
 def _open_stream(url: str):
     if url.startswith(("http://", "https://")):
         return urllib.request.urlopen(url, timeout=60)
-    return open(url, "rb")
+    return open_input(url, "rb")
 
 
 def member_cap(max_length: float) -> int:

@@ -103,7 +103,7 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     if lm_search is not None:  # a list without transcripts (a wav.scp given to the API) has no words to check
         check_oov(lm_search.info, list(references.values()), f"the references of {data_list}")
     for mode in modes:
-        warning = all_empty_warning(mode, results[mode], audible, decode_kwargs or {})
+        warning = all_empty_warning(mode, results[mode], audible, decode_kwargs or {}, beam_size=beam_size)
         if warning:
             logging.warning("%s", warning)
     rtf = decode_seconds / audio_seconds if audio_seconds > 0 else float("nan")
@@ -115,6 +115,8 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
 # The mean log filterbank energy of the frames of an utterance spans more than this (nats; 2 is about 9 dB) where
 # something is said: FSDD's digits span 3 to 8, a steady tone or noise under 1, digital silence 0.
 SILENCE_SPREAD = 2.0
+# A beam above this (WeNet decodes at 10) is named in the warning of an attention decode that came out all empty.
+WIDE_BEAM = 20
 
 
 def not_silent(feats: torch.Tensor) -> bool:
@@ -123,16 +125,24 @@ def not_silent(feats: torch.Tensor) -> bool:
     return energy.numel() > 0 and float(energy.max() - energy.min()) > SILENCE_SPREAD
 
 
-def all_empty_warning(mode: str, texts: Mapping[str, str], audible: int, kwargs: Mapping[str, Any]) -> Optional[str]:
+def all_empty_warning(mode: str, texts: Mapping[str, str], audible: int, kwargs: Mapping[str, Any],
+                      beam_size: int = 10) -> Optional[str]:
     """The warning for a list whose every hypothesis in ``mode`` is empty although ``audible`` of its utterances are
     not silent, naming the option that likely caused it (issue 57, M13: ``--lm_weight 1e6`` emptied them all
-    without a word); None otherwise."""
+    without a word; issue 80: ``attention`` at ``--beam_size 1000``); None otherwise."""
     if not texts or audible == 0 or any(t.strip() for t in texts.values()):
         return None
     if mode in LM_METHODS and "lm_search" in kwargs:
         conf = kwargs["lm_search"].conf
         likely = (f"--lm_weight {conf.lm_weight:g} (each word costs lm_weight x its LM cost; tuned values lie in "
                   f"0.1-2) or --word_score {conf.word_score:g} (a word's bonus) is the likely cause")
+    elif mode == "attention" and beam_size > WIDE_BEAM and not kwargs.get("length_penalty"):
+        # A wide search finds what the decoder scores highest, and ranked by total log-probability alone the empty
+        # hypothesis (one eos) often beats every transcript: the search's answer, not an untrained model.
+        likely = (f"--beam_size {beam_size} is the likely cause: a search this wide finds the hypothesis the decoder "
+                  f"scores highest, and by total log-probability alone (--length_penalty 0) the empty one, a single "
+                  f"end token, often scores above every transcript; decode at --beam_size 10 (WeNet's), with "
+                  f"--length_penalty > 0, or in attention_rescoring")
     elif kwargs.get("blank_penalty"):
         likely = f"the model emits only blanks even at --blank_penalty {kwargs['blank_penalty']:g}: is it trained?"
     else:
@@ -165,6 +175,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
         if source is not None:
             lines = {**source, **(lm_source or {})} if mode in LM_METHODS else dict(source)
             lines.update((per_mode or {}).get(mode, {}))
+            lines["mode"] = mode   # the folder's own mode: tools/collect_results checks it (results.origin)
             write_source(os.path.join(result_dir, mode, "decode.info"), lines)
         paths.append(path)
     return paths

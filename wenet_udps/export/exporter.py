@@ -26,6 +26,7 @@ from wenet_udps.export.wrappers import ChunkEncoder, FullEncoder, RescoringDecod
     initial_caches
 from wenet_udps.transformer.search import DecodeResult, attention_rescoring, ctc_greedy_search, \
     ctc_prefix_beam_search
+from wenet_udps.utils.cli import regular_file
 
 OPSET = 17
 
@@ -117,7 +118,7 @@ class OrtPart:
         import onnxruntime as ort
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(regular_file(path), opts, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def __call__(self, **feeds: torch.Tensor) -> List[torch.Tensor]:

@@ -31,7 +31,7 @@ from torch import nn
 
 from wenet_udps.export.exporter import _onnx
 from wenet_udps.export.wrappers import chunk_window, initial_caches
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, regular_file
 
 # The files of an export (the module docstring); all of them are removed before a new export writes its own.
 OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
@@ -207,7 +207,7 @@ def sherpa_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: 
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
-    session = lambda name: ort.InferenceSession(os.path.join(output_dir, name), opts,  # noqa: E731
+    session = lambda name: ort.InferenceSession(regular_file(os.path.join(output_dir, name)), opts,  # noqa: E731
                                                 providers=["CPUExecutionProvider"])
     report = {}
     with torch.no_grad():

@@ -25,9 +25,19 @@ import numpy as np
 
 from wenet_udps.dataset.features import FbankConf, feature_dim
 from wenet_udps.text.base_tokenizer import UnitsError, read_symbol_table
+from wenet_udps.utils.cli import UserError, one_line, regular_file
 
 # sherpa's feature config has no frame length/shift keys: it always uses Kaldi's 25 ms / 10 ms.
 SHERPA_FRAME = {"frame_length": 25.0, "frame_shift": 10.0}
+
+
+def result_name(*, streaming: bool, int8: bool) -> str:
+    """The result folder (and the ``mode`` its decode.info records) of a sherpa-onnx decode: run.sh stage 7's
+    ``sherpa_fp32``, ``sherpa_int8``, ``sherpa-streaming_fp32``, ``sherpa-streaming_int8``."""
+    return f"sherpa{'-streaming' if streaming else ''}_{'int8' if int8 else 'fp32'}"
+
+
+RESULT_NAMES = tuple(result_name(streaming=s, int8=q) for s in (False, True) for q in (False, True))
 
 
 def feature_kwargs(config: Mapping[str, Any]) -> dict:
@@ -96,9 +106,22 @@ def online_recognizer(export_dir: str, config: Mapping[str, Any], *, chunk_size:
 
 def _model(export_dir: str, name: str, int8: bool) -> str:
     path = os.path.join(export_dir, f"{name}{'.int8' if int8 else ''}.onnx")
-    if not os.path.isfile(path):
+    if not os.path.isfile(regular_file(path)):
         raise FileNotFoundError(f"{path} not found: export with python -m wenet_udps.bin.export --format sherpa-onnx")
     return path
+
+
+def onnx_session(path: str):
+    """An onnxruntime session (CPU) of the graph ``path``; UserError naming it when it is not a regular file or
+    onnxruntime cannot load it (a cut copy: ``INVALID_PROTOBUF``), instead of onnxruntime's traceback."""
+    import onnxruntime as ort
+    try:
+        return ort.InferenceSession(regular_file(path), providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's own exceptions derive from Exception only
+        if not type(e).__module__.startswith("onnxruntime"):
+            raise
+        raise UserError(f"{path} cannot be loaded ({one_line(e)}): cut short or not an ONNX graph; export "
+                        f"again (python -m wenet_udps.bin.export --format sherpa-onnx)") from None
 
 
 def transcribe_offline(rec, wavs: Sequence[np.ndarray], sample_rate: int) -> list:
@@ -116,9 +139,7 @@ def chunk_frames(export_dir: str, chunk_size: int) -> tuple[int, int]:
     """(window, shift) of a streaming chunk in 10 ms feature frames: a chunk of ``chunk_size`` outputs reads
     ``window`` frames (its outputs and the subsampling's right context), and the next chunk starts ``shift`` frames
     later (``chunk_size`` times the subsampling factor)."""
-    import onnxruntime as ort
-    meta = ort.InferenceSession(_model(export_dir, "model-streaming", False),
-                                providers=["CPUExecutionProvider"]).get_modelmeta().custom_metadata_map
+    meta = onnx_session(_model(export_dir, "model-streaming", False)).get_modelmeta().custom_metadata_map
     factor = int(meta["subsampling_factor"])
     return (chunk_size - 1) * factor + int(meta["right_context"]) + 1, chunk_size * factor
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Set, Tuple
 
 from wenet_udps.text.text_utils import is_cjk
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.source_info import file_sha256
 from wenet_udps.utils.text_norm import read_form
 
@@ -67,7 +67,7 @@ def read_arpa(path: str) -> LmInfo:
     vocab: Set[str] = set()
     section = None  # None: before \data\; 0: in the header; n: in the n-grams section
     ended = False
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
                 line = raw.decode("utf-8").strip()

@@ -25,6 +25,7 @@ from typing import Any, Callable, List, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
+from wenet_udps.utils.cli import open_input
 from wenet_udps.utils.source_info import content_sha256, file_sha256
 
 # KenLM's binary header (lm/binary_format.cc, format version 5): the magic string padded to 8 bytes, then test
@@ -47,7 +48,7 @@ def words_path(binary: str) -> str:
 
 
 def is_kenlm_binary(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         return f.read(len(_MAGIC_ANY)) == _MAGIC_ANY
 
 
@@ -84,7 +85,7 @@ def read_words(path: str, binary: str, binding: Tuple[str, int]) -> Tuple[List[s
     if not os.path.isfile(path):
         raise LmError(f"{path} not found: a KenLM binary's vocabulary is read from this file beside it "
                       f"({_rewrite_hint(binary)})")
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         data = f.read()
     try:
         lines = data.decode("utf-8").split("\n")
@@ -125,7 +126,7 @@ def read_binary(path: str) -> LmInfo:
             or malformed words file, one bound to another binary or to none (:func:`read_words`), or one whose word
             count is not the binary's unigram count.
     """
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         head = f.read(_COUNTS_AT + 8 * 255)
     if head.startswith(_INCOMPLETE):
         raise LmError(f"{path}: an incomplete KenLM binary (build_binary did not finish): {_rewrite_hint(path)}")
@@ -168,7 +169,7 @@ def load_kenlm(info: LmInfo, load: Callable[[str], Any]) -> Any:
     fd = os.memfd_create("wenet_udps_lm", os.MFD_CLOEXEC)
     try:
         digest = hashlib.sha256()
-        with open(info.path, "rb") as src:
+        with open_input(info.path, "rb") as src:
             for block in iter(lambda: src.read(1 << 20), b""):
                 digest.update(block)
                 view = memoryview(block)

@@ -5,23 +5,37 @@
     Scored hypotheses: /abs/exp/x/test/attention/text (SHA-256 9f86d081884c...)
     Scored references: /abs/data/test/text (SHA-256 2c26b46b68ff...)
 
-(the full 64 hex digits; ``grep Overall wer`` and ``tail wer`` read as before). Every reader of a ``wer`` file
+(the full 64 hex digits; ``grep Overall wer`` and ``tail wer`` read as before), and a third line with the options
+that decide what counts as a reference token (:func:`options_line`)::
+
+    Scored with: char=0 case_sensitive=0 remove_tag=1 missing=deletions case=keep punctuation=keep ignore_words=none
+
+ Every reader of a ``wer`` file
 reads it through :func:`read_score`, which refuses an empty file (``compute-wer > wer`` leaves one when compute-wer
 fails), a partial one (no whole ``Overall`` line, or a verbose report cut before its closing line) and one without
 the two lines (another tool's, or written before scores were bound), and then :func:`check_scored`, which refuses
 a score whose hypothesis file (the ``text`` beside it) or references have other contents now, naming both files:
 a new decode that was not rescored would otherwise show the old error rate beside the new checkpoint.
+:func:`check_counts` binds the score's ``N`` to its references: ``N`` must be the number of reference tokens the
+recorded options give, every reference counted and no word ignored. A ``wer`` rescored by hand with ``--ig`` (or
+``--missing skip`` with hypotheses missing) scores fewer tokens than the references hold, so its rate cannot stand
+beside the others in a table: refused, naming the file, both counts and the option (docs/failure_behaviour.md).
+A ``wer`` without the third line (written before 2026-12-02) has its ``N`` left unchecked.
 """
 import os
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from wenet_udps.scoring.tokens import read_text, tokenize
 from wenet_udps.scoring.wer import SEPARATOR
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
+from wenet_udps.utils.text_norm import TextNorm
 from wenet_udps.utils.source_info import file_sha256
 
 BOUND = re.compile(r"^Scored (hypotheses|references): (.+) \(SHA-256 ([0-9a-f]{64})\)$")
+OPTIONS = re.compile(r"^Scored with: (.+)$")
+OPTION_KEYS = ("char", "case_sensitive", "remove_tag", "missing", "case", "punctuation", "ignore_words")
 OVERALL = re.compile(r"^Overall -> ([0-9.]+) % N=(\d+) C=(\d+) S=(\d+) D=(\d+) I=(\d+)$")
 RESCORE = ("score it again: run.sh --stage 5 --stop_stage 5 (it rescores every result), or tools/compute-wer.py "
            "with the recipe's options, REF HYP > wer")
@@ -41,6 +55,7 @@ class Score:
     hyp_sha256: str
     ref: str
     ref_sha256: str
+    options: Optional[Dict[str, str]] = None   # the "Scored with:" line (OPTION_KEYS), None in an older wer
 
 
 def binding_lines(ref: str, hyp: str) -> List[str]:
@@ -49,10 +64,29 @@ def binding_lines(ref: str, hyp: str) -> List[str]:
             for what, path in (("hypotheses", hyp), ("references", ref))]
 
 
+def options_line(*, char: bool, case_sensitive: bool, remove_tag: bool, missing: str, case: str,
+                 punctuation: str, ignore_words: Optional[str]) -> str:
+    """The third line of a report: the options that decide what a reference token is (the ignore-words file, by
+    absolute path, last: it may hold spaces)."""
+    values = (int(char), int(case_sensitive), int(remove_tag), missing, case, punctuation,
+              os.path.abspath(ignore_words) if ignore_words else "none")
+    return "Scored with: " + " ".join(f"{k}={v}" for k, v in zip(OPTION_KEYS, values))
+
+
+def _options(line: str) -> Optional[Dict[str, str]]:
+    m = OPTIONS.match(line)
+    if not m:
+        return None
+    head, sep, ignore = m.group(1).partition(" ignore_words=")
+    options = dict(item.partition("=")[::2] for item in head.split())
+    options["ignore_words"] = ignore
+    return options if sep and set(options) == set(OPTION_KEYS) else None
+
+
 def read_score(path: str) -> Score:
     """The score of the ``wer`` file ``path``; ScoreError (naming it and what to do) when it is empty, partial,
     or records no SHA-256 of what it scored."""
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open_input(path, "r", encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     if not any(line.strip() for line in lines):
         raise ScoreError(f"{path} is empty: compute-wer.py failed or was stopped (`compute-wer.py ... > wer` "
@@ -80,14 +114,50 @@ def read_score(path: str) -> Score:
     if wrong or cut:
         what = "its Overall counts do not add up" if wrong else "it ends before the last line of the report"
         raise ScoreError(f"{path} is partial or malformed ({what}); {RESCORE}")
+    options = _options(lines[2]) if len(lines) > 2 else None
+    if options is None and len(lines) > 2 and lines[2].startswith("Scored with: "):
+        raise ScoreError(f"{path} is partial or malformed (its 'Scored with:' line is cut or edited); {RESCORE}")
     return Score(path, rate, counts, bound["hypotheses"][0], bound["hypotheses"][1], bound["references"][0],
-                 bound["references"][1])
+                 bound["references"][1], options)
+
+
+def reference_tokens(refs: Dict[str, str], options: Dict[str, str]) -> int:
+    """How many tokens ``refs`` hold as compute-wer scores them under ``options`` (normalised as declared, split,
+    tags cut), every utterance counted and no word ignored."""
+    norm = TextNorm(case=options["case"], punctuation="keep" if options["punctuation"] == "refuse"
+                    else options["punctuation"])
+    return sum(len(tokenize(norm(text), char=options["char"] == "1", case_sensitive=options["case_sensitive"] == "1",
+                            remove_tags=options["remove_tag"] == "1")) for text in refs.values())
+
+
+def check_counts(score: Score) -> None:
+    """ScoreError unless ``score``'s N is the number of tokens of the references it names (where they still exist;
+    :func:`check_scored` has checked their contents): a score of fewer tokens (words ignored, utterances skipped)
+    is not comparable with the others. Nothing is checked for a ``wer`` without its options line."""
+    if score.options is None or not os.path.isfile(score.ref):
+        return
+    try:
+        expected = reference_tokens(read_text(score.ref), score.options)
+    except ValueError as e:
+        raise ScoreError(f"{score.path}: its references cannot be counted ({e}); {RESCORE}") from None
+    n = score.counts["N"]
+    if n == expected:
+        return
+    why = []
+    if score.options["ignore_words"] != "none":
+        why.append(f"scored with --ignore_words {score.options['ignore_words']}")
+    if score.options["missing"] != "deletions":
+        why.append(f"scored with --missing {score.options['missing']}")
+    how = f" ({' and '.join(why)}: rescored by hand?)" if why else " (edited, or scored by another tool?)"
+    raise ScoreError(f"{score.path} scores N={n} reference tokens, but its references {score.ref} hold {expected}"
+                     f"{how}: a table compares scores of every reference token; {RESCORE}")
 
 
 def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Optional[Dict[str, str]] = None) -> None:
     """ScoreError, naming both files, unless ``hyp`` (the hypotheses that count: the ``text`` beside the ``wer``)
     and ``ref`` (the references that count, e.g. ``--data_dir``'s; None: those the score names, where they still
-    exist) have the contents ``score`` recorded; ``sums`` caches SHA-256 by path."""
+    exist) have the contents ``score`` recorded, and its N is every token of those references (:func:`check_counts`);
+    ``sums`` caches SHA-256 by path."""
     sums = {} if sums is None else sums
     if ref is None and os.path.isfile(score.ref):
         ref = score.ref
@@ -103,3 +173,4 @@ def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Option
             raise ScoreError(f"{score.path} is the score of other text: it scored the {what} {recorded} with "
                              f"SHA-256 {digest[:12]}, but {path} has SHA-256 {sums[path][:12]} (decoded or prepared "
                              f"again, and not rescored); {RESCORE}")
+    check_counts(score)   # and of every reference token (issue 80: not a score by hand with --ig)

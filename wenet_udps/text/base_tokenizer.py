@@ -11,7 +11,7 @@ import threading
 from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.kaldi_files import ListError, read_table
 
 BLANK = "<blank>"
@@ -60,7 +60,7 @@ def read_symbol_table(path: str) -> Dict[str, int]:
 
 def units_fingerprint(path: str) -> Dict[str, Any]:
     """``{"path", "sha256", "size"}`` of a units file, recorded in every checkpoint."""
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         data = f.read()
     return {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 

@@ -5,7 +5,7 @@ import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import SPACE, BaseTokenizer
 from wenet_udps.text.text_utils import CHUNK, is_cjk, read_non_lang_syms, split_non_lang_syms
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, regular_file
 from wenet_udps.utils.text_norm import CASES, TextNorm, read_form
 
 
@@ -25,7 +25,7 @@ class BpeTokenizer(BaseTokenizer):
         self._cased = TextNorm(case=case, punctuation="keep")  # the one normaliser's case rule (tools/train_bpe.py)
         self.sp = spm.SentencePieceProcessor()
         try:
-            self.sp.load(bpe_path)
+            self.sp.load(regular_file(bpe_path, "tokenizer_conf.bpe_path"))
         except (OSError, RuntimeError) as e:
             # a user error (a conf naming another corpus's model, a stage 2 not run): one line, not a traceback
             raise UserError(f"tokenizer_conf.bpe_path: cannot load the sentencepiece model {bpe_path}: {e}") from None

@@ -35,7 +35,7 @@ def average_state_dicts(paths: Sequence[str], verify: bool = True) -> Dict[str, 
             continue
         if set(state) != set(total):
             diff = sorted(set(state) ^ set(total))[:5]
-            raise ValueError(f"{path} has different parameters from {paths[0]} (e.g. {diff})")
+            raise CheckpointError(f"{path} has different parameters from {paths[0]} (e.g. {diff})")
         for k, v in state.items():
             total[k] += v.to(total[k].dtype)
     n = len(paths)
@@ -48,8 +48,13 @@ def average_state_dicts(paths: Sequence[str], verify: bool = True) -> Dict[str, 
 def epoch_checkpoints(src_path: str) -> List[Tuple[str, Dict]]:
     """``(epoch_N.pt, info)`` of every complete epoch checkpoint in ``src_path``, by epoch."""
     found = list_checkpoints(src_path, pattern=r"epoch_\d+")
-    if not found:
-        raise ValueError(f"no epoch_N.pt/epoch_N.yaml checkpoints in {src_path}")
+    if not found:  # a user error (one line, exit 2), not a traceback: an empty folder, or WeNet's own .pt files
+        bare = sorted(f for f in os.listdir(src_path) if f.endswith(".pt"))
+        why = (f": its {len(bare)} .pt file(s) ({', '.join(bare[:3])}{' ...' if len(bare) > 3 else ''}) have no "
+               f"epoch_N.yaml beside them (written by wenet_udps training: the epoch, cv_loss and SHA-256 that "
+               f"averaging reads; checkpoints of another toolkit cannot be averaged here)" if bare else
+               ": the folder holds no checkpoint (train first: run.sh --stage 4)")
+        raise CheckpointError(f"no epoch_N.pt/epoch_N.yaml checkpoints in {src_path}{why}")
     return sorted(found, key=lambda item: int(item[1].get("epoch", -1)))
 
 
@@ -74,7 +79,7 @@ def select_checkpoints(src_path: str, num: int, *, val_best: bool = False, min_e
     if len(chosen) < num:
         # WeNet asserts this too: avg_N.pt must hold N checkpoints.
         what = "with a cv_loss " if val_best else ""
-        raise ValueError(f"asked for {num} checkpoints, but only {len(chosen)} {what}in {src_path} match epochs "
+        raise CheckpointError(f"asked for {num} checkpoints, but only {len(chosen)} {what}in {src_path} match epochs "
                          f"{min_epoch}..{max_epoch}")
     return chosen
 

@@ -30,7 +30,7 @@ import yaml
 
 from wenet_udps.text.base_tokenizer import check_units
 from wenet_udps.train.checkpoint_files import newest_first, read_info
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input, regular_file
 from wenet_udps.utils.source_info import file_sha256
 
 TMP_MARK = ".tmp."
@@ -173,7 +173,7 @@ def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
             os.link(source, tmp)
             os.replace(tmp, target)
         except OSError:
-            with open(source, "rb") as f:
+            with open_input(source, "rb") as f:
                 atomic_write_bytes(target, f.read())
         finally:
             if os.path.lexists(tmp):
@@ -210,7 +210,7 @@ def load_checkpoint(path: str, map_location: str = "cpu", *, verify: bool = True
     if units and info:
         check_units(info.get("units"), units, path)
     try:
-        obj = torch.load(path, map_location=map_location, weights_only=True)
+        obj = torch.load(regular_file(path, "checkpoint"), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{path}: refused: it holds objects other than tensors and plain containers, which "

@@ -9,11 +9,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
+from wenet_udps.utils.cli import open_input
+
 
 def read_info(yaml_path: str) -> Optional[Dict[str, Any]]:
     """A checkpoint's YAML, or None when unreadable (logged)."""
     try:
-        with open(yaml_path, encoding="utf-8") as f:
+        with open_input(yaml_path, "r", encoding="utf-8") as f:
             info = yaml.safe_load(f)
     except (OSError, yaml.YAMLError) as e:
         logging.warning("ignoring %s: %s", yaml_path, e)

@@ -209,6 +209,10 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
     if (not modes and not empty_ok) or unknown:
         got = f"mode {unknown[0]!r}" if unknown else "no mode"
         raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
+    twice = sorted({m for m in modes if modes.count(m) > 1})
+    if twice:  # it would be decoded twice, into the one folder: a mistake, not a request (issue 80)
+        raise UserError(f"{_spell('modes', flags)}: {', '.join(twice)} given more than once; each mode is decoded "
+                        f"once (give it once)")
     checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
     _refuse_unused(modes, checked, flags)
     _refuse_streaming_joint(modes, checked.get("decoding_chunk_size"), checked.get("simulate_streaming", False),

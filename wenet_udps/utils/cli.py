@@ -17,12 +17,45 @@ may use it.
 import argparse
 import math
 import os
+import stat
 import sys
 from typing import Callable, List, Optional, Sequence
 
 
 class UserError(ValueError):
     """A mistake the user can fix (config, data, checkpoint, experiment directory); its message says what to do."""
+
+
+class NotRegularFileError(UserError):
+    """A path read as a file that is a FIFO, socket, device or directory."""
+
+
+# What a path that is not a regular file is (``stat`` test, words for a message).
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe): reading it waits for a writer"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device: reading it may never end"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def regular_file(path, what: str = "") -> str:
+    """``path`` unchanged when it is a regular file (after links) or does not exist (the open that follows says
+    so); else :class:`NotRegularFileError` naming it (``what``: the key or option that gave it). Every reader of a
+    file the user names calls this (or :func:`open_input`) before opening it: a FIFO would hang the program, a
+    device never end (tests/utils/test_regular_inputs.py finds the readers)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return path   # an open file or a buffer: nothing to wait on
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):   # (ValueError: a NUL in the path; the open that follows says so)
+        return path
+    if stat.S_ISREG(mode):
+        return path
+    kind = next((words for test, words in _KINDS if test(mode)), "not a regular file")
+    raise NotRegularFileError(f"{what + ' ' if what else ''}{os.fspath(path)} is {kind}; give a regular file")
+
+
+def open_input(path, mode: str = "rb", what: str = "", **kwargs):
+    """``open(path, mode, **kwargs)`` for reading, after :func:`regular_file`."""
+    return open(regular_file(path, what), mode, **kwargs)
 
 
 def one_line(text: str) -> str:
@@ -167,6 +200,11 @@ def existing_file(text: str) -> str:
     """``type=``: a readable regular file (an input)."""
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    if os.path.exists(text) and not os.path.isfile(text):
+        try:
+            regular_file(text)
+        except NotRegularFileError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"{text}: no such file")
     if not os.access(text, os.R_OK):

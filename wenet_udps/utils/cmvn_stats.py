@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import List, Tuple, Union
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, regular_file
 
 # Variance floor, as WeNet: a constant feature dimension gets a huge but finite inverse std.
 VAR_FLOOR = 1.0e-20
@@ -23,7 +23,7 @@ def read_cmvn_stats(path: Union[str, Path]) -> Tuple[List[float], List[float]]:
     ``istd = 1 / sqrt(var)``. Malformed content (also NaN/Inf numbers, or a variance below zero beyond
     rounding, which would zero or blow up a feature) raises CmvnError naming the file.
     """
-    path = Path(path)
+    path = Path(regular_file(path, "cmvn stats"))
     data = path.read_bytes()
     if data.startswith(b"\0B") or data.lstrip().startswith(b"["):
         raise CmvnError(f"{path} holds Kaldi-format CMVN stats, and the configs read WeNet's JSON: convert them "

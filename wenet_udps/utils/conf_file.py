@@ -8,6 +8,7 @@ from typing import Any, Dict, Mapping, Tuple
 import yaml
 
 from wenet_udps.utils.schema import ConfigError
+from wenet_udps.utils.cli import open_input
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -27,7 +28,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def _read_yaml(path: str) -> Dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_input(path, "r", encoding="utf-8") as f:
             config = yaml.load(f, Loader=_UniqueKeyLoader)
     except UnicodeDecodeError as e:
         raise ConfigError("", f"not UTF-8 ({e.reason} at byte {e.start})", path) from None

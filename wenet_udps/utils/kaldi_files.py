@@ -17,7 +17,7 @@ This module imports only the standard library and ``cli``, so every layer of the
 """
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.cli import UserError, open_input
 
 BOM = "\ufeff"
 
@@ -31,7 +31,7 @@ def utf8_lines(path: str) -> Iterator[Tuple[int, str]]:
     one; the last line may have none), a byte-order mark at its start dropped; a line that is not UTF-8 raises
     ListError naming both."""
     lineno = 0
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         for raw in f:
             ended = raw.endswith(b"\n")
             body = raw[:-1] if ended else raw

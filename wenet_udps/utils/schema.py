@@ -209,14 +209,25 @@ def convert(value: Any, annotation: Any, path: str) -> Any:
 # A batch (of training or decoding) is held in memory at once: the ceiling of every batch_size, decoding's too.
 BATCH_SIZE_MAX = 1024
 BATCH_WHY = "a batch's padded features, and in training its activations, are held in memory at once"
+# A model's width (output_size, linear_units) and depth or count (blocks, heads, kernel) ceilings, and its parameter
+# count's (wenet_udps.model_builder.check_model_size, before anything is allocated).
+WIDTH_MAX = 65536
+DEPTH_MAX = 1024
+MODEL_PARAMS_MAX = 2 * 10 ** 9
+SIZE_WHY = "a model's weights are allocated at once; this is far above any speech model's"
 # (key name pattern, low, high, low inclusive[, high inclusive[, why]]): the valid range of every key whose name
 # matches (fullmatch), and why a ceiling is where it is; a list value (``betas``) is checked item by item.
 RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
     (r"batch_size", 0.0, BATCH_SIZE_MAX, False, True, BATCH_WHY),
-    (r"lr|grad_clip|attention_heads|num_blocks|r_num_blocks|output_size|linear_units|max_frames_in_batch"
+    # a model's widths and depths: ceilings far above any ASR model (WeNet's largest: 1024 wide, 24 blocks), so that
+    # a typo is a message naming its key, not an allocator's traceback (the whole model: MODEL_PARAMS_MAX)
+    (r"output_size|linear_units", 0.0, WIDTH_MAX, False, True, SIZE_WHY),
+    (r"attention_heads|num_blocks|r_num_blocks|cnn_module_kernel|positionwise_conv_kernel_size", 0.0, DEPTH_MAX, False,
+     True, SIZE_WHY),
+    (r"lr|grad_clip|max_frames_in_batch"
      r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
-     r"|cnn_module_kernel|shuffle_size|sort_size|log_interval|max_length|token_max_length"
+     r"|shuffle_size|sort_size|log_interval|max_length|token_max_length"
      r"|max_output_input_ratio", 0.0, math.inf, False),
     (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
      r"|max_t|max_f|ctc_blank_id|save_interval|channel", 0.0, math.inf, True),

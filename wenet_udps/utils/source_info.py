@@ -20,12 +20,14 @@ import threading
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
+from wenet_udps.utils.cli import open_input
+
 _LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]\s*(.*?)\s*$")
 
 
 def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -65,7 +67,7 @@ def read_source(path: str) -> Dict[str, str]:
     """The ``key: value`` lines of ``path`` (``key = value`` too); {} when there is no such file."""
     if not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open_input(path, "r", encoding="utf-8", errors="replace") as f:
         return {m.group(1): m.group(2) for m in map(_LINE.match, f) if m}
 
 

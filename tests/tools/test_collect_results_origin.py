@@ -1,0 +1,173 @@
+"""Issue 80, G: a result is bound to what made it. collect_results refuses a result whose decode.info names
+another mode, experiment or set than its folder, and a ``wer`` whose N is not every token of its references
+(rescored by hand with ``--ig``), each in one line naming the file."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.tools.load import load_tool
+from wenet_udps.scoring.bound import ScoreError, check_counts, read_score
+from wenet_udps.scoring.references import reference_record
+from wenet_udps.utils.source_info import file_sha256
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))   # the tool imports this checkout's package
+REFS = {f"u{i}": "ONE TWO THREE UH FOUR" for i in range(3)}
+
+
+def score(ref: Path, hyp: Path, *opts: str) -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compute-wer.py"), "--v=1", *opts, str(ref), str(hyp)],
+                          capture_output=True, text=True, check=True, env=ENV)
+    return proc.stdout
+
+
+def decoded_exp(tmp_path: Path, modes=("attention", "attention_rescoring")) -> Path:
+    """``EXP/m/test/<mode>`` as recognize and stage 5 leave them: text, decode.info (one per mode) and wer."""
+    data = tmp_path / "data" / "test"
+    data.mkdir(parents=True)
+    (data / "text").write_text("".join(f"{k} {v}\n" for k, v in REFS.items()), encoding="utf-8")
+    (data / "data.list").write_text("{}\n", encoding="utf-8")
+    exp = tmp_path / "exp" / "m"
+    exp.mkdir(parents=True)
+    (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer"}), encoding="utf-8")
+    (exp / "avg_5.pt").write_bytes(b"weights")
+    for mode, hyp in zip(modes, ("ONE TWO", "ONE TWO THREE UH")):
+        d = exp / "test" / mode
+        d.mkdir(parents=True)
+        (d / "text").write_text("".join(f"{k} {hyp}\n" for k in REFS), encoding="utf-8")
+        info = {"checkpoint": str(exp / "avg_5.pt"), "sha256": file_sha256(str(exp / "avg_5.pt")),
+                "config": str(exp / "train.yaml"), "modes": " ".join(modes), "mode": mode,
+                **reference_record(str(data / "data.list"), REFS, 0)}
+        (d / "decode.info").write_text("".join(f"{k}: {v}\n" for k, v in info.items()), encoding="utf-8")
+        (d / "wer").write_text(score(data / "text", d / "text"), encoding="utf-8")
+    return tmp_path / "exp"
+
+
+def collect(tmp_path: Path, capsys):
+    tool = load_tool("collect_results")
+    rc = tool.main(["--exp_dir", str(tmp_path / "exp"), "--plots_dir", str(tmp_path / "plots")])
+    return rc, capsys.readouterr()
+
+
+def test_the_bound_results_make_a_table(tmp_path, capsys):
+    decoded_exp(tmp_path)
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 0, out.err
+    row = next(line for line in out.out.splitlines() if line.startswith("| transformer "))
+    assert "| 60.00 | 20.00 |" in row   # attention 3 of 5 deleted, rescoring 1 of 5
+
+
+def test_a_result_copied_under_another_modes_name_is_refused(tmp_path, capsys):
+    """``cp -a EXP/test/attention EXP/test/attention_rescoring`` put attention's number in the rescoring column."""
+    exp = decoded_exp(tmp_path)
+    target = exp / "m" / "test" / "attention_rescoring"
+    shutil.rmtree(target)
+    shutil.copytree(exp / "m" / "test" / "attention", target)
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and not (exp / "RESULTS.md").exists()
+    assert (f"collect_results.py: {target}: {target / 'decode.info'} records mode attention, but it lies in "
+            f"attention_rescoring/") in out.err
+    assert "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("folder", ["ctc_prefix_beam_search_lm", "ctc_prefix_beam_search_lm_big"])
+def test_a_tag_never_makes_a_mode_another(tmp_path, capsys, folder):
+    """run.sh's LM results are ``<mode>_<lm_tag>``: a tag is allowed, but not one that names a longer mode."""
+    exp = decoded_exp(tmp_path, modes=("ctc_prefix_beam_search", "attention"))
+    (exp / "m" / "test" / "ctc_prefix_beam_search").rename(exp / "m" / "test" / folder)
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and f"records mode ctc_prefix_beam_search, but it lies in {folder}/" in out.err
+
+
+def test_a_tagged_folder_of_the_same_mode_is_kept(tmp_path, capsys):
+    exp = decoded_exp(tmp_path)
+    (exp / "m" / "test" / "attention").rename(exp / "m" / "test" / "attention_big")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 0, out.err
+
+
+def test_a_result_copied_from_another_experiment_or_set_is_refused(tmp_path, capsys):
+    exp = decoded_exp(tmp_path)
+    other = exp / "other"
+    other.mkdir()
+    (other / "train.yaml").write_text(yaml.safe_dump({"encoder": "conformer"}), encoding="utf-8")
+    shutil.copytree(exp / "m" / "test", other / "test")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and f"records checkpoint {exp / 'm' / 'avg_5.pt'}, which is not of the experiment {other}" \
+        in out.err
+    shutil.rmtree(other)
+    (exp / "m" / "test").rename(exp / "m" / "dev")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and "records the decoded list" in out.err and "which is not of the set dev" in out.err
+
+
+def test_a_whole_copy_of_an_experiment_keeps_its_results(tmp_path, capsys):
+    """``cp -a exp/m exp/m2``: the copy holds its checkpoint under the same name and SHA-256."""
+    exp = decoded_exp(tmp_path)
+    shutil.copytree(exp / "m", exp / "m2")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 0, out.err
+
+
+def test_a_wer_rescored_by_hand_with_ignored_words_is_refused(tmp_path, capsys):
+    """compute-wer --ig drops UH from the references: N=12 of the references' 15 tokens, a lower rate that would
+    stand in the table beside the others without a note."""
+    exp = decoded_exp(tmp_path)
+    d = exp / "m" / "test" / "attention_rescoring"
+    (tmp_path / "ig").write_text("UH\n", encoding="utf-8")
+    (d / "wer").write_text(score(tmp_path / "data" / "test" / "text", d / "text", f"--ig={tmp_path / 'ig'}"),
+                           encoding="utf-8")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and not (exp / "RESULTS.md").exists()
+    line = next(x for x in out.err.splitlines() if str(d / "wer") in x)
+    assert (f"{d / 'wer'} scores N=12 reference tokens, but its references {tmp_path / 'data' / 'test' / 'text'} "
+            f"hold 15 (scored with --ignore_words {tmp_path / 'ig'}: rescored by hand?)") in line
+
+
+def test_n_is_counted_as_compute_wer_counts_it(tmp_path):
+    """check_counts agrees with compute-wer in word and character mode, with tags and normalisation."""
+    ref, hyp = tmp_path / "ref", tmp_path / "hyp"
+    ref.write_text("u1 Zero, one <unk> two\nu2 你好 a-b\nu3\n", encoding="utf-8")
+    hyp.write_text("u1 zero\n", encoding="utf-8")
+    (tmp_path / "ig").write_text("TWO\n", encoding="utf-8")
+    for opts in ([], ["--char=1"], ["--punctuation", "remove"], ["--rt=0"], ["--char=1", "--case", "upper"],
+                 ["--missing=skip", "--ig", str(tmp_path / "ig")]):
+        wer = tmp_path / "wer"
+        wer.write_text(score(ref, hyp, *opts), encoding="utf-8")
+        if "--missing=skip" in opts:
+            with pytest.raises(ScoreError, match="--ignore_words .* and scored with --missing skip"):
+                check_counts(read_score(str(wer)))
+        else:
+            check_counts(read_score(str(wer)))
+
+
+def decode_info_writers():
+    """(file, function, records mode) of every function in wenet_udps/ and tools/ that writes a result's
+    ``decode.info`` (a ``write_source`` call whose path names it), found from the code."""
+    import ast
+    found = []
+    for path in sorted([*(ROOT / "wenet_udps").rglob("*.py"), *(ROOT / "tools").glob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+            calls = [c for c in ast.walk(func)
+                     if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "write_source"]
+            if not any("decode.info" in ast.unparse(c) for c in calls):
+                continue
+            keys = {n.slice.value for n in ast.walk(func) if isinstance(n, ast.Subscript)
+                    and isinstance(n.slice, ast.Constant) and isinstance(n.ctx, ast.Store)}
+            found.append((str(path.relative_to(ROOT)), func.name, "mode" in keys))
+    return found
+
+
+def test_every_writer_of_a_decode_info_records_its_mode():
+    """The guard of the mode binding: each writer stores ``...["mode"] = ...`` before it writes (shown to fail: with
+    write_results' line removed it reports ('wenet_udps/decode/data_list.py', 'write_results', False))."""
+    writers = decode_info_writers()
+    assert {(f, name) for f, name, _ in writers} >= {("wenet_udps/decode/data_list.py", "write_results"),
+                                                     ("wenet_udps/bin/sherpa_decode.py", "main")}
+    assert [w for w in writers if not w[2]] == []

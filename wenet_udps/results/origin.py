@@ -1,0 +1,73 @@
+"""A result is bound to what made it: its ``decode.info`` must name the mode, the experiment and the set of the
+folder it lies in, ``EXP/<name>/<set>/<mode>``.
+
+The results table takes its row from the experiment folder, its column from the mode folder and its set from the
+set folder; the ``decode.info`` beside the ``text`` records what really ran (wenet_udps.utils.source_info):
+``mode`` (recognize writes one per mode folder, sherpa_decode its variant's name, e.g. ``sherpa-streaming_int8``),
+the ``checkpoint`` and the decoded list ``test_data``. ``cp -a EXP/test/attention EXP/test/attention_rescoring``
+would otherwise put attention's number in the rescoring column. :func:`origin_problem` says what disagrees:
+
+- mode: the folder is the recorded mode, or that mode with a tag (run.sh's ``<mode>_<lm_tag>``), but never a name
+  that another, longer mode begins (``ctc_prefix_beam_search`` under ``ctc_prefix_beam_search_lm_big``). A
+  ``decode.info`` of an older version (no ``mode``) must at least list the folder's mode among its ``modes``;
+- experiment: the checkpoint lies in the experiment folder, or the folder holds a file of that name with the
+  recorded SHA-256 (an experiment copied whole); without a SHA-256, its folder has the experiment's name;
+- set: the decoded list lies in a folder of the set's name (``data/test/data.list`` for ``EXP/x/test``).
+
+Only a ``decode.info`` in the mode folder itself binds the mode (one in the set or experiment folder is shared).
+"""
+import os
+from pathlib import Path
+from typing import Dict, Iterable, Mapping, Optional
+
+from wenet_udps.utils.source_info import file_sha256
+
+
+def folder_mode(name: str, modes: Iterable[str]) -> Optional[str]:
+    """The mode a result folder ``name`` is of: the longest of ``modes`` that it is, or that it begins followed by
+    ``_`` (a tag); None when none."""
+    fits = [m for m in modes if name == m or name.startswith(m + "_")]
+    return max(fits, key=len) if fits else None
+
+
+def _inside(path: str, folder: Path) -> bool:
+    try:
+        Path(os.path.abspath(path)).resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str], own_record: bool,
+                   sums: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """What in ``info`` (the ``decode.info`` of ``mode_dir``, :func:`wenet_udps.utils.source_info.read_record`)
+    disagrees with the folder ``EXP/<name>/<set>/<mode>`` it describes, or None. ``modes``: every result folder
+    name a decoder writes (decoding methods, sherpa variants); ``own_record``: the record lies in ``mode_dir``."""
+    sums = {} if sums is None else sums
+    test_dir, exp_dir = mode_dir.parent, mode_dir.parent.parent
+    modes = list(modes)
+    where = f"{mode_dir / 'decode.info' if own_record else 'its decode.info'}"
+    if own_record and info.get("mode"):
+        if folder_mode(mode_dir.name, modes + [info["mode"]]) != info["mode"]:
+            return (f"{where} records mode {info['mode']}, but it lies in {mode_dir.name}/ (copied or renamed "
+                    f"from another mode's folder?)")
+    elif own_record and info.get("modes"):
+        ran = info["modes"].split()
+        if folder_mode(mode_dir.name, modes + ran) not in ran:
+            return (f"{where} records modes {info['modes']}, none of which is {mode_dir.name} (copied or renamed "
+                    f"from another mode's folder?)")
+    checkpoint = info.get("checkpoint")
+    if checkpoint and not _inside(checkpoint, exp_dir):
+        mine = exp_dir / Path(checkpoint).name
+        if info.get("sha256"):
+            if not mine.is_file() or sums.setdefault(str(mine), file_sha256(str(mine))) != info["sha256"]:
+                return (f"{where} records checkpoint {checkpoint}, which is not of the experiment {exp_dir} "
+                        f"(copied from another experiment?)")
+        elif Path(checkpoint).parent.name != exp_dir.name:
+            return (f"{where} records checkpoint {checkpoint}, which is not of the experiment {exp_dir} (copied from "
+                    f"another experiment?)")
+    data = info.get("test_data")
+    if data and Path(data).parent.name != test_dir.name:
+        return (f"{where} records the decoded list {data}, which is not of the set {test_dir.name} (copied from "
+                f"another set's folder?)")
+    return None
