@@ -71,14 +71,15 @@ def test_a_result_without_the_record_is_refused_and_another_toolkits_is_not_chec
 
 def test_recognize_then_compute_wer_then_collect_results_score_only_what_was_decoded(tmp_path, fsdd_dir):
     """The entry points in the order run.sh's stages 5 and 7 call them, on a real decode."""
-    conf, ckpt = make_model_dir(tmp_path, att_udps=False)
+    exp = tmp_path / "exp" / "x_udps"
+    exp.mkdir(parents=True)
+    conf, ckpt = make_model_dir(exp, att_udps=False)   # the checkpoint of the experiment its results are under
     (tmp_path / "data" / "test").mkdir(parents=True)
     items = write_data_list(fsdd_dir, tmp_path / "data" / "test" / "data.list", 4)
     write_text(tmp_path / "data" / "test" / "text", {i["key"]: i["txt"] for i in items})
     others = write_data_list(fsdd_dir, tmp_path / "other.list", 4, offset=7)
     write_text(tmp_path / "other" / "test" / "text", {i["key"]: i["txt"] for i in others})   # another set
     write_text(tmp_path / "edited" / "test" / "text", {i["key"]: i["txt"] + " ZERO" for i in items})
-    exp = tmp_path / "exp" / "x_udps"
     result = exp / "test"
     recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data",
                     str(tmp_path / "data" / "test" / "data.list"), "--result_dir", str(result), "--modes",
@@ -86,7 +87,6 @@ def test_recognize_then_compute_wer_then_collect_results_score_only_what_was_dec
     info = read_source(str(result / "attention" / "decode.info"))
     assert info["test_data"] == str(tmp_path / "data" / "test" / "data.list") and info["refs_decoded"] == "4"
     assert info["refs_skipped"] == "0" and len(info["refs_sha256"]) == 64
-    (exp / "train.yaml").write_bytes(conf.read_bytes())
     for mode in ("ctc_greedy_search", "attention"):
         hyp = result / mode / "text"
         good = tool("compute-wer", "--v=0", tmp_path / "data" / "test" / "text", hyp)

@@ -20,7 +20,7 @@ import wenet_udps
 from tests.lm.lm_helpers import need_lmplz
 from tests.tools.load import load_tool
 from wenet_udps.lm import arpa, build, held_out
-from wenet_udps.scoring import tokens as scoring_tokens, wer
+from wenet_udps.scoring import bound, tokens as scoring_tokens, wer
 from wenet_udps.text import TOKENIZER_CLASSES, char_tokenizer
 from wenet_udps.text.base_tokenizer import read_symbol_table
 from wenet_udps.utils import text_norm
@@ -214,6 +214,8 @@ def _score(texts):
 # How each function is called on a list of texts; None: exempt, with the reason as a comment.
 CALLS = {
     "wenet_udps.scoring.tokens.tokenize": _per_text(lambda t: scoring_tokens.tokenize(t, char=True)),
+    "wenet_udps.scoring.bound.reference_tokens": _per_text(lambda t: bound.reference_tokens({"u": t}, {
+        "case": "keep", "punctuation": "keep", "char": "1", "case_sensitive": "1", "remove_tag": "1"})),
     "wenet_udps.scoring.wer.score": _score,
     "wenet_udps.scoring.wer.error_rate": lambda texts: wer.error_rate(dict(enumerate(NFC)), dict(enumerate(texts)),
                                                                       char=True),
