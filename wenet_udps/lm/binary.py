@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
+from wenet_udps.utils.atomic import program_failure, temp_path, write_text
 from wenet_udps.utils.source_info import file_sha256
 
 # KenLM's binary header (lm/binary_format.cc, format version 5): the magic string padded to 8 bytes, then test
@@ -163,20 +164,15 @@ def write_binary(arpa: str, out: str, memory: str = "10%") -> LmInfo:
     info = read_arpa(arpa)
     build_binary = find_kenlm_program("build_binary")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    partial = out + ".partial"
-    proc = subprocess.run([build_binary, "-S", memory, "trie", arpa, partial], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        if os.path.exists(partial):
-            os.remove(partial)
-        text = (proc.stderr + proc.stdout).decode("utf-8", "replace")
-        last = [line for line in text.splitlines() if line.strip()][-1:]
-        raise LmError(f"build_binary failed converting {arpa} to {out} (exit {proc.returncode}): {' '.join(last)}")
     words = words_path(out)
-    with open(words + ".partial", "w", encoding="utf-8") as f:
-        f.write(binding_line(file_sha256(partial), os.path.getsize(partial)) + "\n")
-        f.write("".join(w + "\n" for w in info.words))
-    # Words first: a run stopped between the two leaves a pair that read_binary refuses, never one it accepts.
-    os.replace(words + ".partial", words)
-    os.replace(partial, out)
+    with temp_path(out) as partial:
+        proc = subprocess.run([build_binary, "-S", memory, "trie", arpa, partial], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        if proc.returncode != 0:  # a full disk is an OSError naming ``out``; else build_binary's own reason
+            text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+            raise LmError(f"build_binary failed converting {arpa} to {out} (exit {proc.returncode}): "
+                          f"{program_failure('build_binary', text, out, proc.returncode)}")
+        # Words first: a run stopped between the two leaves a pair that read_binary refuses, never one it accepts.
+        write_text(words, binding_line(file_sha256(partial), os.path.getsize(partial)) + "\n"
+                   + "".join(w + "\n" for w in info.words))
     return read_binary(out)

@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
+from wenet_udps.utils.atomic import write_text
+
 _LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]\s*(.*?)\s*$")
 
 
@@ -51,8 +53,7 @@ def model_source(checkpoint: str, config: str) -> Dict[str, str]:
 
 
 def write_source(path: str, source: Mapping[str, str]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{key}: {value}\n" for key, value in source.items())
+    write_text(path, "".join(f"{key}: {value}\n" for key, value in source.items()))
 
 
 def read_source(path: str) -> Dict[str, str]:
