@@ -32,7 +32,7 @@ import signal
 import stat
 from typing import IO, Any, Iterator
 
-TMP_MARK = ".tmp."   # in every temporary name: readers (checkpoints, shard lists) skip such files
+TMP_MARK = ".tmp."   # in every temporary name: the checkpoint readers skip such files (and globs: a leading dot)
 NOT_WRITTEN = "not written: no partial file left, any earlier file unchanged"
 _counter = itertools.count()
 
