@@ -37,7 +37,18 @@ stamp_change() {
 # stamp_write FILE TEXT
 stamp_write() {
   mkdir -p "$(dirname "$1")"
-  printf '%s\n' "${2%$'\n'}" > "$1"
+  printf '%s\n' "${2%$'\n'}" | write_atomic "$1"
+}
+
+# write_atomic FILE: stdin into FILE, whole or not at all (the shell's side of wenet_udps/utils/atomic.py): into
+# FILE.partial, renamed over FILE once all is written; when the write fails (a full disk) the partial file is
+# removed, an earlier FILE is left as it was, and the stage stops naming FILE.
+write_atomic() {
+  if ! cat > "$1.partial"; then
+    rm -f "$1.partial"
+    die "$1: not written (the reason above: a full disk, a permission); any earlier $1 is unchanged"
+  fi
+  mv -f "$1.partial" "$1"
 }
 
 # canonical_path PATH: absolute, symlinks and .. resolved; PATH need not exist (python3: macOS has no realpath -m).
