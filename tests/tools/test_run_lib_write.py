@@ -34,7 +34,7 @@ def test_stamp_write_on_a_full_tmpfs(tmp_path):
     full.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], capture_output=True)
     if mounted.returncode != 0:
-        pytest.skip("no tiny tmpfs here (mount needs root)")
+        pytest.skip("no tiny tmpfs: mount -t tmpfs needs root (CAP_SYS_ADMIN); the failing-write case ran instead")
     try:
         (full / ".stage0.stamp").write_text("corpus=old\n")
         with open(full / "filler", "wb", buffering=0) as f:

@@ -2,10 +2,10 @@
 cv_loss, config), written atomically.
 
 Atomic write (``wenet_udps.utils.atomic``): the bytes go to a hidden temp file in the same directory
-(``.<name>.tmp.<pid>.<n>``), are fsync'ed, then ``os.replace``d onto the final name, and the directory is fsync'ed;
-a crash leaves either the old file or the new one, plus perhaps a temp file that every reader here ignores. The ``.pt`` is written before the
-``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :mod:`wenet_udps.train.checkpoint_files` looks only
-at YAMLs.
+(``.<name>.tmp.<pid>.<n><random>``), are fsync'ed, then ``os.replace``d onto the final name, and the directory is
+fsync'ed; a crash leaves either the old file or the new one, plus perhaps a temp file that every reader here
+ignores. The ``.pt`` is written before the ``.yaml``, so a tag whose YAML exists has a complete ``.pt``:
+:mod:`wenet_udps.train.checkpoint_files` looks only at YAMLs.
 
 Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet, and as every log line numbers epochs) and ``step_N``
 every ``save_interval`` optimizer steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last

@@ -1,6 +1,6 @@
 """The one way the package, tools/ and bench/ write an output file: atomically, so a file is whole or absent.
 
-Every output goes to a hidden temporary file in the same directory (``.<name>.tmp.<pid>.<n>``), is flushed and
+Every output goes to a hidden temporary file in the same directory (``.<name>.tmp.<pid>.<n><random>``), is flushed and
 fsync'ed, then ``os.replace``d onto its final name, and the directory is fsync'ed. When anything fails on the way (a
 full disk, a permission, the caller's own error in the middle of a file written line by line, Ctrl-C) the temporary
 file is removed and the final file, if one was there, is left as it was. An ``OSError`` is raised again naming the
@@ -72,7 +72,9 @@ def temp_path(path: "str | os.PathLike") -> Iterator[str]:
     (an input the block read) as it is."""
     final = _final(path)
     directory = os.path.dirname(os.path.abspath(final))
-    tmp = os.path.join(directory, f".{os.path.basename(final)}{TMP_MARK}{os.getpid()}.{next(_counter)}")
+    # pid and counter: unique in this run; the random part: a file a killed run left (a container's pids repeat)
+    tmp = os.path.join(directory, f".{os.path.basename(final)}{TMP_MARK}{os.getpid()}.{next(_counter)}"
+                                  f"{os.urandom(4).hex()}")
     try:
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)
