@@ -198,3 +198,18 @@ def test_a_program_s_reason_is_its_last_meaningful_line(tmp_path):
     text = "Reading x\n----5---10---100\n*****\nbad ARPA at line 7: no tab\nERROR\n"
     assert atomic.program_failure("build_binary", text, str(tmp_path / "lm.bin")) == "bad ARPA at line 7: no tab"
     assert atomic.program_failure("lmplz", "----5---10\n****\n", "x") == "lmplz said nothing"
+
+
+def test_a_result_whose_decode_info_cannot_be_written_is_not_kept(tmp_path, monkeypatch):
+    """A text without its decode.info would be scored unchecked, as another toolkit's: it goes with the record."""
+    from wenet_udps.decode.data_list import write_results
+    real = open
+
+    def full_for_the_record(path, *a, **k):
+        f = real(path, *a, **k)
+        return _FullFile(f) if "decode.info" in os.path.basename(str(path)) else f
+    monkeypatch.setattr(atomic, "open", full_for_the_record, raising=False)
+    with pytest.raises(OSError) as e:
+        write_results({"attention": {"u1": "A B"}}, str(tmp_path), source={"checkpoint": "x"})
+    assert e.value.filename == str(tmp_path / "attention" / "decode.info")
+    assert list((tmp_path / "attention").iterdir()) == []
