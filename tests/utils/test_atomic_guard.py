@@ -45,7 +45,7 @@ PRINTING_PROGRAMS = {
 }
 ATOMIC_CONTEXTS = {"open_atomic", "temp_path"}
 SCRATCH_CONTEXTS = {"TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile"}
-SCRATCH_CALLS = {"BytesIO", "StringIO", "mkdtemp", "mkstemp", "gettempdir"}
+SCRATCH_CALLS = {"BytesIO", "StringIO", "mkdtemp", "mkstemp"}  # not gettempdir: a fixed path in it is shared
 SUBPROCESS = {"run", "call", "check_call", "check_output", "Popen", "system"}
 WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 
