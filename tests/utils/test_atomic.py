@@ -64,6 +64,14 @@ def test_an_input_s_os_error_is_not_blamed_on_the_output(tmp_path):
     assert e.value.filename == str(tmp_path / "missing") and list(tmp_path.iterdir()) == []
 
 
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    target = tmp_path / "private"
+    target.write_text("old")
+    target.chmod(0o600)
+    atomic.write_text(target, "new")
+    assert target.read_text() == "new" and (target.stat().st_mode & 0o777) == 0o600
+
+
 def test_a_missing_directory_names_the_final_file(tmp_path):
     with pytest.raises(OSError) as e:
         atomic.write_text(tmp_path / "no" / "out", "x")

@@ -77,6 +77,8 @@ def temp_path(path: "str | os.PathLike") -> Iterator[str]:
                                   f"{os.urandom(4).hex()}")
     try:
         yield tmp
+        with contextlib.suppress(FileNotFoundError):  # a file replaced keeps its permissions (a private one stays so)
+            os.chmod(tmp, stat.S_IMODE(os.stat(final).st_mode))
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
