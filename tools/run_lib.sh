@@ -37,18 +37,23 @@ stamp_change() {
 # stamp_write FILE TEXT
 stamp_write() {
   mkdir -p "$(dirname "$1")"
-  printf '%s\n' "${2%$'\n'}" | write_atomic "$1"
+  write_atomic "$1" printf '%s\n' "${2%$'\n'}"
 }
 
-# write_atomic FILE: stdin into FILE, whole or not at all (the shell's side of wenet_udps/utils/atomic.py): into
-# FILE.partial, renamed over FILE once all is written; when the write fails (a full disk) the partial file is
-# removed, an earlier FILE is left as it was, and the stage stops naming FILE.
+# write_atomic FILE COMMAND [ARG...]: COMMAND's output into FILE, whole or not at all (the shell's side of
+# wenet_udps/utils/atomic.py): into FILE.partial, renamed over FILE once COMMAND has succeeded (a command, not a
+# pipe into this function: a producer failing half way would end a pipe's input as if it were whole); when the
+# write or the command fails (a full disk), the partial file is removed, an earlier FILE is left as it was, and the
+# stage stops naming FILE.
 write_atomic() {
-  if ! cat > "$1.partial"; then
-    rm -f "$1.partial"
-    die "$1: not written (the reason above: a full disk, a permission); any earlier $1 is unchanged"
+  local file=$1
+  shift
+  if ! "$@" > "${file}.partial"; then
+    rm -f "${file}.partial"
+    die "${file}: not written (the reason above: a full disk, a permission, or $1 failed); any earlier ${file} is" \
+      "unchanged"
   fi
-  mv -f "$1.partial" "$1"
+  mv -f "${file}.partial" "${file}"
 }
 
 # canonical_path PATH: absolute, symlinks and .. resolved; PATH need not exist (python3: macOS has no realpath -m).

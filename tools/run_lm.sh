@@ -131,7 +131,7 @@ lm_tune() {
         best=$(printf '%s\n%s %s %s\n' "${best}" "${rate}" "${w}" "${b}" | awk 'NF' | sort -g -k1,1 | head -n 1)
       done
     done
-    echo "${best}" | write_atomic "${tune}/best"
+    write_atomic "${tune}/best" echo "${best}"
     stamp_write "${tune}/.tune.stamp" "${key}"
   fi
   read -r rate lm_weight word_score < "${tune}/best"

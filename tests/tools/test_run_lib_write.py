@@ -20,10 +20,10 @@ def _bash(script: str, **env):
 
 def test_write_atomic_writes_whole_and_a_failed_write_leaves_the_earlier_file(tmp_path):
     target = tmp_path / "best"
-    assert _bash(f'echo "12.5 0.3 1.0" | write_atomic "{target}"').returncode == 0
+    assert _bash(f'write_atomic "{target}" echo "12.5 0.3 1.0"').returncode == 0
     assert target.read_text() == "12.5 0.3 1.0\n"
-    # the write fails (cat stands for a full disk here): exit 1, one line naming the file, nothing partial
-    proc = _bash(f'cat() {{ command cat > /dev/null; return 1; }}; echo "new" | write_atomic "{target}"')
+    # the command fails half way (as on a full disk): exit 1, one line naming the file, nothing partial
+    proc = _bash(f'half() {{ echo "12"; return 1; }}; write_atomic "{target}" half')
     assert proc.returncode == 1
     assert f"{target}: not written" in proc.stderr.strip().splitlines()[-1]
     assert target.read_text() == "12.5 0.3 1.0\n" and sorted(p.name for p in tmp_path.iterdir()) == ["best"]
@@ -54,7 +54,8 @@ def test_stamp_write_on_a_full_tmpfs(tmp_path):
 # The shell side (run.sh's stages and tools/*.sh): a redirection to a file is write_atomic's (tools/run_lib.sh) or
 # one of these, each with its reason.
 SHELL_ALLOWED: Dict[Tuple[str, str], str] = {
-    ("tools/run_lib.sh", '"$1.partial"'): "write_atomic itself: renamed over $1 once written, removed otherwise",
+    ("tools/run_lib.sh", '"${file}.partial"'): "write_atomic itself: renamed once the command succeeded, else "
+                                                "removed",
     ("tools/run_eval.sh", '"${wer}.partial"'): "score_into: renamed over the wer once compute-wer succeeded",
     ("tools/run_lm.sh", '"${out}.partial"'): "the published LM: renamed once gzip succeeded, removed otherwise",
     ("tools/run_lib.sh", '"${exp}/.run.lock"'): "the lock file (flock); the pid in it is for a message only",
@@ -100,6 +101,6 @@ def test_the_shell_scan_finds_each_kind_of_write(line):
 
 
 @pytest.mark.parametrize("line", ['cmd > /dev/null 2>&1', 'echo x >&2', '(( a > 0 ))', '[[ $a > $b ]]',
-                                  'echo x | write_atomic "${f}"', '# cmd > "${f}"', 'log "a -> ${out}"'])
+                                  'write_atomic "${f}" echo x', '# cmd > "${f}"', 'log "a -> ${out}"'])
 def test_the_shell_scan_passes_what_writes_no_file(line):
     assert not list(_shell_writes(line)), line
