@@ -19,6 +19,8 @@ from typing import Callable, Dict, Iterable, Optional, Sequence
 
 import torch
 
+from wenet_udps.utils.atomic import write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 # Each neighbour stops by itself once this process is gone (its parent changes, or ``kill -0`` fails), so that a
 # benchmark killed by a timeout or SIGKILL, where the ``finally`` below never runs, leaves no load behind.
@@ -116,6 +118,6 @@ def write_table(lines: Sequence[str], out: Optional[Path]) -> None:
     """Print the Markdown table, and write it to ``out`` too when given."""
     table = "\n".join(lines)
     if out:
-        out.write_text(table + "\n")
+        write_text(out, table + "\n")
     print(table)
 

@@ -24,6 +24,7 @@ import torch
 from wenet_udps.config import read_conf
 from wenet_udps.dataset.audio import AUDIO_EXTENSIONS
 from wenet_udps.dataset.transforms import UtteranceProcessor
+from wenet_udps.utils.atomic import write_text
 
 CONF = {"resample_conf": {"resample_rate": 16000}, "speed_perturb": True,
         "fbank_conf": {"num_mel_bins": 80, "frame_shift": 10, "frame_length": 25, "dither": 1.0},
@@ -88,7 +89,7 @@ def main() -> None:
     for name, n, audio, wall in rows:
         print(f"| {name} | {n} | {audio:.1f} | {wall:.2f} | {audio / wall:.0f} |")
     if args.json:
-        args.json.write_text(json.dumps([{"input": name, "files": n, "audio_s": audio, "wall_s": wall,
+        write_text(args.json, json.dumps([{"input": name, "files": n, "audio_s": audio, "wall_s": wall,
                                           "audio_s_per_s_per_worker": audio / wall}
                                          for name, n, audio, wall in rows], indent=2) + "\n")
 

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 import soundfile as sf
 
 from wenet_udps.results.peers import read_peer_results
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.scoring.bound import ScoreError, check_scored, read_score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,8 +259,8 @@ def write(work: Path, out: Path, dry_run: bool) -> None:
               "f": part_table(work, "f_tune.md", "f.log")}
     report["consumes"] = consumption(report["b"], report["d"])
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "report.md").write_text(markdown(report))
+    write_text(out / "report.json", json.dumps(report, indent=2) + "\n")
+    write_text(out / "report.md", markdown(report))
 
 
 def main() -> None:

@@ -47,6 +47,7 @@ import torch  # noqa: E402
 
 from wenet_udps.config import read_conf  # noqa: E402
 from wenet_udps.model_builder import build_model  # noqa: E402
+from wenet_udps.utils.atomic import write_text  # noqa: E402
 
 from bench._harness import NEIGHBOURS, neighbour  # noqa: E402
 from bench._step_profile import profile_rows  # noqa: E402
@@ -265,7 +266,7 @@ def main() -> None:
         rows = [row for name in args.confs for row in bench_conf(name, args)]
     table = "\n".join(header + rows)
     if args.out:
-        args.out.write_text(table + "\n")
+        write_text(args.out, table + "\n")
     print(table)
 
 

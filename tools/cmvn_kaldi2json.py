@@ -8,12 +8,12 @@ The JSON holds ``mean_stat`` (D sums), ``var_stat`` (D sums of squares) and ``fr
 tools/compute_cmvn_stats.py writes it.
 """
 import argparse
-import json
 import struct
 import sys
 from typing import List
 
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_json
 
 
 def read_kaldi_matrix(data: bytes, path: str) -> List[List[float]]:
@@ -57,8 +57,7 @@ def main(argv=None) -> int:
     except (OSError, ValueError, struct.error) as e:
         print(f"cmvn_kaldi2json.py: {e}", file=sys.stderr)
         return 1
-    with open(args.out_json, "w", encoding="utf-8") as f:
-        json.dump(stats, f)
+    write_json(args.out_json, stats)
     print(f"cmvn_kaldi2json.py: wrote {args.out_json} ({len(stats['mean_stat'])} dims, "
           f"{stats['frame_num']:g} frames)", file=sys.stderr)
     return 0

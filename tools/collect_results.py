@@ -51,6 +51,7 @@ from wenet_udps.results.origin import origin_problem
 from wenet_udps.scoring.bound import RESCORE, ScoreError, check_scored, read_score
 from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 from wenet_udps.utils.source_info import read_record, stale_reason
@@ -297,7 +298,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             + "\n".join(provenance_markdown(provenance(seeds_ran(experiments)))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text(out, text)
     print(table + peers + ablation, end="")   # the site ablation's paired tests are what --udps_sites is run for
     for p in make_plots(experiments, args.exp_dir, plots_dir, args.metric):
         print(f"collect_results.py: wrote {p}", file=sys.stderr)

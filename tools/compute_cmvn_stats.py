@@ -13,7 +13,6 @@ it refuses is skipped with a warning and counted; no readable audio, or more unr
 dataset_conf.max_bad_fraction, is an error (exit 1).
 """
 import argparse
-import json
 import logging
 import multiprocessing
 from typing import Any, Dict, List, Optional, Tuple
@@ -28,6 +27,7 @@ from wenet_udps.dataset.kaldi_data import scp_utterances
 from wenet_udps.dataset.lists import read_raw_list
 from wenet_udps.dataset.transforms import check_dataset_conf
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_json
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import utf8_lines
 from wenet_udps.utils.schema import ConfigError
@@ -107,8 +107,7 @@ def main(argv=None) -> None:
     # the one rule of a pass (wenet_udps.utils.counts): no audio read, or too much unreadable, is exit 1
     logging.info("%s", check_pass(f"cmvn data {args.in_scp}: {counts_line(len(utts) - bad, {'bad_audio': bad})}",
                                   used=len(utts) - bad, total=len(utts), unusable=bad, max_bad_fraction=max_bad))
-    with open(args.out_cmvn, "w", encoding="utf-8") as f:
-        json.dump({"mean_stat": total.tolist(), "var_stat": sq.tolist(), "frame_num": frames}, f)
+    write_json(args.out_cmvn, {"mean_stat": total.tolist(), "var_stat": sq.tolist(), "frame_num": frames})
     logging.info("wrote %s: %d frames of dim %d from %d utterances", args.out_cmvn, frames, len(total),
                  len(utts) - bad)
 

@@ -34,6 +34,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from wenet_udps.lm.held_out import HeldOut
 from wenet_udps.lm.options import DEFAULT_ORDER
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.text_norm import foreign_letter
 
 # Abbreviations that LibriSpeech transcripts spell out (MISTER, MISSUS, DOCTOR, SAINT, MADAME ... in train-clean-5).
@@ -206,8 +207,8 @@ def make_books(git_dir: Path, librispeech: Path, out_dir: Path, held: Dict[str, 
     cat = subprocess.Popen(["git", f"--git-dir={git_dir}", "cat-file", "--batch"], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "books.txt", "w", encoding="ascii") as out, \
-            open(out_dir / "manifest.tsv", "w", encoding="utf-8") as manifest:
+    with open_atomic(out_dir / "books.txt", encoding="ascii") as out, \
+            open_atomic(out_dir / "manifest.tsv") as manifest:
         manifest.write("path\tblob\tpg_id\ttitle\tstatus\tlines\n")
         for path, blob in git_files(git_dir):
             cat.stdin.write(blob.encode() + b"\n")

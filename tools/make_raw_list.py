@@ -14,6 +14,7 @@ from typing import Dict
 
 from wenet_udps.dataset.kaldi_data import EMPTY_TRANSCRIPT, read_utterances
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.counts import add_max_bad_fraction, check_pass, counts_line
 
 
@@ -35,7 +36,7 @@ def main(argv=None) -> None:
     check_pass(f"{args.wav_file} + {args.text_file}: {counts_line(len(entries), left_out)}", used=len(entries),
                total=len(entries) + sum(left_out.values()), unusable=left_out.get(EMPTY_TRANSCRIPT, 0),
                max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction")
-    with open(args.output_file, "w", encoding="utf-8") as out:
+    with open_atomic(args.output_file) as out:
         for utt, wav, txt, start, end in entries:
             obj = {"key": utt, "wav": wav, "txt": txt}
             if start is not None:

@@ -31,6 +31,7 @@ from wenet_udps.dataset.audio import AUDIO_EXTENSIONS, INT16_SCALE, BadAudioErro
 from wenet_udps.dataset.kaldi_data import EMPTY_TRANSCRIPT, read_utterances
 from wenet_udps.dataset.lists import MAX_MEMBER_BYTES
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import open_atomic, write_text
 from wenet_udps.utils.counts import add_max_bad_fraction, check_pass, counts_line
 
 Entry = Tuple[str, str, str, Optional[float], Optional[float]]  # key, path, text, start, end
@@ -61,7 +62,7 @@ def write_shard(entries: List[Entry], tar_path: str, target_sr: Optional[int]) -
     """Write one tar; returns the utterances left out: ``bad_audio`` (unreadable, as the audio reader decides)
     and ``oversize_member`` (larger than a shard member may be, as training decides)."""
     left_out = {"bad_audio": 0, "oversize_member": 0}
-    with tarfile.open(tar_path, "w") as tar:
+    with open_atomic(tar_path, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
         for entry in entries:
             try:
                 audio, ext = _audio_member(entry, target_sr)
@@ -105,7 +106,8 @@ def main(argv=None) -> None:
     paths = [os.path.abspath(os.path.join(args.shards_dir, f"{args.prefix}_{i:09d}.tar")) for i in range(len(chunks))]
     with ThreadPoolExecutor(max_workers=max(1, args.num_threads)) as pool:
         futures = [pool.submit(write_shard, chunk, path, args.resample) for chunk, path in zip(chunks, paths)]
-        results = [f.result() for f in tqdm(as_completed(futures), total=len(futures), desc="shards", unit="shard")]
+        with tqdm(as_completed(futures), total=len(futures), desc="shards", unit="shard") as bar:  # closed on error:
+            results = [f.result() for f in bar]                                   # the error line starts a line
     skipped = {reason: sum(r[reason] for r in results) for reason in ("bad_audio", "oversize_member")}
     # the one rule of a pass (wenet_udps.utils.counts): no utterance packed, or too much unreadable audio, is
     # exit 1, before the shard list is written
@@ -113,8 +115,7 @@ def main(argv=None) -> None:
     logging.info("%s", check_pass(f"shards of {args.wav_file}: {counts_line(used, skipped)}", used=used,
                                   total=len(entries), unusable=skipped["bad_audio"],
                                   max_bad_fraction=args.max_bad_fraction, setting="--max_bad_fraction"))
-    with open(args.shards_list, "w", encoding="utf-8") as f:
-        f.writelines(p + "\n" for p in paths)
+    write_text(args.shards_list, "".join(p + "\n" for p in paths))
     logging.info("wrote %d shards (%d utterances) listed in %s", len(paths), used, args.shards_list)
 
 

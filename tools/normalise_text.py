@@ -8,9 +8,9 @@ is rewritten only when a line changes; ``--punctuation refuse`` (the default) le
 naming its lines that hold punctuation (declare keep or remove).
 """
 import argparse
-import os
 
 from wenet_udps.utils import cli, text_norm
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.kaldi_files import read_table
 
 
@@ -19,10 +19,7 @@ def normalise_file(path: str, norm: text_norm.TextNorm) -> str:
     table = read_table(path, key_name="utterance key", allow_empty_value=True)
     rows, counts = norm.lines(((lineno, value) for value, lineno in table.values()), path)
     if any(new != old for (_, new), (old, _) in zip(rows, table.values())):
-        partial = f"{path}.partial"
-        with open(partial, "w", encoding="utf-8") as f:
-            f.writelines(f"{key} {value}".rstrip() + "\n" for key, (_, value) in zip(table, rows))
-        os.replace(partial, path)
+        write_text(path, "".join(f"{key} {value}".rstrip() + "\n" for key, (_, value) in zip(table, rows)))
     return f"{path} (case {norm.case}, punctuation {norm.punctuation}): {counts.describe()}"
 
 

@@ -37,7 +37,23 @@ stamp_change() {
 # stamp_write FILE TEXT
 stamp_write() {
   mkdir -p "$(dirname "$1")"
-  printf '%s\n' "${2%$'\n'}" > "$1"
+  write_atomic "$1" printf '%s\n' "${2%$'\n'}"
+}
+
+# write_atomic FILE COMMAND [ARG...]: COMMAND's output into FILE, whole or not at all (the shell's side of
+# wenet_udps/utils/atomic.py): into FILE.partial, renamed over FILE once COMMAND has succeeded (a command, not a
+# pipe into this function: a producer failing half way would end a pipe's input as if it were whole); when the
+# write or the command fails (a full disk), the partial file is removed, an earlier FILE is left as it was, and the
+# stage stops naming FILE.
+write_atomic() {
+  local file=$1
+  shift
+  if ! "$@" > "${file}.partial"; then
+    rm -f "${file}.partial"
+    die "${file}: not written (the reason above: a full disk, a permission, or $1 failed); any earlier ${file} is" \
+      "unchanged"
+  fi
+  mv -f "${file}.partial" "${file}"
 }
 
 # canonical_path PATH: absolute, symlinks and .. resolved; PATH need not exist (python3: macOS has no realpath -m).

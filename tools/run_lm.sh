@@ -59,7 +59,9 @@ lm_unpack() {
   fi
   log "stage 2: the published LM ${gz} -> ${out}"
   mkdir -p "$(dirname "${out}")"
-  gzip -dc "${gz}" > "${out}.partial" || die "${gz}: not a whole gzip file; delete it and rerun stage -1"
+  gzip -dc "${gz}" > "${out}.partial" \
+    || { rm -f "${out}.partial"; die "${gz}: not a whole gzip file, or a full disk (gzip's message above): ${out} not" \
+           "written; a cut file: delete it and rerun stage -1"; }
   mv "${out}.partial" "${out}"
   stamp_write "${out}.stamp" "${key}"
 }
@@ -129,7 +131,7 @@ lm_tune() {
         best=$(printf '%s\n%s %s %s\n' "${best}" "${rate}" "${w}" "${b}" | awk 'NF' | sort -g -k1,1 | head -n 1)
       done
     done
-    echo "${best}" > "${tune}/best"
+    write_atomic "${tune}/best" echo "${best}"
     stamp_write "${tune}/.tune.stamp" "${key}"
   fi
   read -r rate lm_weight word_score < "${tune}/best"

@@ -18,6 +18,7 @@ import sentencepiece as spm
 
 from wenet_udps.text.base_tokenizer import write_symbol_table
 from wenet_udps.utils import cli, text_norm
+from wenet_udps.utils.atomic import write_bytes
 from wenet_udps.utils.counts import check_pass, counts_line
 from wenet_udps.utils.kaldi_files import sentences
 
@@ -46,17 +47,21 @@ def main(argv=None) -> None:
     check_pass(f"{args.text}: {counts_line(len(used), {'empty transcript': len(lines) - len(used)})}",
                used=len(used), total=len(lines), unusable=0)
     os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as tmp:
-        tmp.writelines(sentence + "\n" for sentence in used)
-    try:
-        spm.SentencePieceTrainer.train(
-            input=tmp.name, model_prefix=args.model_prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,
-            character_coverage=1.0, input_sentence_size=100000000, unk_id=1, bos_id=-1, eos_id=-1,
-            minloglevel=2)
-    except RuntimeError as e:
-        raise SystemExit(f"sentencepiece training on {args.text} failed: {e}")
-    finally:
-        os.unlink(tmp.name)
+    # sentencepiece writes PREFIX.model and .vocab itself: into a scratch dir, then each copied atomically
+    with tempfile.TemporaryDirectory() as scratch:
+        corpus, prefix = os.path.join(scratch, "text"), os.path.join(scratch, "bpe")
+        with open(corpus, "w", encoding="utf-8") as tmp:
+            tmp.writelines(sentence + "\n" for sentence in used)
+        try:
+            spm.SentencePieceTrainer.train(
+                input=corpus, model_prefix=prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,
+                character_coverage=1.0, input_sentence_size=100000000, unk_id=1, bos_id=-1, eos_id=-1,
+                minloglevel=2)
+        except RuntimeError as e:
+            raise SystemExit(f"sentencepiece training on {args.text} failed: {e}")
+        for ext in (".model", ".vocab"):
+            with open(prefix + ext, "rb") as f:
+                write_bytes(args.model_prefix + ext, f.read())
     sp = spm.SentencePieceProcessor()
     sp.load(args.model_prefix + ".model")
     pieces = sorted(sp.id_to_piece(i) for i in range(sp.get_piece_size())

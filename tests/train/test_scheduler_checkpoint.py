@@ -27,19 +27,6 @@ def test_warmuplr_follows_wenet_formula():
         build_optimizer({"optim": "sgd"}, [p])
 
 
-def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
-    target = tmp_path / "epoch_0.pt"
-    ckpt.atomic_write_bytes(str(target), b"old complete content")
-
-    def boom(src, dst):
-        raise KeyboardInterrupt("killed between write and rename")
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(KeyboardInterrupt):
-        ckpt.atomic_write_bytes(str(target), b"new")
-    assert target.read_bytes() == b"old complete content"
-    assert [p.name for p in tmp_path.iterdir()] == ["epoch_0.pt"]
-
-
 def test_readers_ignore_temp_and_incomplete_checkpoints(tmp_path):
     state = {"model": {"w": torch.ones(2)}, "epoch": 0}
     ckpt.save_checkpoint(str(tmp_path), "epoch_0", state, {"epoch": 0, "step": 5, "cv_loss": 1.0})

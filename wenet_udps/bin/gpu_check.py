@@ -28,6 +28,7 @@ import torch
 
 from wenet_udps.config import read_conf
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_json, write_text
 from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +137,7 @@ def _ddp_worker(rank: int, world: int, port: int, args, out_dir: str) -> None:
         checks = model_checks(args, rank, world)
     finally:
         torch.distributed.destroy_process_group()
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(checks))
+    write_json(Path(out_dir, f"rank{rank}.json"), checks)
 
 
 def distributed_model_checks(args) -> List[Dict]:
@@ -217,7 +218,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(verdict_line(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_text(args.json, json.dumps(result, indent=2) + "\n")
     return 0 if result["ok"] else 1
 
 

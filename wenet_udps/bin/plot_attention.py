@@ -28,6 +28,7 @@ import torch
 from wenet_udps.decode.attention_maps import collect, plot
 from wenet_udps.results import entropy as entropy_table
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import run_cli
 
 
@@ -57,13 +58,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     heads = {label: {site: values.tolist() for site, values in entropy.items()}
              for label, (_, _, entropy) in results.items()}
     paths.append(os.path.join(args.out_dir, "attention_entropy.tsv"))
-    with open(paths[-1], "w", encoding="utf-8") as f:
-        f.write(entropy_table.tsv(heads))
+    write_text(paths[-1], entropy_table.tsv(heads))
     table = entropy_table.seeds_table(heads)
     if table:
         paths.append(os.path.join(args.out_dir, "attention_entropy.md"))
-        with open(paths[-1], "w", encoding="utf-8") as f:
-            f.write(table)
+        write_text(paths[-1], table)
     for path in paths:
         print(path)
 

@@ -28,6 +28,7 @@ from wenet_udps.scoring.references import reference_record
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.transformer.decode_options import CHUNK_MAX, CHUNK_SIZE, LEFT_CHUNKS_WHY
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import ListError, read_table
@@ -155,8 +156,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.info("%s", check_pass(f"decode {args.wav_scp}: {counts_line(len(lines), skipped)}", used=len(lines),
                                   total=len(rows), unusable=sum(skipped.values()),
                                   max_bad_fraction=max_bad_fraction(config)))
-    with open(os.path.join(args.result_dir, "text"), "w", encoding="utf-8") as out:
-        out.writelines(lines)
+    write_text(os.path.join(args.result_dir, "text"), "".join(lines))
     # The references are the data dir's: the text beside the wav.scp (scoring.references checks them when scored).
     text = os.path.join(os.path.dirname(args.wav_scp), "text")
     if os.path.isfile(text):
@@ -168,8 +168,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}
-    with open(os.path.join(args.result_dir, "rtf"), "w", encoding="utf-8") as f:
-        f.write(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.2f} s of audio, {args.num_threads} thread(s))\n")
+    write_text(os.path.join(args.result_dir, "rtf"),
+               f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.2f} s of audio, {args.num_threads} thread(s))\n")
     print(f"RTF {stats['rtf']:.4f} ({seconds:.2f} s for {audio:.2f} s of audio); {stats['skipped']} skipped")
     return stats
 

@@ -31,6 +31,7 @@ import numpy as np
 from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, boolean, check_counts, mark_partial, warn_skipped, \
     write_kaldi_dir
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import open_atomic, write_bytes, write_text
 from wenet_udps.utils.kaldi_files import utf8_lines
 
 SETS = {"train": "an4_clstk", "test": "an4test_clstk"}  # transcription name -> folder of its speakers under wav/
@@ -86,13 +87,14 @@ def to_flac(an4: Path, out: Path) -> int:
                 dst.mkdir(parents=True, exist_ok=True)
             elif src.suffix != ".sph":
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
+                write_bytes(dst, src.read_bytes())
             else:
                 dst = dst.with_suffix(".flac")
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 try:
                     samples, rate = sf.read(str(cli.regular_file(src)), dtype="int16", always_2d=True)
-                    sf.write(str(dst), samples, rate, format="FLAC", subtype="PCM_16")
+                    with open_atomic(dst, "wb") as f:
+                        sf.write(f, samples, rate, format="FLAC", subtype="PCM_16")
                     back, back_rate = sf.read(str(dst), dtype="int16", always_2d=True)
                 except (RuntimeError, sf.SoundFileError) as e:
                     raise ValueError(f"{src}: {e}") from None
@@ -152,8 +154,7 @@ def split_dev(rows: List[Row], num_dev: int) -> Tuple[List[Row], List[Row]]:
 def write_set(out_dir: Path, rows: List[Row]) -> None:
     """``wav.scp``, ``text`` and Kaldi's ``utt2spk`` (results are also reported per speaker)."""
     write_kaldi_dir(out_dir, rows)
-    (out_dir / "utt2spk").write_text("".join(f"{k} {k.split('-', 1)[0]}\n" for k, _, _ in sorted(rows)),
-                                     encoding="utf-8")
+    write_text(out_dir / "utt2spk", "".join(f"{k} {k.split('-', 1)[0]}\n" for k, _, _ in sorted(rows)))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

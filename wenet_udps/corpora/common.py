@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.kaldi_files import read_table
 
 NOISE_KINDS = ("white", "pink")
@@ -96,10 +97,8 @@ def write_kaldi_dir(out_dir: Path, entries: Iterable[Tuple[str, str, str]]) -> i
     if len(set(keys)) != len(keys):
         raise ValueError(f"{out_dir}: duplicate utterance keys")
     os.makedirs(out_dir, exist_ok=True)
-    with open(out_dir / "wav.scp", "w", encoding="utf-8") as scp, open(out_dir / "text", "w", encoding="utf-8") as txt:
-        for key, path, transcript in rows:
-            scp.write(f"{key} {path}\n")
-            txt.write(f"{key} {transcript}\n")
+    write_text(out_dir / "wav.scp", "".join(f"{key} {path}\n" for key, path, _ in rows))
+    write_text(out_dir / "text", "".join(f"{key} {transcript}\n" for key, _, transcript in rows))
     return len(rows)
 
 
@@ -145,7 +144,7 @@ def mark_partial(set_dir: Path, lines: Iterable[str]) -> None:
     lines = sorted(set(lines))
     path = Path(set_dir) / PARTIAL_FILE
     if lines:
-        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        write_text(path, "".join(f"{line}\n" for line in lines))
     elif path.exists():
         path.unlink()
 

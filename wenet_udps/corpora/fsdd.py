@@ -30,6 +30,7 @@ from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, NOISE_KINDS, add_noise
     mark_partial, speech_power, to_int16, write_kaldi_dir
 from wenet_udps.dataset.audio import BadAudioError, load_audio
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import open_atomic, write_text
 
 FSDD_RATE = 8000
 DIGIT_WORDS = ("ZERO", "ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE")
@@ -134,7 +135,8 @@ def build_split(split: str, count: int, inv: Inventory, out_dir: Path, rng: np.r
             audio = add_noise(audio, snr_db=snr, kind=kind, rng=np.random.default_rng(noise_seed))
         key = f"{spk}_{split}_{i:05d}"
         path = (wav_dir / f"{key}.wav").resolve()
-        sf.write(path, to_int16(audio, peak=peak), rate, subtype="PCM_16")
+        with open_atomic(path, "wb") as f:
+            sf.write(f, to_int16(audio, peak=peak), rate, format="WAV", subtype="PCM_16")
         rows.append((key, str(path), " ".join(DIGIT_WORDS[d] for d in digits)))
         sources.append(f"{key} {','.join(used)}")
         seconds += audio.shape[0] / rate
@@ -196,7 +198,7 @@ def build(fsdd_dir: Path, out_dir: Path, *, seed: int, counts: Dict[str, int], r
             max_digits=max_digits, noise=noise, snr_range=snr_range)
         write_kaldi_dir(out_dir / split, rows)
         mark_partial(out_dir / split, partial)
-        (out_dir / split / "sources").write_text("".join(s + "\n" for s in sorted(sources)), encoding="utf-8")
+        write_text(out_dir / split / "sources", "".join(s + "\n" for s in sorted(sources)))
     return seconds
 
 

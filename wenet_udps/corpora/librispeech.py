@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from wenet_udps.corpora.common import ALLOW_PARTIAL_HELP, boolean, check_counts, mark_partial, warn_skipped, \
     write_kaldi_dir
 from wenet_udps.utils import cli
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.kaldi_files import read_table
 
 
@@ -125,8 +126,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     write_kaldi_dir(args.out_dir, rows)
     mark_partial(args.out_dir, partial)
     # utt2spk (Kaldi's): results are also reported per speaker (tools/collect_results.py).
-    (args.out_dir / "utt2spk").write_text("".join(f"{k} {speaker_of(k)}\n" for k, _, _ in sorted(rows)),
-                                          encoding="utf-8")
+    write_text(args.out_dir / "utt2spk", "".join(f"{k} {speaker_of(k)}\n" for k, _, _ in sorted(rows)))
     spk = sorted({speaker_of(k) for k, _, _ in rows}, key=int)
     print(f"{args.out_dir}: {len(rows)} utterances of {len(spk)} speaker(s) from {args.part_dir}", file=sys.stderr)
     return 0

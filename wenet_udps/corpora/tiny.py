@@ -26,6 +26,7 @@ import soxr
 
 from wenet_udps.corpora.common import NOISE_KINDS, add_noise, to_int16, write_kaldi_dir
 from wenet_udps.corpora.tiny_lexicon import EN_WORDS, ZH_WORDS
+from wenet_udps.utils.atomic import open_atomic
 
 SAMPLE_RATE = 16000
 SPLITS = ("train", "dev", "test")
@@ -173,7 +174,8 @@ def render(utt: UtteranceSpec) -> float:
     audio = np.concatenate([np.zeros(int(utt.lead_s * SAMPLE_RATE)), audio, np.zeros(int(utt.tail_s * SAMPLE_RATE))])
     audio = add_noise(audio, snr_db=utt.snr_db, kind=utt.noise, rng=np.random.default_rng(utt.noise_seed))
     Path(utt.path).parent.mkdir(parents=True, exist_ok=True)
-    sf.write(utt.path, to_int16(audio, peak=utt.peak), SAMPLE_RATE, subtype="PCM_16")
+    with open_atomic(utt.path, "wb") as f:
+        sf.write(f, to_int16(audio, peak=utt.peak), SAMPLE_RATE, format="WAV", subtype="PCM_16")
     return audio.shape[0] / SAMPLE_RATE
 
 

@@ -18,6 +18,7 @@ from wenet_udps.decode.data_list import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
+from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.cli import UserError
 
 
@@ -194,7 +195,8 @@ def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
     for label, (key, maps, _) in results.items():
         fig = weight_grid(label, key, maps)
         path = os.path.join(out_dir, f"attention_{label}.png")
-        fig.savefig(path, dpi=110)
+        with open_atomic(path, "wb") as f:
+            fig.savefig(f, dpi=110, format="png")
         plt.close(fig)
         paths.append(path)
     sites = list(next(iter(results.values()))[2])
@@ -213,6 +215,7 @@ def plot(results: Dict[str, tuple], out_dir: str) -> List[str]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = os.path.join(out_dir, "attention_entropy.png")
-    fig.savefig(path, dpi=110)
+    with open_atomic(path, "wb") as f:
+        fig.savefig(f, dpi=110, format="png")
     plt.close(fig)
     return paths + [path]

@@ -21,6 +21,7 @@ from wenet_udps.lm.arpa import check_oov
 from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.train.checkpoint import load_model_state
 from wenet_udps.transformer.modes import LM_METHODS
+from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.source_info import write_source
 
 
@@ -169,14 +170,18 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
     for mode, hyps in results.items():
         os.makedirs(os.path.join(result_dir, mode), exist_ok=True)
         path = os.path.join(result_dir, mode, "text")
-        with open(path, "w", encoding="utf-8") as f:
+        with open_atomic(path) as f:
             for key, text in hyps.items():
                 f.write(f"{key} {text}\n")
         if source is not None:
             lines = {**source, **(lm_source or {})} if mode in LM_METHODS else dict(source)
             lines.update((per_mode or {}).get(mode, {}))
             lines["mode"] = mode   # the folder's own mode: tools/collect_results checks it (results.origin)
-            write_source(os.path.join(result_dir, mode, "decode.info"), lines)
+            try:
+                write_source(os.path.join(result_dir, mode, "decode.info"), lines)
+            except OSError:  # a text without its record would be scored as another toolkit's: not kept
+                os.unlink(path)
+                raise
         paths.append(path)
     return paths
 

@@ -27,6 +27,7 @@ from wenet_udps.export.wrappers import ChunkEncoder, FullEncoder, RescoringDecod
 from wenet_udps.transformer.search import DecodeResult, attention_rescoring, ctc_greedy_search, \
     ctc_prefix_beam_search
 from wenet_udps.utils.cli import regular_file
+from wenet_udps.utils.atomic import open_atomic
 
 OPSET = 17
 
@@ -52,8 +53,9 @@ def _onnx(module: nn.Module, inputs: Tuple[torch.Tensor, ...], path: str, input_
         # Tracer warnings about Python-side shape checks and torch.jit's deprecation notice: see _trace.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(module, inputs, path, dynamo=False, opset_version=OPSET, input_names=input_names,
-                          output_names=output_names, dynamic_axes=dynamic_axes, do_constant_folding=True)
+        with open_atomic(path, "wb") as f:
+            torch.onnx.export(module, inputs, f, dynamo=False, opset_version=OPSET, input_names=input_names,
+                              output_names=output_names, dynamic_axes=dynamic_axes, do_constant_folding=True)
 
 
 def example_inputs(model: nn.Module, input_dim: int, chunk_size: int, left_chunks: int):
@@ -88,7 +90,8 @@ def export_model(model: nn.Module, input_dim: int, output_dir: str, *, chunk_siz
         for name, module, inputs in (("encoder", full, full_in), ("encoder_chunk", chunk, chunk_in),
                                      ("decoder", dec, dec_in)):
             path = os.path.join(output_dir, f"{name}.pt")
-            _trace(module, inputs).save(path)
+            with open_atomic(path, "wb") as f:
+                torch.jit.save(_trace(module, inputs), f)
             paths[f"{name}.pt"] = path
         specs = {
             "encoder": (full, full_in, ["speech", "speech_lengths"], ["encoder_out", "encoder_out_lens", "ctc_log_probs"],

@@ -22,7 +22,6 @@ UDPS attention export alike. Features are not part of the model: see :mod:`wenet
 """
 import logging
 import os
-import shutil
 from typing import Dict
 
 import numpy as np
@@ -31,6 +30,7 @@ from torch import nn
 
 from wenet_udps.export.exporter import _onnx
 from wenet_udps.export.wrappers import chunk_window, initial_caches
+from wenet_udps.utils.atomic import open_atomic, write_bytes
 from wenet_udps.utils.cli import UserError, regular_file
 
 # The files of an export (the module docstring); all of them are removed before a new export writes its own.
@@ -97,7 +97,8 @@ def add_metadata(path: str, meta: Dict[str, object]) -> None:
     del proto.metadata_props[:]
     for key, value in meta.items():
         proto.metadata_props.add(key=key, value=str(value))
-    onnx.save(proto, path)
+    with open_atomic(path, "wb") as f:
+        onnx.save(proto, f)
 
 
 # What onnxruntime's quantizer logs (on the root logger) and this export drops: its INFO and DEBUG notes ('Quantization
@@ -148,7 +149,8 @@ def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str,
     vocab = model.ctc.ctc_lo.out_features
     common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
     paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}
-    shutil.copyfile(units, paths["tokens.txt"])
+    with open(units, "rb") as f:
+        write_bytes(paths["tokens.txt"], f.read())
     g = torch.Generator().manual_seed(0)
     parts = {"model": (SherpaOffline(model),
                        (torch.randn(2, 67, input_dim, generator=g), torch.tensor([67, 51], dtype=torch.int64)),

@@ -25,6 +25,7 @@ from typing import Any, Callable, List, Tuple
 
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.tools import find_kenlm_program
+from wenet_udps.utils.atomic import program_failure, temp_path, write_text
 from wenet_udps.utils.cli import open_input
 from wenet_udps.utils.source_info import content_sha256, file_sha256
 
@@ -192,21 +193,16 @@ def write_binary(arpa: str, out: str, memory: str = "10%") -> LmInfo:
     info = read_arpa(arpa)
     build_binary = find_kenlm_program("build_binary")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    partial = out + ".partial"
-    proc = subprocess.run([build_binary, "-S", memory, "trie", arpa, partial], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        if os.path.exists(partial):
-            os.remove(partial)
-        text = (proc.stderr + proc.stdout).decode("utf-8", "replace")
-        last = [line for line in text.splitlines() if line.strip()][-1:]
-        raise LmError(f"build_binary failed converting {arpa} to {out} (exit {proc.returncode}): {' '.join(last)}")
     words = words_path(out)
-    listed = "".join(w + "\n" for w in info.words).encode("utf-8")
-    with open(words + ".partial", "wb") as f:
-        f.write((binding_line(file_sha256(partial), os.path.getsize(partial), listed) + "\n").encode("utf-8"))
-        f.write(listed)
-    # Words first: a run stopped between the two leaves a pair that read_binary refuses, never one it accepts.
-    os.replace(words + ".partial", words)
-    os.replace(partial, out)
+    with temp_path(out) as partial:
+        proc = subprocess.run([build_binary, "-S", memory, "trie", arpa, partial], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        if proc.returncode != 0:  # a full disk is an OSError naming ``out``; else build_binary's own reason
+            text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+            raise LmError(f"build_binary failed converting {arpa} to {out} (exit {proc.returncode}): "
+                          f"{program_failure('build_binary', text, out, proc.returncode)}")
+        # Words first: a run stopped between the two leaves a pair that read_binary refuses, never one it accepts.
+        listed = "".join(w + "\n" for w in info.words)
+        write_text(words, binding_line(file_sha256(partial), os.path.getsize(partial), listed.encode("utf-8")) + "\n"
+                   + listed)
     return read_binary(out)

@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
 from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.lm.tools import find_kenlm_program
+from wenet_udps.utils.atomic import open_atomic, program_failure
 from wenet_udps.utils.kaldi_files import read_table, utf8_lines
 from wenet_udps.utils.text_norm import TextNorm, read_form
 
@@ -69,12 +70,9 @@ def build_arpa(sentences: Iterable[str], out: str, *, order: int = DEFAULT_ORDER
     text = "".join(line + "\n" for line in lm_lines(sentences, char_lm))
     if not text.strip():
         raise LmError(f"no LM text for {out}: every text given was empty")
-    partial = out + ".partial"
-    with open(partial, "wb") as f:
+    with open_atomic(out, "wb") as f:
         proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=f, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        os.remove(partial)
-        last = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()][-1:]
-        raise LmError(f"lmplz failed building {out} (exit {proc.returncode}): {' '.join(last)}")
-    os.replace(partial, out)
+        if proc.returncode != 0:  # a full disk is an OSError naming ``out``; else lmplz's own reason
+            raise LmError(f"lmplz failed building {out} (exit {proc.returncode}): "
+                          f"{program_failure('lmplz', proc.stderr.decode('utf-8', 'replace'), out, proc.returncode)}")
     return read_arpa(out)

@@ -23,6 +23,7 @@ from wenet_udps.scoring.significance import Comparison, compare, mean_std, rate,
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.scoring.wer import confusions, score
+from wenet_udps.utils.atomic import open_atomic, write_text
 from wenet_udps.utils.source_info import read_record, stale_reason
 
 TEST_SET = "test_unseen"
@@ -223,7 +224,8 @@ def plot(run: LosoRun, modes: Sequence[str], out: Path) -> None:
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Leave-one-speaker-out (bars: mean over seeds; error bars: std)")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    with open_atomic(out, "wb") as f:
+        fig.savefig(f, dpi=100, format="png")
     plt.close(fig)
 
 
@@ -244,7 +246,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    args.out.write_text(text, encoding="utf-8")
+    write_text(args.out, text)
     if args.plot:
         plot(run, args.modes, args.plot)
     print(text)

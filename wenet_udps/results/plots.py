@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence, Tuple
 
+from wenet_udps.utils.atomic import open_atomic
+
 Series = List[Tuple[int, float]]
 # udps[_epoch]/<module path>.<param>[/h<i>], module path e.g. decoder.left_decoder.decoders.0.src_attn
 UDPS_TAG = re.compile(r"^(udps|udps_epoch)/(encoder|decoder)(?:\.(left|right)_decoder)?\.\w+\.(\d+)\."
@@ -45,7 +47,8 @@ def plot_losses(scalars: Mapping[str, Mapping[str, Series]], out: Path) -> bool:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    with open_atomic(out, "wb") as f:
+        fig.savefig(f, dpi=100, format="png")
     plt.close(fig)
     return True
 
@@ -79,7 +82,8 @@ def plot_error_bars(rows: Sequence[Tuple[str, Dict[Tuple[str, str], float], Dict
     fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=len(labels))
     fig.suptitle(f"{metric} per decoding mode (lower is better)")
     fig.tight_layout(rect=(0, 0.5 / fig.get_figheight(), 1, 1))
-    fig.savefig(out, dpi=100)
+    with open_atomic(out, "wb") as f:
+        fig.savefig(f, dpi=100, format="png")
     plt.close(fig)
 
 
@@ -137,7 +141,8 @@ def plot_udps(name: str, scalars: Mapping[str, Series], out: Path, per_epoch: bo
     fig.suptitle(f"{name}: learned UDPS scales per {'epoch' if per_epoch else 'step'} "
                  f"(α solid, β dashed, one colour per head)", fontsize=10)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight(), 1, 1))
-    fig.savefig(out, dpi=100)
+    with open_atomic(out, "wb") as f:
+        fig.savefig(f, dpi=100, format="png")
     plt.close(fig)
     return True
 

@@ -11,6 +11,7 @@ import threading
 from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.kaldi_files import ListError, read_table
 
@@ -87,9 +88,7 @@ def write_symbol_table(tokens: List[str], path: str) -> Dict[str, int]:
             ordered.append(tok)
     ordered.append(SOS_EOS)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for i, tok in enumerate(ordered):
-            f.write(f"{tok} {i}\n")
+    write_text(path, "".join(f"{tok} {i}\n" for i, tok in enumerate(ordered)))
     return {tok: i for i, tok in enumerate(ordered)}
 
 

@@ -1,11 +1,11 @@
 """Checkpoints: ``<tag>.pt`` (model, optimizer, scheduler, scaler, RNG states) + ``<tag>.yaml`` (epoch, step, lr,
 cv_loss, config), written atomically.
 
-Atomic write: the bytes go to a hidden temp file in the same directory (``.<name>.tmp.<pid>``), are fsync'ed,
-then ``os.replace``d onto the final name, and the directory is fsync'ed; a crash leaves either the old file or
-the new one, plus perhaps a temp file that every reader here ignores. The ``.pt`` is written before the
-``.yaml``, so a tag whose YAML exists has a complete ``.pt``: :mod:`wenet_udps.train.checkpoint_files` looks only
-at YAMLs.
+Atomic write (``wenet_udps.utils.atomic``): the bytes go to a hidden temp file in the same directory
+(``.<name>.tmp.<pid>.<n><random>``), are fsync'ed, then ``os.replace``d onto the final name, and the directory is
+fsync'ed; a crash leaves either the old file or the new one, plus perhaps a temp file that every reader here
+ignores. The ``.pt`` is written before the ``.yaml``, so a tag whose YAML exists has a complete ``.pt``:
+:mod:`wenet_udps.train.checkpoint_files` looks only at YAMLs.
 
 Tags: ``epoch_N`` at the end of epoch N (0-based, as WeNet, and as every log line numbers epochs) and ``step_N``
 every ``save_interval`` optimizer steps. ``final.pt`` is a copy-free hard link (a copy where links fail) of the last
@@ -30,10 +30,10 @@ import yaml
 
 from wenet_udps.text.base_tokenizer import check_units
 from wenet_udps.train.checkpoint_files import newest_first, read_info
+from wenet_udps.utils.atomic import TMP_MARK, write_bytes
 from wenet_udps.utils.cli import UserError, open_input, regular_file
 from wenet_udps.utils.source_info import file_sha256
 
-TMP_MARK = ".tmp."
 NO_VERIFY_FLAG = "--no_verify_checkpoint"
 
 
@@ -41,29 +41,9 @@ class CheckpointError(UserError):
     """A checkpoint that cannot be used: refused by the safe loader, unreadable, truncated or not a dict."""
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that ``path`` never holds a partial file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_MARK}{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_yaml(config: Mapping[str, Any], path: str) -> None:
     """Write ``config`` as YAML atomically (train.yaml, a checkpoint's yaml)."""
-    atomic_write_bytes(path, yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True).encode("utf-8"))
+    write_bytes(path, yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True).encode("utf-8"))
 
 
 def seed_all(seed: int) -> None:
@@ -128,8 +108,8 @@ def write_checkpoint(path: str, state: Mapping[str, Any], info: Mapping[str, Any
     data = buf.getvalue()
     info = {**dict(info), "sha256": hashlib.sha256(data).hexdigest()}
     try:
-        atomic_write_bytes(path, data)
-    except OSError as e:  # a full disk, most often: atomic_write_bytes left every earlier file as it was
+        write_bytes(path, data)
+    except OSError as e:  # a full disk, most often: write_bytes left every earlier file as it was
         raise CheckpointError(f"{path} not saved ({e.strerror or e}); every checkpoint saved before is intact "
                               f"(each is written to a temporary file first, then renamed)") from e
     try:
@@ -174,7 +154,7 @@ def link_final(model_dir: str, src: str, name: str = "final.pt") -> str:
             os.replace(tmp, target)
         except OSError:
             with open_input(source, "rb") as f:
-                atomic_write_bytes(target, f.read())
+                write_bytes(target, f.read())
         finally:
             if os.path.lexists(tmp):
                 os.unlink(tmp)

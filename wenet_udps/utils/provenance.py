@@ -18,6 +18,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from wenet_udps.utils.atomic import write_json
+
 ROOT = Path(__file__).resolve().parents[2]
 # Environment variables that change the numbers (docs/reproducibility.md); recorded when set.
 NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "WENET_UDPS_COMPILE", "WENET_UDPS_KERNEL", "OMP_NUM_THREADS", "MKL_CBWR",
@@ -68,7 +70,7 @@ def compiled_vec_isa() -> str:
         return f"unknown ({type(exc).__name__})"
     try:  # a table that reads it half written, or not at all, only probes again
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "isa": isa}))
+        write_json(cache, {"key": key, "isa": isa})
     except OSError:
         pass
     return isa

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
+from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import open_input
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:=]\s*(.*?)\s*$")
@@ -59,8 +60,7 @@ def model_source(checkpoint: str, config: str) -> Dict[str, str]:
 
 
 def write_source(path: str, source: Mapping[str, str]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{key}: {value}\n" for key, value in source.items())
+    write_text(path, "".join(f"{key}: {value}\n" for key, value in source.items()))
 
 
 def read_source(path: str) -> Dict[str, str]:
