@@ -31,6 +31,7 @@ ALLOWED = {
     ("wenet_udps/bin/gpu_check.py", "distributed_model_checks"): "the rank reports its own workers wrote",
     ("wenet_udps/corpora/tiny.py", "render"): "espeak-ng's output, in memory",
     ("tools/train_bpe.py", "main"): "the model sentencepiece has just written",
+    ("wenet_udps/utils/atomic.py", "open_atomic"): "the one writer's opens ('w', 'wb', 'x'): it reads nothing",
 }
 
 
@@ -131,3 +132,14 @@ def test_a_fifo_as_the_units_file_is_refused_not_waited_on(fifo, tmp_path, progr
     assert f"{fifo} is a FIFO (named pipe)" in proc.stderr and "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last.endswith(f": error: {fifo} is a FIFO (named pipe): reading it waits for a writer; give a regular file")
+
+
+def test_open_input_refuses_a_write_mode(tmp_path):
+    """The one reader and the one writer stay apart: open_input (every guarded read) cannot write, so the atomic
+    guard may take its variable mode as a read."""
+    path = tmp_path / "x"
+    path.write_text("a\n")
+    for mode in ("w", "wb", "a", "r+", "x"):
+        with pytest.raises(ValueError, match="open_input reads"):
+            open_input(str(path), mode)
+    assert path.read_text() == "a\n"

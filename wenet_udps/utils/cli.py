@@ -54,7 +54,10 @@ def regular_file(path, what: str = "") -> str:
 
 
 def open_input(path, mode: str = "rb", what: str = "", **kwargs):
-    """``open(path, mode, **kwargs)`` for reading, after :func:`regular_file`."""
+    """``open(path, mode, **kwargs)`` for reading, after :func:`regular_file`; a write mode is a ValueError (an
+    output is written by ``utils.atomic`` alone)."""
+    if any(c in mode for c in "wax+"):
+        raise ValueError(f"open_input reads: mode {mode!r} writes (use wenet_udps.utils.atomic)")
     return open(regular_file(path, what), mode, **kwargs)
 
 
