@@ -25,6 +25,7 @@ from wenet_udps.dataset.lists import list_kind
 from wenet_udps.dataset.transforms import UtteranceProcessor
 from wenet_udps.decode.align import ctc_forced_align, token_times
 from wenet_udps.decode.data_list import decode_dataset, frame_shift_ms, model_from_checkpoint, rtf_line
+from wenet_udps.decode.hotwords import context_graph
 from wenet_udps.decode.inputs import InputError, audio_input, audio_list, check_keywords, keyword
 from wenet_udps.decode.outcome import decode_each
 from wenet_udps.decode.recipe import RecipeDecoding
@@ -136,7 +137,10 @@ class RecognitionModel:
         modes, values = resolve_decode_options(modes, {**given, **(fixed or {})}, defaults=recipe)
         beam_size, batch_size, lm = values.pop("beam_size"), values.pop("batch_size"), values.pop("lm")
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
+        hotwords, context_score = values.pop("hotwords"), values.pop("context_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
+        # built per call and read-only, so calls may run at once
+        values["context"] = context_graph(hotwords, self.tokenizer, context_score, self.reserved_units())
         if lm is not None:
             # An LM is its content, as a result is (a file replaced or rewritten at the same path is another LM,
             # loaded anew; the one loaded before sits in memory, untouched: lm.binary.load_kenlm).
@@ -151,6 +155,10 @@ class RecognitionModel:
             if "joint_ctc_attention_lm" in modes:  # its word rule, before any decoding (units without word ends)
                 search.word_scorer()
         return modes, beam_size, batch_size, values
+
+    def reserved_units(self) -> List[int]:
+        """The units no hotword may hold: the blank, sos and eos."""
+        return [self.model.ctc.blank_id, self.model.sos, self.model.eos]
 
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,
                    timestamps: bool = False, sample_rate: Optional[int] = None,

@@ -48,6 +48,14 @@ CHUNK_WHY = (f"encoder frames; {CHUNK_MAX} of them are over 400 s of audio, so a
 LEFT_CHUNKS_WHY = f"more left chunks than an utterance has ({CHUNK_MAX} of one frame: over 400 s) are all of them: -1"
 CHUNK_SIZE = cli.int_range(1, CHUNK_MAX, why=CHUNK_WHY)           # export's and sherpa_decode's --chunk_size
 LEFT_CHUNKS = cli.int_range(0, CHUNK_MAX, also=(-1,), why=LEFT_CHUNKS_WHY)  # ... and --left_chunks
+# The modes whose searches take the hotwords' bonus (transformer/context_graph.py): the CTC prefix search, the
+# rescoring of its n-best and the joint search; the LM's lexicon search does not (yet), nor greedy and attention.
+CONTEXT_MODES = ("ctc_prefix_beam_search", "attention_rescoring") + JOINT_METHODS
+CONTEXT_USED_BY = ("ctc_prefix_beam_search, attention_rescoring and the joint modes (joint_ctc_attention, "
+                   "joint_ctc_attention_lm)")
+# A unit's CTC log-probability where the model is unsure lies within a few nats of its rival's; a bonus of 20 per
+# unit (e^20) outweighs any acoustic evidence, so every phrase would be "heard" wherever one of its units is.
+CONTEXT_SCORE_MAX = 20.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class DecodeOption:
     used_by: str
     help: str
     families: Tuple[Tuple[Tuple[str, ...], Any], ...] = ()
+    flag: Optional[str] = None  # the command line's name where it differs (hotwords= is --context_file)
 
     def family(self, mode: str) -> Optional[Tuple[str, ...]]:
         """The modes that use the option as ``mode`` does (None: no family, every mode alike)."""
@@ -119,7 +128,21 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         f"bound every hypothesis comes out empty)"),
     "word_score": DecodeOption(cli.finite_float, 0.0, LM_METHODS, "the *_lm modes",
                                "*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)"),
+    "hotwords": DecodeOption(
+        cli.existing_file, None, CONTEXT_MODES, CONTEXT_USED_BY,
+        "hotword file to bias decoding toward: one phrase a line, an optional ' :score' at its end (sherpa-onnx's "
+        "format; docs/hotwords.md); the Python API's hotwords= also takes a list of phrases", flag="context_file"),
+    "context_score": DecodeOption(
+        cli.float_range(0.0, CONTEXT_SCORE_MAX, low_open=True), 3.0, CONTEXT_MODES, CONTEXT_USED_BY,
+        f"bonus per matched unit of a hotword phrase without its own ' :score', in (0, {CONTEXT_SCORE_MAX:g}] "
+        f"(taken back unless the phrase is completed)"),
+    "context_weight": DecodeOption(
+        cli.float_range(0.0, 1.0), 1.0, ("attention_rescoring",), "attention_rescoring",
+        "weight of the hotword bonus in attention_rescoring's final score (1: as the CTC prefix search gave it; 0: "
+        "dropped, as WeNet's rescoring drops it)"),
 }
+# Options that need the hotwords: alone they would do nothing.
+NEED_HOTWORDS = ("context_score", "context_weight")
 
 
 def value_for(name: str, value: Any, mode: str) -> Any:
@@ -140,7 +163,8 @@ def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) 
         if spec.check is None:
             parser.add_argument(f"--{name}", action="store_true", default=None, help=spec.help)
         else:
-            parser.add_argument(f"--{name}", type=spec.check, default=None, help=spec.help + shown)
+            parser.add_argument(f"--{spec.flag or name}", dest=name, type=spec.check, default=None,
+                                help=spec.help + shown)
 
 
 def _show(value: Any) -> str:
@@ -150,6 +174,8 @@ def _show(value: Any) -> str:
 def _spell(name: str, flags: bool, value: Any = None) -> str:
     """How the option reads in a message: ``--name value`` (a command) or ``name=value`` (Python)."""
     if flags:
+        spec = DECODE_OPTIONS.get(name)
+        name = spec.flag or name if spec is not None else name
         return f"--{name}" if value is None else f"--{name} {_show(value)}"
     return name if value is None else f"{name}={value!r}"
 
@@ -163,6 +189,10 @@ def option_value(name: str, value: Any, flags: bool = False) -> Any:
         if not isinstance(value, bool):
             raise UserError(f"{where}: expected True or False")
         return value
+    if name == "hotwords" and isinstance(value, (list, tuple)):  # the API's list of phrases
+        if not all(isinstance(v, str) for v in value):
+            raise UserError(f"{where}: expected a list of phrases (strings) or a hotword file's path")
+        return tuple(value)
     if spec.check is cli.existing_file:
         if not isinstance(value, (str, os.PathLike)):
             raise UserError(f"{where}: expected a file path")
@@ -209,8 +239,14 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
     if (not modes and not empty_ok) or unknown:
         got = f"mode {unknown[0]!r}" if unknown else "no mode"
         raise UserError(f"{got}: valid modes are {', '.join(DECODING_METHODS)}")
-    checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
+    # an empty list of hotwords is no biasing at all: as if not given, in every mode
+    checked = {name: option_value(name, value, flags) for name, value in given.items()
+               if value is not None and not (name == "hotwords" and isinstance(value, (list, tuple)) and not value)}
     _refuse_unused(modes, checked, flags)
+    lone = [name for name in NEED_HOTWORDS if name in checked and "hotwords" not in checked]
+    if lone:
+        raise UserError(f"{_spell(lone[0], flags, checked[lone[0]])} weighs the hotwords' bonus: give "
+                        f"{_spell('hotwords', flags)} too, or leave it out")
     _refuse_streaming_joint(modes, checked.get("decoding_chunk_size"), checked.get("simulate_streaming", False),
                             flags)
     needs_lm = [m for m in modes if m in LM_METHODS]
@@ -268,7 +304,8 @@ def check_decode_options(encoder: "nn.Module", methods: Iterable[str], *, decodi
                          num_decoding_left_chunks: int = -1, simulate_streaming: bool = False,
                          batch_size: Optional[int] = None, ctc_weight: Any = None, reverse_weight: float = 0.0,
                          length_penalty: float = 0.0, blank_penalty: float = 0.0,
-                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0) -> int:
+                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0, context: Any = None,
+                         context_weight: float = 1.0) -> int:
     """UserError naming the first option (as ``recognize`` spells it) that would do nothing with this model and
     these ``methods``; else the chunk size decoding runs at (see :func:`chunk_size_for`).
 
@@ -290,7 +327,8 @@ def check_decode_options(encoder: "nn.Module", methods: Iterable[str], *, decodi
     # ASRModel.decode sees values only: one that differs from its default was asked for.
     asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
                                              ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
-                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus))
+                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus),
+                                             ("hotwords", context), ("context_weight", context_weight))
              if value is not None and value != DECODE_OPTIONS[name].default}
     _refuse_unused(methods, asked, flags=True)
     return chunk
