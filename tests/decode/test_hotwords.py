@@ -9,6 +9,7 @@ import soundfile as sf
 import torch
 
 from tests.decode.decode_helpers import write_clips, write_list
+from tests.lm.lm_helpers import need_flashlight
 from tests.train.train_helpers import WORDS, make_model_dir
 from wenet_udps.bin import recognize
 from wenet_udps.decode import hotwords as hotword_file
@@ -47,22 +48,58 @@ def fingerprint(results):
     return [(r.tokens, r.score.hex(), r.nbest, [s.hex() for s in r.nbest_scores]) for r in results]
 
 
-def test_a_graph_that_never_matches_gives_the_bytes_of_no_graph_in_every_biased_mode(exp):
+def lm_search(exp, tmp_path):
+    """An LmSearch over the digit words (None without flashlight-text)."""
+    from tests.lm.test_search import write_arpa
+    from wenet_udps.lm.search import LmSearch, LmSearchConfig
+    try:
+        need_flashlight()
+    except pytest.skip.Exception:
+        return None
+    model = exp["model"]
+    return LmSearch(write_arpa(tmp_path / "lm.arpa", {w: -1.0 for w in WORDS}), model.tokenizer,
+                    model.model.ctc.blank_id, LmSearchConfig(beam_size=4))
+
+
+def test_a_graph_that_never_matches_gives_the_bytes_of_no_graph_in_every_biased_mode(exp, tmp_path):
     """The biased code paths themselves (not only the None short cut): a phrase of a unit no model emits leaves
-    every score, n-best and text bit-identical to decoding without hotwords."""
+    every score, n-best and text bit-identical to decoding without hotwords (the LM modes too, with an LM)."""
     asr, out, mask, _ = encoded(exp)
     never = ContextGraph([((10 ** 6, 10 ** 6 + 1), 5.0)])
-    modes = [m for m in CONTEXT_MODES if m not in LM_METHODS]
-    plain = asr.search(modes, out, mask, 4)
-    biased = asr.search(modes, out, mask, 4, context=never)
+    search = lm_search(exp, tmp_path)
+    modes = [m for m in CONTEXT_MODES if search is not None or m not in LM_METHODS]
+    plain = asr.search(modes, out, mask, 4, lm_search=search)
+    biased = asr.search(modes, out, mask, 4, context=never, lm_search=search)
     for mode in modes:
         assert fingerprint(plain[mode]) == fingerprint(biased[mode]), mode
+
+
+def test_the_lm_search_keeps_only_completed_bonus(exp, tmp_path):
+    search = lm_search(exp, tmp_path)
+    if search is None:
+        pytest.skip("flashlight-text is not installed")
+    _, _, _, logp = encoded(exp)
+    lens = torch.tensor([logp.size(1)])
+    plain = search(logp, lens)[0]
+    unbiased = dict(zip(map(tuple, plain.nbest), plain.nbest_scores))
+    changed = common = 0
+    for word in WORDS:  # a phrase across the word boundary too: the space unit is in the spelling
+        for score in (0.2, 3.0):
+            phrase = search.units([search.word_dict.get_index(w) for w in (word, "ONE")])
+            graph = ContextGraph([(phrase, score)])
+            biased = search(logp, lens, context=graph)[0]
+            for hyp, total, context in zip(biased.nbest, biased.nbest_scores, biased.nbest_context):
+                assert context == pytest.approx(graph.final_bonus(hyp))
+                if tuple(hyp) in unbiased:  # the score is the search's own plus the kept bonus, nothing more
+                    assert total == pytest.approx(unbiased[tuple(hyp)] + context, abs=1e-6)
+                    common += 1
+            changed += biased.tokens != plain.tokens
+    assert changed and common
 
 
 def test_no_hotwords_or_an_empty_list_is_todays_bytes_in_every_mode(exp, tmp_path):
     """Every mode of the registry (the LM modes with an LM): hotwords=[] gives the texts of no hotwords, through
     decode_list, transcribe and stream."""
-    from tests.lm.lm_helpers import need_flashlight
     from tests.lm.test_search import write_arpa
     model = exp["model"]
     lm_ok = True
@@ -213,7 +250,7 @@ def test_bad_lists_are_refused_naming_the_line(exp, tmp_path, monkeypatch, caplo
     assert "dup.txt:3" in caplog.text and "dup.txt:1" in caplog.text and "merged" in caplog.text
 
 
-@pytest.mark.parametrize("mode", ["attention", "ctc_greedy_search", "ctc_prefix_beam_search_lm"])
+@pytest.mark.parametrize("mode", ["attention", "ctc_greedy_search"])
 def test_a_mode_without_the_bonus_refuses_the_options(exp, tmp_path, mode, capsys):
     model, wav = exp["model"], str(exp["clips"][0])
     with pytest.raises(UserError, match=f"hotwords=.*applies to .*only, which modes {mode} does not run"):
@@ -233,7 +270,7 @@ def test_weights_without_hotwords_and_recognize_refusals(exp, tmp_path, capsys):
     model, wav = exp["model"], str(exp["clips"][0])
     with pytest.raises(UserError, match="context_weight=0.5 weighs the hotwords' bonus: give hotwords"):
         model.transcribe(wav, mode="attention_rescoring", context_weight=0.5)
-    with pytest.raises(UserError, match="context_weight=0.5 applies to attention_rescoring only"):
+    with pytest.raises(UserError, match="context_weight=0.5 applies to attention_rescoring and attention_rescoring_lm"):
         model.transcribe(wav, mode="joint_ctc_attention", hotwords=["ONE"], context_weight=0.5)
     with pytest.raises(UserError, match="hotwords=5: expected"):
         model.transcribe(wav, mode="attention_rescoring", hotwords=5)

@@ -221,12 +221,12 @@ class ASRModel(nn.Module):
                     self, prefix, encoder_out, encoder_lens, value_for("ctc_weight", ctc_weight, "attention_rescoring"),
                     reverse_weight, context_weight)
         if {"ctc_prefix_beam_search_lm", "attention_rescoring_lm"} & set(needs_lm):
-            with_lm = lm_search(ctc_probs, encoder_lens)
+            with_lm = lm_search(ctc_probs, encoder_lens, **({} if context is None else {"context": context}))
             results["ctc_prefix_beam_search_lm"] = with_lm
             if "attention_rescoring_lm" in methods:
                 results["attention_rescoring_lm"] = attention_rescoring(
                     self, with_lm, encoder_out, encoder_lens,
-                    value_for("ctc_weight", ctc_weight, "attention_rescoring_lm"), reverse_weight)
+                    value_for("ctc_weight", ctc_weight, "attention_rescoring_lm"), reverse_weight, context_weight)
         for mode in (m for m in methods if m in JOINT_METHODS):
             words = lm_search.word_scorer() if mode in LM_METHODS else None
             results[mode] = joint_beam_search(self.decoder, encoder_out, encoder_mask, ctc_probs, beam_size, self.sos,

@@ -48,11 +48,10 @@ CHUNK_WHY = (f"encoder frames; {CHUNK_MAX} of them are over 400 s of audio, so a
 LEFT_CHUNKS_WHY = f"more left chunks than an utterance has ({CHUNK_MAX} of one frame: over 400 s) are all of them: -1"
 CHUNK_SIZE = cli.int_range(1, CHUNK_MAX, why=CHUNK_WHY)           # export's and sherpa_decode's --chunk_size
 LEFT_CHUNKS = cli.int_range(0, CHUNK_MAX, also=(-1,), why=LEFT_CHUNKS_WHY)  # ... and --left_chunks
-# The modes whose searches take the hotwords' bonus (transformer/context_graph.py): the CTC prefix search, the
-# rescoring of its n-best and the joint search; the LM's lexicon search does not (yet), nor greedy and attention.
-CONTEXT_MODES = ("ctc_prefix_beam_search", "attention_rescoring") + JOINT_METHODS
-CONTEXT_USED_BY = ("ctc_prefix_beam_search, attention_rescoring and the joint modes (joint_ctc_attention, "
-                   "joint_ctc_attention_lm)")
+# The modes whose searches take the hotwords' bonus (transformer/context_graph.py): the CTC prefix searches
+# (without and with the LM), the rescoring of their n-best and the joint searches; not greedy, not attention.
+CONTEXT_MODES = tuple(m for m in DECODING_METHODS if m not in ("ctc_greedy_search", "attention"))
+CONTEXT_USED_BY = "every mode but ctc_greedy_search and attention"
 # A unit's CTC log-probability where the model is unsure lies within a few nats of its rival's; a bonus of 20 per
 # unit (e^20) outweighs any acoustic evidence, so every phrase would be "heard" wherever one of its units is.
 CONTEXT_SCORE_MAX = 20.0
@@ -137,8 +136,8 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         f"bonus per matched unit of a hotword phrase without its own ' :score', in (0, {CONTEXT_SCORE_MAX:g}] "
         f"(taken back unless the phrase is completed)"),
     "context_weight": DecodeOption(
-        cli.float_range(0.0, 1.0), 1.0, ("attention_rescoring",), "attention_rescoring",
-        "weight of the hotword bonus in attention_rescoring's final score (1: as the CTC prefix search gave it; 0: "
+        cli.float_range(0.0, 1.0), 1.0, RESCORING, "attention_rescoring and attention_rescoring_lm",
+        "weight of the hotword bonus in the rescoring modes' final score (1: as the CTC prefix search gave it; 0: "
         "dropped, as WeNet's rescoring drops it)"),
 }
 # Options that need the hotwords: alone they would do nothing.
