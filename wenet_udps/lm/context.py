@@ -9,6 +9,8 @@ units are not in the text. Cached per utterance (one object per search call), so
 """
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
 from wenet_udps.transformer.context_graph import ContextGraph
 
 ROOT = 0
@@ -37,6 +39,13 @@ class WordContext:
                 self.real[child] = paths[child] in prefixes
         self._words: Dict[Tuple[int, ...], Tuple[int, float]] = {(): (0, 0.0)}
         self._nodes: Dict[Tuple[int, int, bool], Tuple[int, float]] = {}
+        # The most one unit can add from any state: it lands on a node it leads to (or the root, adding <= 0).
+        self._step_max: Dict[int, float] = {}
+        for kids in graph.children:
+            for unit, node in kids.items():
+                gain = graph.node_score[node] + graph.completed[node]
+                self._step_max[unit] = max(self._step_max.get(unit, 0.0), gain)
+        self._gain: Dict[int, float] = {}
 
     def after(self, words: Tuple[int, ...]) -> Tuple[int, float]:
         """(graph state, bonus) after the spellings of ``words``."""
@@ -71,6 +80,18 @@ class WordContext:
                 got = (state_up, bonus + delta)
             self._nodes[key] = got
         return got
+
+    def gain_bound(self, words: np.ndarray) -> np.ndarray:
+        """(W,) an upper bound of what writing each of ``words`` (after a space unit) can add, from any state: so
+        the lexicon search asks the exact bonus only of the word ends that can pass its cut."""
+        out = np.empty(len(words))
+        for i, word in enumerate(words.tolist()):
+            gain = self._gain.get(word)
+            if gain is None:
+                units = list(self.spelling.get(word, ())) + ([self.space] if self.space is not None else [])
+                gain = self._gain[word] = sum(self._step_max.get(u, 0.0) for u in units)
+            out[i] = gain
+        return out
 
     def bonus(self, words: Tuple[int, ...], node: int) -> float:
         """The bonus of a hypothesis that has written ``words`` and is at trie ``node`` (its open match counted)."""

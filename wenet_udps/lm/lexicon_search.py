@@ -156,7 +156,8 @@ class LexiconBeamSearch:
             if self._bias is not None:  # the bonus a unit adds, before any cut
                 here = self._bias.bonus(words, node)
                 scores = scores + np.array([self._bias.bonus(words, int(c)) - here for c in ex.nodes[inside]])
-                to_word = np.array([self._bias.after(words + (int(word),))[1] - here for word in ex.label_word])
+                # a word end adds at most this (its exact bonus is asked only where the bound passes the cut)
+                to_word = self._bias.gain_bound(ex.label_word) + (self._bias.after(words)[1] - here)
             group = [((words, node, self.blank, True), score + float(row[self.blank]))]  # (3) a blank
             if not after_blank or node == ROOT:  # (2) the boundary unit at the root, else the last unit again
                 unit = self.sil if node == ROOT else token
@@ -177,7 +178,8 @@ class LexiconBeamSearch:
                 lm = self._word_scores(words, node, ex, ends)
                 ended = base[ex.label_pos[ends]] + w * (lm[ends] - own).astype(np.float64) + ws
                 if self._bias is not None:
-                    ended = ended + to_word[ends]
+                    ended = ended + np.array([self._bias.after(words + (int(word),))[1] - here
+                                              for word in ex.label_word[ends]])
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
                           zip(ex.label_word[ends[keep]], ex.units[ex.label_pos[ends[keep]]], ended[keep])]
