@@ -274,6 +274,9 @@ def test_weights_without_hotwords_and_recognize_refusals(exp, tmp_path, capsys):
         model.transcribe(wav, mode="joint_ctc_attention", hotwords=["ONE"], context_weight=0.5)
     with pytest.raises(UserError, match="hotwords=5: expected"):
         model.transcribe(wav, mode="attention_rescoring", hotwords=5)
+    with pytest.raises(UserError, match=r"hotwords='ONE': ONE: no such file \(phrases go in a list: "
+                                        r"hotwords=\['ONE'\]\)"):
+        model.transcribe(wav, mode="attention_rescoring", hotwords="ONE")
     base = ["--config", str(exp["conf"]), "--checkpoint", str(exp["ckpt"]), "--test_data", str(exp["list"]),
             "--result_dir", str(tmp_path / "res"), "--modes", "attention_rescoring"]
     path = write(tmp_path / "hot.txt", "ONE\nQUIZ\n")

@@ -167,7 +167,8 @@ class RecognitionModel:
         ``sample_rate=``), or a list of them (``inputs.audio_input``).
 
         ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the
-        options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``, ...,
+        options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``,
+        ``hotwords`` (a list of phrases or a hotword file's path: docs/hotwords.md), ...,
         ``decode_options.DECODE_OPTIONS``) with its checks; one not given is what the recipe decoded this
         checkpoint with (``decode/recipe.py``). Returns the text; with ``timestamps=True`` a dict ``{"text",
         "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.

@@ -198,7 +198,8 @@ def option_value(name: str, value: Any, flags: bool = False) -> Any:
         try:
             return spec.check(os.fspath(value))
         except argparse.ArgumentTypeError as e:
-            raise UserError(f"{where}: {e}") from None
+            hint = f" (phrases go in a list: {name}=[{value!r}])" if name == "hotwords" and not flags else ""
+            raise UserError(f"{where}: {e}{hint}") from None
     integer = spec.check.__name__ == "int"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
         raise UserError(f"{where}: expected {'an integer' if integer else 'a number'}")
