@@ -99,14 +99,15 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
 
 def _extend_bonus(context: ContextGraph, bonus: Dict[Tuple[int, ...], Tuple[int, float]],
                   live: List[Tuple[Tuple[int, ...], List[float]]]) -> Dict[Tuple[int, ...], Tuple[int, float]]:
-    """``bonus`` with the (state, bonus) of each new prefix of ``live``: its parent's, stepped by its last token."""
-    out = dict(bonus)
+    """``bonus`` (this frame's own dict, filled in place) with the (state, bonus) of each new prefix of ``live``: its
+    parent's, stepped by its last token."""
+    step = context.step
     for prefix, _ in live:
-        if prefix not in out:
-            state, got = out[prefix[:-1]]
-            state, delta = context.step(state, prefix[-1])
-            out[prefix] = (state, got + delta)
-    return out
+        if prefix not in bonus:
+            state, got = bonus[prefix[:-1]]
+            state, delta = step(state, prefix[-1])
+            bonus[prefix] = (state, got + delta)
+    return bonus
 
 
 def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam_size: int,
