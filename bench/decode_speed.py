@@ -35,6 +35,10 @@ it prints both times (after the encoder, timed apart) and attention / attention_
 and its seconds per encoder frame x token; several lengths (``--long_utterance_s 5 10 20 40 60``) give its
 scaling.
 
+``--context_file hotwords.txt`` (``--context_score``) times every mode that takes hotwords twice in each pass,
+without and with the list, side by side (a line per model and mode: ``ratio MODE with hotwords / without``;
+docs/hotwords.md).
+
 ``--compile_step`` runs each decoder's ``forward_one_step`` under ``torch.compile(dynamic=True)`` (inductor), to see
 what a compiled step would give (the warm-up pass of each mode pays the compiles).
 """
@@ -46,6 +50,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from wenet_udps.decode.data_list import eval_dataset, frame_shift_ms, load_experiment
+from wenet_udps.decode.hotwords import context_graph
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, resolve_decode_options
@@ -56,7 +61,9 @@ from wenet_udps.utils.cli import UserError, run_cli
 
 from bench._harness import NEIGHBOURS, neighbour
 
-BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "length_bonus", "beam_size", "batch_size")
+BENCH_OPTIONS = ("lm", "lm_weight", "word_score", "ctc_weight", "length_bonus", "beam_size", "batch_size", "hotwords",
+                 "context_score")
+HOT = " with hotwords"  # the timings' key of a mode decoded with the list
 
 
 def load(exp: str, checkpoint: str, test_data: str, batch_size: int):
@@ -213,9 +220,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     needs_lm = [m for m in args.modes if m in LM_METHODS]
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    runs, lm_searches = {}, {}
+    runs, lm_searches, args.graphs = {}, {}, {}
     for exp in args.exp_dirs:
         runs[exp], tokenizer = load(exp, args.checkpoint, args.test_data, args.batch_size)
+        if args.hotwords is not None:  # each model its own spelling of the list, built before any timing
+            model = runs[exp][0]
+            try:
+                args.graphs[exp] = context_graph(args.hotwords, tokenizer, args.context_score,
+                                                 [model.ctc.blank_id, model.sos, model.eos])
+            except UserError as e:
+                parser.error(str(e))
         if needs_lm:  # each model its own LM search (its units' lexicon), built before any timing
             config = LmSearchConfig(lm_weight=args.lm_weight, word_score=args.word_score, beam_size=args.beam_size)
             lm_searches[exp] = LmSearch(args.lm, tokenizer, runs[exp][0].ctc.blank_id, config)
@@ -230,12 +244,16 @@ def main(argv: Optional[List[str]] = None) -> None:
             step_times(runs, length, args, clock)
         for length in args.long_utterance_s:
             long_utterance(runs, length, args, clock)
-    for mode in args.modes:
+    for mode in [m + variant for m in args.modes for variant in ("", HOT) if
+                 (variant == "" or (args.graphs and m in DECODE_OPTIONS["hotwords"].modes))]:
         for exp, (_, batches, audio, _) in runs.items():
             rtf = seconds[exp, mode] / (args.repeats * audio)
             print(f"{exp}: {seconds[exp, mode]:.2f} s for {args.repeats} passes of {mode}, RTF {rtf:.4f} "
                   f"({len(batches)} batches, {args.threads} thread(s), {args.clock} clock, neighbour "
                   f"{args.neighbour})")
+            if mode.endswith(HOT):
+                plain = mode[:-len(HOT)]
+                print(f"{exp}: ratio {plain} with hotwords / without: {seconds[exp, mode] / seconds[exp, plain]:.3f}")
         if len(runs) == 2:
             first, second = runs
             print(f"ratio {second} / {first}, {mode}: {seconds[second, mode] / seconds[first, mode]:.3f}")
@@ -246,10 +264,13 @@ def main(argv: Optional[List[str]] = None) -> None:
                 print(f"{exp}: ratio {joint} / {rescoring}: {seconds[exp, joint] / seconds[exp, rescoring]:.3f}")
 
 
-def decode_kwargs(args, lm_search, modes) -> dict:
+def decode_kwargs(args, lm_search, modes, context=None) -> dict:
     """``model.decode``'s options for these modes: the model's LM search (if any), and ``--ctc_weight`` and
-    ``--length_bonus`` where a mode that uses them runs (decode refuses an option its modes would ignore)."""
+    ``--length_bonus`` where a mode that uses them runs (decode refuses an option its modes would ignore), and the
+    hotwords' graph ``context`` if given."""
     kwargs = {} if lm_search is None else {"lm_search": lm_search}
+    if context is not None:
+        kwargs["context"] = context
     for name in ("ctc_weight", "length_bonus"):
         if set(DECODE_OPTIONS[name].modes) & set(modes):
             kwargs[name] = getattr(args, name)
@@ -260,21 +281,26 @@ def decode_kwargs(args, lm_search, modes) -> dict:
 def timed_passes(runs, lm_searches, args, clock):
     """{(exp, mode): seconds} of ``--repeats`` passes over the list per mode, after one warm-up batch;
     ``lm_searches`` {exp: LmSearch} for the *_lm modes."""
-    seconds = {(exp, mode): 0.0 for exp in runs for mode in args.modes}
+    graphs = getattr(args, "graphs", {})
+    hot = [m for m in args.modes if graphs and m in DECODE_OPTIONS["hotwords"].modes]
+    seconds = {(exp, mode): 0.0 for exp in runs for mode in list(args.modes) + [m + HOT for m in hot]}
     if args.modes:
         for exp, (model, batches, _, _) in runs.items():
             model.decode(list(args.modes), batches[0]["feats"], batches[0]["feats_lengths"], args.beam_size,
                          **decode_kwargs(args, lm_searches.get(exp), args.modes))
         for rep in range(args.repeats):
             for mode in args.modes:
-                # The order flips every pass, so neither model always runs right after the other's cache traffic.
+                # The order flips every pass, so neither model always runs right after the other's cache traffic;
+                # so does the order of a mode without and with the hotwords.
                 for exp in (list(runs) if rep % 2 == 0 else list(reversed(runs))):
-                    model, batches = runs[exp][:2]
-                    kwargs = decode_kwargs(args, lm_searches.get(exp), [mode])
-                    start = clock()
-                    for b in batches:
-                        model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size, **kwargs)
-                    seconds[exp, mode] += clock() - start
+                    variants = [("", None)] + ([(HOT, graphs[exp])] if mode in hot else [])
+                    for variant, context in (variants if rep % 2 == 0 else list(reversed(variants))):
+                        model, batches = runs[exp][:2]
+                        kwargs = decode_kwargs(args, lm_searches.get(exp), [mode], context)
+                        start = clock()
+                        for b in batches:
+                            model.decode([mode], b["feats"], b["feats_lengths"], args.beam_size, **kwargs)
+                        seconds[exp, mode + variant] += clock() - start
     return seconds
 
 if __name__ == "__main__":

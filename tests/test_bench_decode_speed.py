@@ -96,3 +96,27 @@ def test_decode_speed_times_the_lm_modes_beside_the_others(tmp_path, fsdd_dir):
                  "joint_ctc_attention", "ctc_prefix_beam_search_lm", "attention_rescoring_lm",
                  "joint_ctc_attention_lm"):
         assert f"s for 1 passes of {mode}, RTF" in proc.stdout, proc.stdout
+
+
+def test_decode_speed_times_each_mode_without_and_with_hotwords(tmp_path, fsdd_dir):
+    """--context_file: every mode that takes hotwords is timed without and with the list in each pass, with the
+    ratio; a mode that does not take them is timed once; a bad list is a usage error naming the line."""
+    exp = tmp_path / "udps"
+    exp.mkdir()
+    make_model_dir(exp)
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 2)
+    hot = tmp_path / "hot.txt"
+    hot.write_text("".join(f"{w}\n" for w in WORDS), encoding="utf-8")
+    common = ["--exp_dirs", str(exp), "--checkpoint", "avg.pt", "--test_data", str(data), "--repeats", "1",
+              "--beam_size", "2", "--batch_size", "2"]
+    proc = run_bench(*common, "--modes", "ctc_greedy_search", "attention_rescoring", "joint_ctc_attention",
+                     "--context_file", str(hot))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for mode in ("attention_rescoring", "joint_ctc_attention"):
+        assert f"passes of {mode} with hotwords, RTF" in proc.stdout, proc.stdout
+        assert re.search(rf"ratio {mode} with hotwords / without: [\d.]+", proc.stdout), proc.stdout
+    assert "ctc_greedy_search with hotwords" not in proc.stdout
+    hot.write_text("ONE\nQUIZ\n", encoding="utf-8")
+    refused = run_bench(*common, "--modes", "attention_rescoring", "--context_file", str(hot))
+    assert refused.returncode == 2 and f"{hot}:2: the phrase 'QUIZ'" in refused.stderr, refused.stderr

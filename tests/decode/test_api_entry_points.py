@@ -34,7 +34,8 @@ OPTION_BAD = {"beam_size": [0, "x", 1.5, True], "batch_size": [0, "x", [4]], "ct
               "num_decoding_left_chunks": [-2, "x"], "simulate_streaming": ["yes", 1],
               "length_penalty": [math.inf, "x"], "max_len_ratio": [0.0, "x"], "blank_penalty": [-1.0, "x"],
               "lm": [5, "/no/such/lm.arpa"], "lm_weight": [-5.0, math.nan], "word_score": [math.inf, "x"],
-              "length_bonus": [math.inf, "x"]}
+              "length_bonus": [math.inf, "x"], "hotwords": [5, "/no/such/hotwords.txt", [1, 2], ["QUIZ"]],
+              "context_score": [0.0, 50.0, "x"], "context_weight": [1.5, "x"]}
 NOT_AUDIO = np.array(["a", "b"])
 
 

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional
 from wenet_udps.config import load_config
 from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args, model_from_checkpoint, \
     rtf_line, write_results
+from wenet_udps.decode.hotwords import context_graph
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
 from wenet_udps.scoring.references import reference_record
@@ -35,7 +36,7 @@ from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arg
 from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
-from wenet_udps.utils.source_info import model_source
+from wenet_udps.utils.source_info import content_sha256, model_source
 
 DECODE_FLAGS = list(DECODE_OPTIONS)
 
@@ -91,9 +92,19 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
               **decode_kwargs_from_args(args), "decoding_chunk_size": chunk}
     if "attention" in args.modes and args.max_len_ratio is None:
         source["max_len_ratio"] = 1.0
+    if args.hotwords is None:  # (recorded with the list below)
+        source.pop("context_weight")
     source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
     kwargs = decode_kwargs_from_args(args)
+    if args.hotwords is not None:  # refused here, naming the line, before any decoding
+        try:
+            kwargs["context"] = context_graph(args.hotwords, tokenizer, args.context_score,
+                                              [model.ctc.blank_id, model.sos, model.eos])
+        except UserError as e:
+            parser.error(str(e))
+        source.update({"context_file": str(args.hotwords), "context_sha256": content_sha256(args.hotwords),
+                       "context_phrases": str(kwargs["context"].phrases), "context_score": f"{args.context_score:g}"})
     lm_source = None
     if needs_lm:
         lm_search = LmSearch(args.lm, tokenizer, model.ctc.blank_id,

@@ -26,6 +26,7 @@ from wenet_udps.dataset.lists import list_kind
 from wenet_udps.dataset.transforms import UtteranceProcessor
 from wenet_udps.decode.align import ctc_forced_align, token_times
 from wenet_udps.decode.data_list import decode_dataset, frame_shift_ms, model_from_checkpoint, rtf_line
+from wenet_udps.decode.hotwords import context_graph
 from wenet_udps.decode.inputs import InputError, audio_input, audio_list, check_keywords, keyword
 from wenet_udps.decode.outcome import decode_each
 from wenet_udps.decode.recipe import RecipeDecoding
@@ -139,7 +140,10 @@ class RecognitionModel:
         modes, values = resolve_decode_options(modes, {**given, **(fixed or {})}, defaults=recipe)
         beam_size, batch_size, lm = values.pop("beam_size"), values.pop("batch_size"), values.pop("lm")
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
+        hotwords, context_score = values.pop("hotwords"), values.pop("context_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
+        # built per call and read-only, so calls may run at once
+        values["context"] = context_graph(hotwords, self.tokenizer, context_score, self.reserved_units())
         if lm is not None:
             values["lm_search"] = self._lm_search(lm, lm_weight, word_score, beam_size, modes)
         return modes, beam_size, batch_size, values
@@ -165,6 +169,10 @@ class RecognitionModel:
             search.word_scorer()
         return search
 
+    def reserved_units(self) -> List[int]:
+        """The units no hotword may hold: the blank, sos and eos."""
+        return [self.model.ctc.blank_id, self.model.sos, self.model.eos]
+
     def transcribe(self, audio: Union[Audio, Sequence[Audio]], mode: str = "attention_rescoring", *,
                    timestamps: bool = False, sample_rate: Optional[int] = None,
                    max_bad_fraction: Optional[float] = None, **options: Any) -> Any:
@@ -172,7 +180,8 @@ class RecognitionModel:
         ``sample_rate=``), or a list of them (``inputs.audio_input``).
 
         ``mode`` is one of ``DECODING_METHODS`` (the ``*_lm`` ones with ``lm=`` an ARPA file or KenLM binary); the
-        options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``, ...,
+        options are recognize's (``beam_size``, ``ctc_weight``, ``decoding_chunk_size``, ``blank_penalty``,
+        ``hotwords`` (a list of phrases or a hotword file's path: docs/hotwords.md), ...,
         ``decode_options.DECODE_OPTIONS``) with its checks; one not given is what the recipe decoded this
         checkpoint with (``decode/recipe.py``). Returns the text; with ``timestamps=True`` a dict ``{"text",
         "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.

@@ -192,4 +192,5 @@ def decode_kwargs_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             "num_decoding_left_chunks": args.num_decoding_left_chunks, "ctc_weight": args.ctc_weight,
             "simulate_streaming": args.simulate_streaming, "reverse_weight": args.reverse_weight,
             "length_penalty": args.length_penalty, "blank_penalty": args.blank_penalty,
-            "max_len_ratio": args.max_len_ratio, "length_bonus": args.length_bonus}
+            "max_len_ratio": args.max_len_ratio, "length_bonus": args.length_bonus,
+            "context_weight": args.context_weight}

@@ -26,7 +26,7 @@ from wenet_udps.utils.cli import UserError
 
 RESAMPLE_MARGIN_SECONDS = 0.05
 SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "length_bonus",
-                  "lm_search")
+                  "lm_search", "context", "context_weight")
 
 
 def _one_caller(method: Callable) -> Callable:

@@ -110,7 +110,10 @@ class LexiconBeamSearch:
     def __init__(self, trie: LexiconTrie, lm: Any, sil: int, blank: int, options: SearchOptions):
         self.trie, self.lm, self.sil, self.blank, self.opt = trie, lm, sil, blank, options
 
-    def search(self, emissions: np.ndarray) -> List[Tuple[Tuple[int, ...], float]]:
+    def search(self, emissions: np.ndarray, bias: Any = None) -> List[Tuple[Tuple[int, ...], float]]:
+        """``bias``: the hotwords' bonus (``lm.context.WordContext``), added to a hypothesis's score as its units
+        grow, before the beam is cut; the end takes its open match back."""
+        self._bias = bias
         frames = np.asarray(emissions, dtype=np.float32).astype(np.float64)
         # The LM states and scores asked for are this call's own (_Memo): one search object serves every thread
         # that decodes with it, so nothing of an utterance may live on it (issue 80, item 3: with the memo on the
@@ -135,6 +138,11 @@ class LexiconBeamSearch:
             # (1) a child unit: stay inside the word (CTC: not the same unit again without a blank in between) ...
             inside = np.flatnonzero(ex.inner & (after_blank | (ex.units != token)))
             scores = base[inside] + w * ex.look_ahead[inside]
+            if self._bias is not None:  # the bonus a unit adds, before any cut
+                here = self._bias.bonus(words, node)
+                scores = scores + np.array([self._bias.bonus(words, int(c)) - here for c in ex.nodes[inside]])
+                # a word end adds at most this (its exact bonus is asked only where the bound passes the cut)
+                to_word = self._bias.gain_bound(ex.label_word) + (self._bias.after(words)[1] - here)
             group = [((words, node, self.blank, True), score + float(row[self.blank]))]  # (3) a blank
             if not after_blank or node == ROOT:  # (2) the boundary unit at the root, else the last unit again
                 unit = self.sil if node == ROOT else token
@@ -147,12 +155,16 @@ class LexiconBeamSearch:
             # ... or end a word there: the LM's word score replaces the look-ahead; not the same one-unit word twice
             # on one spike at the root
             own = np.float32(0.0) if node == ROOT else trie.max_score[node]
-            ends = np.flatnonzero(base[ex.label_pos] + (w * -float(own) + ws + 1e-6) >= cutoff)
+            bound = base[ex.label_pos] + (w * -float(own) + ws + 1e-6)
+            ends = np.flatnonzero((bound if self._bias is None else bound + to_word) >= cutoff)
             if node == ROOT:
                 ends = ends[ex.units[ex.label_pos[ends]] != token]
             if ends.size:
                 lm = memo.word_scores(words, node, ex, ends)
                 ended = base[ex.label_pos[ends]] + w * (lm[ends] - own).astype(np.float64) + ws
+                if self._bias is not None:
+                    ended = ended + np.array([self._bias.after(words + (int(word),))[1] - here
+                                              for word in ex.label_word[ends]])
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
                           zip(ex.label_word[ends[keep]], ex.units[ex.label_pos[ends[keep]]], ended[keep])]
@@ -167,6 +179,8 @@ class LexiconBeamSearch:
         nice = any(node == ROOT for (_, node, _, _), _ in beam)
         for (words, node, _, _), score in beam:
             if not nice or node == ROOT:
+                if self._bias is not None:  # the open hotword match taken back
+                    score += self._bias.final(words) - self._bias.bonus(words, node)
                 cands.add((words + (END,), node, self.sil, False), score + self.opt.lm_weight
                           * memo.lm_score(words, END))
         return cands.best(self.opt.beam_size)

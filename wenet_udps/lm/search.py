@@ -16,17 +16,19 @@ word_score * words.
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
 from wenet_udps.lm.binary import load_kenlm, read_lm
+from wenet_udps.lm.context import WordContext
 from wenet_udps.lm.lexicon_search import LexiconBeamSearch, LexiconTrie, SearchOptions
 from wenet_udps.lm.tools import import_flashlight
 from wenet_udps.lm.words import WordScorer, word_rule
 from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.search import DecodeResult
 
 
@@ -124,6 +126,7 @@ class LmSearch:
         self._words = None
         self._words_lock = threading.Lock()  # word_scorer is made once, by whichever thread asks first
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
+        self.trie = trie
         self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
             beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
             word_score=conf.word_score))
@@ -168,16 +171,23 @@ class LmSearch:
         return out
 
     @torch.no_grad()
-    def __call__(self, ctc_probs: torch.Tensor, ctc_lens: torch.Tensor) -> List[DecodeResult]:
+    def __call__(self, ctc_probs: torch.Tensor, ctc_lens: torch.Tensor,
+                 context: Optional[ContextGraph] = None) -> List[DecodeResult]:
+        """``context``: hotwords (``transformer.context_graph``), their bonus in the search (``lm.context``); each
+        n-best hypothesis's kept bonus is then in ``nbest_context`` (and in its score)."""
         probs = ctc_probs.detach().float().cpu()
         results = []
+        space = self.sil_id if self.sil_id != self.blank_id else None
         for i in range(probs.size(0)):
             nbest: Dict[tuple, float] = {}
-            for words, score in self.search.search(probs[i, :int(ctc_lens[i])].numpy()):
+            bias = None if context is None else WordContext(context, self.spelling, self.trie.children, space)
+            for words, score in self.search.search(probs[i, :int(ctc_lens[i])].numpy(), bias):
                 # best first (ties in a fixed order); paths that merge to the same units keep the best score
                 nbest.setdefault(tuple(self.units(words)), score)
             if not nbest:  # no path spells LM words (e.g. an utterance too short): an empty hypothesis
                 nbest[()] = 0.0
             results.append(DecodeResult(tokens=list(next(iter(nbest))), score=next(iter(nbest.values())),
-                                        nbest=[list(k) for k in nbest], nbest_scores=list(nbest.values())))
+                                        nbest=[list(k) for k in nbest], nbest_scores=list(nbest.values()),
+                                        nbest_context=[] if context is None else
+                                        [context.final_bonus(k) for k in nbest]))
         return results

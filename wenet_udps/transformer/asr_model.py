@@ -4,6 +4,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 import torch
 from torch import nn
 
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decode_options import check_decode_options, value_for
 from wenet_udps.transformer.joint_search import joint_beam_search
@@ -120,7 +121,8 @@ class ASRModel(nn.Module):
                ctc_weight: Optional[CtcWeight] = None, simulate_streaming: bool = False, reverse_weight: float = 0.0,
                length_penalty: float = 0.0, blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None,
                length_bonus: float = 0.0, lm_search: Optional[Callable[[torch.Tensor, torch.Tensor],
-                                                                       List[DecodeResult]]] = None
+                                                                       List[DecodeResult]]] = None,
+               context: Optional[ContextGraph] = None, context_weight: float = 1.0
                ) -> Dict[str, List[DecodeResult]]:
         """Decode a batch with several methods from one encoder pass per utterance (each alone, so that its result
         is the same in any batch).
@@ -148,6 +150,9 @@ class ASRModel(nn.Module):
             lm_search: the LM modes' first pass, ``(ctc log-probs (B, T', V), lengths (B,)) -> B results`` with
                 their n-best (``wenet_udps.lm.search.LmSearch``), whose ``word_scorer()`` is the word LM of
                 ``joint_ctc_attention_lm``; required by the ``*_lm`` methods.
+            context: hotwords (``context_graph.ContextGraph``, built by ``wenet_udps.decode.hotwords``): their bonus
+                in the CTC prefix search, kept through rescoring, and per token in the joint search.
+            context_weight: the weight of that bonus in the rescoring modes' final score (1: as the search gave it).
         Returns:
             method -> B ``DecodeResult``s.
         """
@@ -168,7 +173,7 @@ class ASRModel(nn.Module):
             num_decoding_left_chunks=num_decoding_left_chunks, simulate_streaming=simulate_streaming,
             batch_size=speech.size(0), ctc_weight=ctc_weight, reverse_weight=reverse_weight,
             length_penalty=length_penalty, blank_penalty=blank_penalty, max_len_ratio=max_len_ratio,
-            length_bonus=length_bonus)
+            length_bonus=length_bonus, context=context, context_weight=context_weight)
         if blank_penalty < 0.0:
             raise ValueError(f"blank_penalty must be >= 0 (WeNet ignores a negative one), got {blank_penalty}")
         if reverse_weight > 0.0 and not hasattr(self.decoder, "right_decoder"):
@@ -185,7 +190,7 @@ class ASRModel(nn.Module):
             one = self.search(methods, encoder_out, encoder_mask, beam_size, ctc_weight=ctc_weight,
                               reverse_weight=reverse_weight, length_penalty=length_penalty,
                               blank_penalty=blank_penalty, max_len_ratio=max_len_ratio, length_bonus=length_bonus,
-                              lm_search=lm_search)
+                              lm_search=lm_search, context=context, context_weight=context_weight)
             for m in methods:
                 results[m] += one[m]
         return results
@@ -194,7 +199,8 @@ class ASRModel(nn.Module):
     def search(self, methods: List[str], encoder_out: torch.Tensor, encoder_mask: torch.Tensor, beam_size: int, *,
                ctc_weight: Optional[CtcWeight] = None, reverse_weight: float = 0.0, length_penalty: float = 0.0,
                blank_penalty: float = 0.0, max_len_ratio: Optional[float] = None, length_bonus: float = 0.0,
-               lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None
+               lm_search: Optional[Callable[[torch.Tensor, torch.Tensor], List[DecodeResult]]] = None,
+               context: Optional[ContextGraph] = None, context_weight: float = 1.0
                ) -> Dict[str, List[DecodeResult]]:
         """The searches of :meth:`decode` on an encoder output (B, T', D) with its mask (B, 1, T') (what a streaming
         state has gathered chunk by chunk); the options as in :meth:`decode`, which checked them."""
@@ -207,25 +213,25 @@ class ASRModel(nn.Module):
         if "ctc_greedy_search" in methods:
             results["ctc_greedy_search"] = ctc_greedy_search(ctc_probs, encoder_lens, self.ctc.blank_id)
         if "ctc_prefix_beam_search" in methods or "attention_rescoring" in methods:
-            prefix = ctc_prefix_beam_search(ctc_probs, encoder_lens, beam_size, self.ctc.blank_id)
+            prefix = ctc_prefix_beam_search(ctc_probs, encoder_lens, beam_size, self.ctc.blank_id, context)
             if "ctc_prefix_beam_search" in methods:
                 results["ctc_prefix_beam_search"] = prefix
             if "attention_rescoring" in methods:
                 results["attention_rescoring"] = attention_rescoring(
                     self, prefix, encoder_out, encoder_lens, value_for("ctc_weight", ctc_weight, "attention_rescoring"),
-                    reverse_weight)
+                    reverse_weight, context_weight)
         if {"ctc_prefix_beam_search_lm", "attention_rescoring_lm"} & set(needs_lm):
-            with_lm = lm_search(ctc_probs, encoder_lens)
+            with_lm = lm_search(ctc_probs, encoder_lens, **({} if context is None else {"context": context}))
             results["ctc_prefix_beam_search_lm"] = with_lm
             if "attention_rescoring_lm" in methods:
                 results["attention_rescoring_lm"] = attention_rescoring(
                     self, with_lm, encoder_out, encoder_lens,
-                    value_for("ctc_weight", ctc_weight, "attention_rescoring_lm"), reverse_weight)
+                    value_for("ctc_weight", ctc_weight, "attention_rescoring_lm"), reverse_weight, context_weight)
         for mode in (m for m in methods if m in JOINT_METHODS):
             words = lm_search.word_scorer() if mode in LM_METHODS else None
             results[mode] = joint_beam_search(self.decoder, encoder_out, encoder_mask, ctc_probs, beam_size, self.sos,
                                               self.eos, self.ctc.blank_id, value_for("ctc_weight", ctc_weight, mode),
-                                              length_bonus, words)
+                                              length_bonus, words, context=context)
         if "attention" in methods:
             results["attention"] = attention_beam_search(self.decoder, encoder_out, encoder_mask, beam_size,
                                                          self.sos, self.eos, length_penalty,

@@ -48,6 +48,13 @@ CHUNK_WHY = (f"encoder frames; {CHUNK_MAX} of them are over 400 s of audio, so a
 LEFT_CHUNKS_WHY = f"more left chunks than an utterance has ({CHUNK_MAX} of one frame: over 400 s) are all of them: -1"
 CHUNK_SIZE = cli.int_range(1, CHUNK_MAX, why=CHUNK_WHY)           # export's and sherpa_decode's --chunk_size
 LEFT_CHUNKS = cli.int_range(0, CHUNK_MAX, also=(-1,), why=LEFT_CHUNKS_WHY)  # ... and --left_chunks
+# The modes whose searches take the hotwords' bonus (transformer/context_graph.py): the CTC prefix searches
+# (without and with the LM), the rescoring of their n-best and the joint searches; not greedy, not attention.
+CONTEXT_MODES = tuple(m for m in DECODING_METHODS if m not in ("ctc_greedy_search", "attention"))
+CONTEXT_USED_BY = "every mode but ctc_greedy_search and attention"
+# A unit's CTC log-probability where the model is unsure lies within a few nats of its rival's; a bonus of 20 per
+# unit (e^20) outweighs any acoustic evidence, so every phrase would be "heard" wherever one of its units is.
+CONTEXT_SCORE_MAX = 20.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class DecodeOption:
     used_by: str
     help: str
     families: Tuple[Tuple[Tuple[str, ...], Any], ...] = ()
+    flag: Optional[str] = None  # the command line's name where it differs (hotwords= is --context_file)
 
     def family(self, mode: str) -> Optional[Tuple[str, ...]]:
         """The modes that use the option as ``mode`` does (None: no family, every mode alike)."""
@@ -119,7 +127,21 @@ DECODE_OPTIONS: Dict[str, DecodeOption] = {
         f"bound every hypothesis comes out empty)"),
     "word_score": DecodeOption(cli.finite_float, 0.0, LM_METHODS, "the *_lm modes",
                                "*_lm modes: bonus per word (> 0 fewer deletions; tune on dev)"),
+    "hotwords": DecodeOption(
+        cli.existing_file, None, CONTEXT_MODES, CONTEXT_USED_BY,
+        "hotword file to bias decoding toward: one phrase a line, an optional ' :score' at its end (sherpa-onnx's "
+        "format; docs/hotwords.md); the Python API's hotwords= also takes a list of phrases", flag="context_file"),
+    "context_score": DecodeOption(
+        cli.float_range(0.0, CONTEXT_SCORE_MAX, low_open=True), 3.0, CONTEXT_MODES, CONTEXT_USED_BY,
+        f"bonus per matched unit of a hotword phrase without its own ' :score', in (0, {CONTEXT_SCORE_MAX:g}] "
+        f"(taken back unless the phrase is completed)"),
+    "context_weight": DecodeOption(
+        cli.float_range(0.0, 1.0), 1.0, RESCORING, "attention_rescoring and attention_rescoring_lm",
+        "weight of the hotword bonus in the rescoring modes' final score (1: as the CTC prefix search gave it; 0: "
+        "dropped, as WeNet's rescoring drops it)"),
 }
+# Options that need the hotwords: alone they would do nothing.
+NEED_HOTWORDS = ("context_score", "context_weight")
 
 
 def value_for(name: str, value: Any, mode: str) -> Any:
@@ -140,7 +162,8 @@ def add_decode_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) 
         if spec.check is None:
             parser.add_argument(f"--{name}", action="store_true", default=None, help=spec.help)
         else:
-            parser.add_argument(f"--{name}", type=spec.check, default=None, help=spec.help + shown)
+            parser.add_argument(f"--{spec.flag or name}", dest=name, type=spec.check, default=None,
+                                help=spec.help + shown)
 
 
 def _show(value: Any) -> str:
@@ -150,6 +173,8 @@ def _show(value: Any) -> str:
 def _spell(name: str, flags: bool, value: Any = None) -> str:
     """How the option reads in a message: ``--name value`` (a command) or ``name=value`` (Python)."""
     if flags:
+        spec = DECODE_OPTIONS.get(name)
+        name = spec.flag or name if spec is not None else name
         return f"--{name}" if value is None else f"--{name} {_show(value)}"
     return name if value is None else f"{name}={value!r}"
 
@@ -163,13 +188,18 @@ def option_value(name: str, value: Any, flags: bool = False) -> Any:
         if not isinstance(value, bool):
             raise UserError(f"{where}: expected True or False")
         return value
+    if name == "hotwords" and isinstance(value, (list, tuple)):  # the API's list of phrases
+        if not all(isinstance(v, str) for v in value):
+            raise UserError(f"{where}: expected a list of phrases (strings) or a hotword file's path")
+        return tuple(value)
     if spec.check is cli.existing_file:
         if not isinstance(value, (str, os.PathLike)):
             raise UserError(f"{where}: expected a file path")
         try:
             return spec.check(os.fspath(value))
         except argparse.ArgumentTypeError as e:
-            raise UserError(f"{where}: {e}") from None
+            hint = f" (phrases go in a list: {name}=[{value!r}])" if name == "hotwords" and not flags else ""
+            raise UserError(f"{where}: {e}{hint}") from None
     integer = spec.check.__name__ == "int"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
         raise UserError(f"{where}: expected {'an integer' if integer else 'a number'}")
@@ -213,8 +243,14 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
     if twice:  # it would be decoded twice, into the one folder: a mistake, not a request (issue 80)
         raise UserError(f"{_spell('modes', flags)}: {', '.join(twice)} given more than once; each mode is decoded "
                         f"once (give it once)")
-    checked = {name: option_value(name, value, flags) for name, value in given.items() if value is not None}
+    # an empty list of hotwords is no biasing at all: as if not given, in every mode
+    checked = {name: option_value(name, value, flags) for name, value in given.items()
+               if value is not None and not (name == "hotwords" and isinstance(value, (list, tuple)) and not value)}
     _refuse_unused(modes, checked, flags)
+    lone = [name for name in NEED_HOTWORDS if name in checked and "hotwords" not in checked]
+    if lone:
+        raise UserError(f"{_spell(lone[0], flags, checked[lone[0]])} weighs the hotwords' bonus: give "
+                        f"{_spell('hotwords', flags)} too, or leave it out")
     _refuse_streaming_joint(modes, checked.get("decoding_chunk_size"), checked.get("simulate_streaming", False),
                             flags)
     needs_lm = [m for m in modes if m in LM_METHODS]
@@ -272,7 +308,8 @@ def check_decode_options(encoder: "nn.Module", methods: Iterable[str], *, decodi
                          num_decoding_left_chunks: int = -1, simulate_streaming: bool = False,
                          batch_size: Optional[int] = None, ctc_weight: Any = None, reverse_weight: float = 0.0,
                          length_penalty: float = 0.0, blank_penalty: float = 0.0,
-                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0) -> int:
+                         max_len_ratio: Optional[float] = None, length_bonus: float = 0.0, context: Any = None,
+                         context_weight: float = 1.0) -> int:
     """UserError naming the first option (as ``recognize`` spells it) that would do nothing with this model and
     these ``methods``; else the chunk size decoding runs at (see :func:`chunk_size_for`).
 
@@ -294,7 +331,8 @@ def check_decode_options(encoder: "nn.Module", methods: Iterable[str], *, decodi
     # ASRModel.decode sees values only: one that differs from its default was asked for.
     asked = {name: value for name, value in (("ctc_weight", ctc_weight), ("reverse_weight", reverse_weight),
                                              ("length_penalty", length_penalty), ("max_len_ratio", max_len_ratio),
-                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus))
+                                             ("blank_penalty", blank_penalty), ("length_bonus", length_bonus),
+                                             ("hotwords", context), ("context_weight", context_weight))
              if value is not None and value != DECODE_OPTIONS[name].default}
     _refuse_unused(methods, asked, flags=True)
     return chunk

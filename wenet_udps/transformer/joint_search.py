@@ -32,6 +32,7 @@ from typing import Any, ClassVar, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.ctc_prefix_score import CtcPrefixScorer
 from wenet_udps.transformer.search import DecodeResult, _Beams, _best_of_beam, _finished
 
@@ -67,7 +68,9 @@ class _JointBeams(_Beams):
     words: Optional[List[Any]] = None    # (N,) word LM states
     ctc: Optional[CtcPrefixScorer] = None
     ended: List[List[Tuple[List[int], float]]] = field(default_factory=list)  # per live utterance
-    ROWS: ClassVar[Tuple[str, ...]] = _Beams.ROWS + ("dec", "psi", "r_n", "r_b", "lm")
+    bonus: Optional[torch.Tensor] = None  # (N,) float64: the hotword bonus so far (context_graph)
+    state: Optional[torch.Tensor] = None  # (N,) long: the context graph state
+    ROWS: ClassVar[Tuple[str, ...]] = _Beams.ROWS + ("dec", "psi", "r_n", "r_b", "lm", "bonus", "state")
 
     def drop(self, finished: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         keep, index = super().drop(finished)
@@ -85,7 +88,8 @@ class _JointBeams(_Beams):
 def joint_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encoder_mask: torch.Tensor,
                       ctc_logp: torch.Tensor, beam_size: int, sos: int, eos: int, blank: int,
                       ctc_weight: float = 0.3, length_bonus: float = 0.0, words: Optional[WordScorer] = None,
-                      ending: str = "espnet", max_len_ratio: float = 1.0) -> List[DecodeResult]:
+                      ending: str = "espnet", max_len_ratio: float = 1.0,
+                      context: Optional[ContextGraph] = None) -> List[DecodeResult]:
     """Joint CTC/attention beam search of a batch (see the module docstring).
 
     Args:
@@ -95,6 +99,8 @@ def joint_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encod
         length_bonus: added per token, eos included (ESPnet's ``penalty``; > 0 favours longer hypotheses).
         words: the word LM of ``joint_ctc_attention_lm``, or None.
         ending: "espnet" (the modes') or "attention" (the ``attention`` mode's rules; ``max_len_ratio`` its bound).
+        context: hotwords (``context_graph``): each token's bonus is added to the score of the prefix it extends;
+            eos, and the end at the step limit, take back the open partial match.
     Returns:
         B results: the best hypothesis, its score, and the n-best (at most beam_size, best first).
     """
@@ -119,13 +125,15 @@ def joint_beam_search(decoder: torch.nn.Module, encoder_out: torch.Tensor, encod
                        psi=torch.zeros(rows, dtype=torch.float64, device=device),
                        lm=torch.zeros(rows, dtype=torch.float64, device=device),
                        words=None if words is None else [words.initial()] * rows,
-                       ended=[[] for _ in range(batch)])
+                       ended=[[] for _ in range(batch)],
+                       bonus=torch.zeros(rows, dtype=torch.float64, device=device),
+                       state=torch.zeros(rows, dtype=torch.long, device=device))
     if ctc_weight > 0.0:
         live.ctc = CtcPrefixScorer(ctc_logp, frames, blank, eos)
         live.r_n, live.r_b = live.ctc.initial(beam_size)
     else:  # (no CTC state to carry: placeholders the row selections can index)
         live.r_n = live.r_b = torch.zeros(rows, 0, dtype=torch.float64, device=device)
-    search = _Search(decoder, live, eos, ctc_weight, length_bonus, words, ending)
+    search = _Search(decoder, live, eos, ctc_weight, length_bonus, words, ending, context)
     return search.run(int(steps.max()), batch)
 
 
@@ -133,8 +141,10 @@ class _Search:
     """The steps of one :func:`joint_beam_search` call over its ``_JointBeams``."""
 
     def __init__(self, decoder: torch.nn.Module, live: _JointBeams, eos: int, ctc_weight: float,
-                 length_bonus: float, words: Optional[WordScorer], ending: str):
+                 length_bonus: float, words: Optional[WordScorer], ending: str,
+                 context: Optional[ContextGraph] = None):
         self.decoder, self.live, self.eos, self.words, self.ending = decoder, live, eos, words, ending
+        self.context = context
         self.ctc_weight, self.dec_weight, self.length_bonus = ctc_weight, 1.0 - ctc_weight, length_bonus
 
     def run(self, maxlen: int, batch: int) -> List[DecodeResult]:
@@ -180,8 +190,11 @@ class _Search:
             score = float(live.scores[row])
             if tokens[-1] == self.eos:
                 tokens = tokens[:-1]
-            elif self.words is not None:  # ended at the step limit: the LM's end of sentence (ESPnet's final_score)
-                score += self.words.finish(live.words[row])
+            else:
+                if self.words is not None:  # ended at the step limit: the LM's end of sentence (ESPnet's final_score)
+                    score += self.words.finish(live.words[row])
+                if self.context is not None:  # ... and the open hotword match taken back
+                    score += self.context.end(int(live.state[row]))
             live.ended[row // beam].append((tokens, score))
         live.scores = live.scores.masked_fill(ends.unsqueeze(1), -math.inf)
         running = torch.isfinite(live.scores.view(-1, beam)).any(dim=1)
@@ -221,6 +234,10 @@ class _Search:
             states, lm = self._words(done, cand)
             score = score + lm
         score = score + self.length_bonus * step
+        bonus = state = None
+        if self.context is not None:
+            bonus, state = self._bonus(cand)
+            score = score + bonus
         # A done row: dead ("espnet", -inf), or frozen ("attention": itself, extended by eos at no cost); a row
         # at -inf (the beam's empty rows at the start) has no extension either.
         score = score.masked_fill(done | ~torch.isfinite(live.scores), -math.inf)
@@ -232,6 +249,8 @@ class _Search:
             lm[frozen, 0] = live.lm[frozen]
             if psi is not None:
                 psi[frozen, 0] = live.psi[frozen]
+            if bonus is not None:
+                bonus[frozen, 0], state[frozen, 0] = live.bonus[frozen], live.state[frozen]
         utts = running // beam
         flat = score.view(utts, beam * width)
         order = torch.sort(flat, dim=1, descending=True, stable=True).indices[:, :beam]
@@ -247,9 +266,30 @@ class _Search:
         live.cache = cache
         live.scores = flat.gather(1, order).view(-1, 1)
         live.dec, live.lm = dec[src, pick], lm[src, pick]
+        if bonus is not None:
+            live.bonus, live.state = bonus[src, pick], state[src, pick]
         if states is not None:
             live.words = [states[s][k] for s, k in zip(src.tolist(), pick.tolist())]
         live.end_flag = live.hyps[:, -1:] == eos
+
+    def _bonus(self, cand: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Each candidate's hotword bonus (its prefix's, stepped by the candidate; eos takes the open match back)
+        and graph state, (N, K) each."""
+        live, context, eos = self.live, self.context, self.eos
+        bonus, states = [], []
+        for got, state, units in zip(live.bonus.tolist(), live.state.tolist(), cand.tolist()):
+            row_bonus, row_states = [], []
+            for unit in units:
+                if unit == eos:
+                    nxt, delta = 0, context.end(state)
+                else:
+                    nxt, delta = context.step(state, unit)
+                row_bonus.append(got + delta)
+                row_states.append(nxt)
+            bonus.append(row_bonus)
+            states.append(row_states)
+        return (torch.tensor(bonus, dtype=torch.float64, device=cand.device),
+                torch.tensor(states, dtype=torch.long, device=cand.device))
 
     def _allowed(self, done: torch.Tensor, vocab: int) -> torch.Tensor:
         """(N, V) bool: the units the word LM lets each running prefix take next (eos where a sentence may end)."""

@@ -10,6 +10,7 @@ from typing import ClassVar, Dict, List, Optional, Tuple
 
 import torch
 
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
@@ -22,11 +23,14 @@ class DecodeResult:
     tokens: best hypothesis (token ids, no sos/eos/blank); score: its log-probability under the method
     (CTC path or prefix probability, attention log-probability, or the rescoring combination);
     nbest / nbest_scores: all kept hypotheses, best first (prefix beam search and rescoring).
+    nbest_context: with a context graph (hotwords), the bonus each n-best hypothesis keeps, already part of its
+    ``nbest_scores``; empty without one (``context_graph``).
     """
     tokens: List[int]
     score: float = 0.0
     nbest: List[List[int]] = field(default_factory=list)
     nbest_scores: List[float] = field(default_factory=list)
+    nbest_context: List[float] = field(default_factory=list)
 
 
 def ctc_greedy_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, blank_id: int = 0) -> List[DecodeResult]:
@@ -45,14 +49,18 @@ def ctc_greedy_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, blank_id:
     return results
 
 
-def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int) -> List[Tuple[Tuple[int, ...], float]]:
+def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context: Optional[ContextGraph] = None
+                     ) -> List[Tuple[Tuple[int, ...], float]]:
     """CTC prefix beam search of one utterance: logp (T, V) -> [(prefix, log P(prefix))] best first.
 
     Each prefix keeps two scores: ending in blank (pb) and ending in its last token (pnb), so a repeated token
-    extends the prefix only after a blank.
+    extends the prefix only after a blank. With ``context`` a prefix also has its graph state and bonus
+    (``bonus``: prefix -> (state, bonus)), set when a non-blank token makes the prefix and counted when the beam is
+    cut; the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match taken back).
     """
     neg_inf = -math.inf
     hyps: List[Tuple[Tuple[int, ...], Tuple[float, float]]] = [((), (0.0, neg_inf))]
+    bonus: Dict[Tuple[int, ...], Tuple[int, float]] = {(): (0, 0.0)}
     top_logp, top_idx = logp.topk(min(beam_size, logp.size(1)), dim=1)
     top_logp, top_idx = top_logp.tolist(), top_idx.tolist()
     for t in range(logp.size(0)):
@@ -76,23 +84,47 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int) -> List[
         live = [kv for kv in nxt.items() if log_add(*kv[1]) > neg_inf]
         if not live:  # every path impossible from here on (e.g. -inf frame); keep what was reached
             break
-        ranked = sorted(live, key=lambda kv: log_add(*kv[1]), reverse=True)[:beam_size]
+        if context is None:
+            ranked = sorted(live, key=lambda kv: log_add(*kv[1]), reverse=True)[:beam_size]
+        else:
+            bonus = _extend_bonus(context, bonus, live)
+            ranked = sorted(live, key=lambda kv: log_add(*kv[1]) + bonus[kv[0]][1], reverse=True)[:beam_size]
+            bonus = {prefix: bonus[prefix] for prefix, _ in ranked}
         hyps = [(prefix, (pb, pnb)) for prefix, (pb, pnb) in ranked]
-    return [(prefix, log_add(pb, pnb)) for prefix, (pb, pnb) in hyps]
+    if context is None:
+        return [(prefix, log_add(pb, pnb)) for prefix, (pb, pnb) in hyps]
+    kept = [(prefix, log_add(pb, pnb), bonus[prefix][1] + context.end(bonus[prefix][0])) for prefix, (pb, pnb) in hyps]
+    return sorted(((prefix, score + b, b) for prefix, score, b in kept), key=lambda h: h[1], reverse=True)
+
+
+def _extend_bonus(context: ContextGraph, bonus: Dict[Tuple[int, ...], Tuple[int, float]],
+                  live: List[Tuple[Tuple[int, ...], List[float]]]) -> Dict[Tuple[int, ...], Tuple[int, float]]:
+    """``bonus`` (this frame's own dict, filled in place) with the (state, bonus) of each new prefix of ``live``: its
+    parent's, stepped by its last token."""
+    step = context.step
+    for prefix, _ in live:
+        if prefix not in bonus:
+            state, got = bonus[prefix[:-1]]
+            state, delta = step(state, prefix[-1])
+            bonus[prefix] = (state, got + delta)
+    return bonus
 
 
 def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam_size: int,
-                           blank_id: int = 0) -> List[DecodeResult]:
+                           blank_id: int = 0, context: Optional[ContextGraph] = None) -> List[DecodeResult]:
     """Prefix beam search over the top ``beam_size`` tokens of each frame.
 
     ctc_probs (B, T, V) log-probabilities, ctc_lens (B,) -> B results with the n-best (``beam_size`` at most).
+    With ``context`` (hotwords) each prefix's score has its bonus (``context_graph``) and the n-best is ranked
+    by CTC + kept bonus, each one's bonus in ``nbest_context``.
     """
     results = []
     probs = ctc_probs.detach().float().cpu()
     for i in range(probs.size(0)):
-        hyps = _prefix_beam_one(probs[i, :int(ctc_lens[i])], beam_size, blank_id)
+        hyps = _prefix_beam_one(probs[i, :int(ctc_lens[i])], beam_size, blank_id, context)
         results.append(DecodeResult(tokens=list(hyps[0][0]), score=hyps[0][1],
-                                    nbest=[list(h) for h, _ in hyps], nbest_scores=[s for _, s in hyps]))
+                                    nbest=[list(h[0]) for h in hyps], nbest_scores=[h[1] for h in hyps],
+                                    nbest_context=[h[2] for h in hyps] if context is not None else []))
     return results
 
 
@@ -272,10 +304,12 @@ def score_hypotheses(decoder_out: torch.Tensor, hyps: List[List[int]], eos: int)
 @torch.no_grad()
 def attention_rescoring(model, ctc_results: List[DecodeResult], encoder_out: torch.Tensor,
                         encoder_lens: torch.Tensor, ctc_weight: float = 0.0,
-                        reverse_weight: float = 0.0) -> List[DecodeResult]:
+                        reverse_weight: float = 0.0, context_weight: float = 1.0) -> List[DecodeResult]:
     """Rescore each utterance's CTC n-best with the attention decoder (both directions for ``bitransformer``).
 
-    score = (1 - reverse_weight) * left-to-right + reverse_weight * right-to-left + ctc_weight * CTC prefix score.
+    score = (1 - reverse_weight) * left-to-right + reverse_weight * right-to-left + ctc_weight * CTC prefix score,
+    + context_weight * the hotword bonus the hypothesis kept where the n-best has one (``nbest_context``; it is
+    taken out of the CTC score first, so that the bonus is weighed by its own weight, not by ``ctc_weight``).
     The n-best lists of the whole batch go through the decoder in one pass (WeNet makes one pass per utterance).
 
     Args:
@@ -301,7 +335,11 @@ def attention_rescoring(model, ctc_results: List[DecodeResult], encoder_out: tor
     results, start = [], 0
     for res in ctc_results:
         n = len(res.nbest)
-        combined = [s + ctc_weight * c for s, c in zip(scores[start:start + n], res.nbest_scores)]
+        if res.nbest_context:
+            combined = [s + ctc_weight * (c - b) + context_weight * b
+                        for s, c, b in zip(scores[start:start + n], res.nbest_scores, res.nbest_context)]
+        else:
+            combined = [s + ctc_weight * c for s, c in zip(scores[start:start + n], res.nbest_scores)]
         start += n
         order = sorted(range(n), key=lambda i: combined[i], reverse=True)
         results.append(DecodeResult(tokens=list(res.nbest[order[0]]), score=combined[order[0]],

@@ -1,0 +1,128 @@
+"""Hotword lists for context biasing: read, normalise, spell with the model's units, and build the context graph.
+
+A hotword file holds one phrase a line, with an optional per-unit score at its end after `` :`` (sherpa-onnx's
+format)::
+
+    ZEBRA CROSSING :4.5
+    MARMALADE
+    阿里巴巴
+
+Blank lines are skipped. Each phrase goes through the one text normaliser (``wenet_udps.utils.text_norm``: its
+case, punctuation refused, naming the line) and is spelled with the model's own units by its tokenizer (characters,
+BPE pieces, Mandarin characters; a phrase of several words carries the word-boundary unit where the units have
+one). Refused, each naming the file and line: a phrase that the units cannot spell (WeNet maps such a unit to
+``<unk>`` silently, which biases toward ``<unk>``), a bad score, an empty file, more than :data:`PHRASES_MAX`
+phrases. A phrase given twice (the same units) is kept once with its highest score, with a warning naming both
+lines.
+"""
+import logging
+import math
+import os
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+from wenet_udps.scoring.biasing import split_score
+from wenet_udps.transformer.context_graph import ContextGraph
+from wenet_udps.transformer.decode_options import CONTEXT_SCORE_MAX
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.kaldi_files import utf8_lines
+from wenet_udps.utils.text_norm import NormCounts, TextNorm
+
+# Le et al.'s largest LibriSpeech biasing list holds 2,000 distractors per utterance (3,838 biased words in all on
+# test-other); a list far beyond that biases nearly every word of the language, and its graph (a node per distinct
+# unit prefix, built at every load) grows with it.
+PHRASES_MAX = 20000
+PHRASES_WHY = (f"a list of more than {PHRASES_MAX} phrases biases nearly every word (Le et al.'s largest LibriSpeech "
+               f"list holds 2,000 per utterance); split it by topic or keep the phrases that matter")
+
+Hotwords = Union[str, "os.PathLike[str]", Sequence[str]]
+
+
+def _lines(hotwords: Hotwords) -> Tuple[str, List[Tuple[int, str]]]:
+    """(what the phrases are called in messages, [(line number, text)]) of a file path or a list of phrases."""
+    if isinstance(hotwords, (list, tuple)):
+        return "hotwords", [(i, text) for i, text in enumerate(hotwords)]
+    path = os.fspath(hotwords)
+    return path, list(utf8_lines(path))
+
+
+def _where(name: str, lineno: int, listed: bool) -> str:
+    return f"{name}[{lineno}]" if listed else f"{name}:{lineno}"
+
+
+def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Iterable[int] = (),
+                 norm: Optional[TextNorm] = None) -> List[Tuple[List[int], float]]:
+    """[(unit ids, per-unit score)] of a hotword file or list (module docstring); UserError naming the line.
+
+    Args:
+        tokenizer: the model's (``text2tokens`` and ``symbol_table``, ``unk_id``).
+        score: the per-unit score of a phrase without its own (``--context_score``).
+        reserved: unit ids no phrase may hold (the blank, sos/eos) besides ``<unk>``.
+        norm: the normaliser (default: case kept, punctuation refused).
+    """
+    name, rows = _lines(hotwords)
+    listed = isinstance(hotwords, (list, tuple))
+    norm = norm or TextNorm(case="keep", punctuation="refuse")
+    banned = set(reserved) | {tokenizer.unk_id}
+    seen: dict = {}
+    out: List[Tuple[List[int], float]] = []
+    for lineno, raw in rows:
+        where = _where(name, lineno, listed)
+        text, given = split_score(raw)
+        own = None
+        if not text:
+            continue
+        if given is not None:
+            try:
+                own = float(given)
+            except ValueError:
+                own = math.nan
+            if not (math.isfinite(own) and 0.0 < own <= CONTEXT_SCORE_MAX):
+                raise UserError(f"{where}: score {given!r} after ' :' must be a number in (0, "
+                                f"{CONTEXT_SCORE_MAX:g}] (a bonus per unit)")
+        counts = NormCounts()
+        text = norm(text, counts, lineno)
+        if counts.refused:
+            raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw.strip()!r}: "
+                            f"the units spell no punctuation; remove it")
+        units = _spell(text, tokenizer, banned, where)
+        key = tuple(units)
+        if key in seen:
+            first, index = seen[key]
+            logging.warning("%s: the phrase %r is the same units as %s; merged (keeping the higher score)", where,
+                            text, first)
+            out[index] = (units, max(out[index][1], own or score))
+            continue
+        seen[key] = (where, len(out))
+        out.append((units, own if own is not None else score))
+        if len(out) > PHRASES_MAX:
+            raise UserError(f"{name}: more than {PHRASES_MAX} phrases: {PHRASES_WHY}")
+    if not out:
+        raise UserError(f"{name}: no phrase (empty, or blank lines only); give one phrase a line, or leave the "
+                        f"hotwords out to decode without biasing")
+    return out
+
+
+def _spell(text: str, tokenizer: Any, banned: set, where: str) -> List[int]:
+    """The unit ids of ``text``; UserError naming ``where`` and the unit that is missing."""
+    tokens = tokenizer.text2tokens(text)
+    if not tokens:
+        raise UserError(f"{where}: the phrase {text!r} has no unit")
+    units = []
+    for token in tokens:
+        unit = tokenizer.symbol_table.get(token)
+        if unit is None or unit in banned:
+            raise UserError(f"{where}: the phrase {text!r} cannot be spelled with the units "
+                            f"{tokenizer.symbol_table_path}: {token!r} is not one of them (case, script?)")
+        units.append(unit)
+    return units
+
+
+def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
+                  reserved: Iterable[int] = ()) -> Optional[ContextGraph]:
+    """The context graph of ``hotwords`` (see :func:`read_phrases`), or None without hotwords (None, or an empty
+    list: no biasing)."""
+    if hotwords is None or (isinstance(hotwords, (list, tuple)) and not hotwords):
+        return None
+    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved))
+    logging.info("hotwords: %d phrases, %d graph states", graph.phrases, len(graph))
+    return graph

@@ -1,0 +1,156 @@
+"""Biased-word error rates (Le et al., 2021, "Contextualized streaming end-to-end speech recognition with trie-based
+deep biasing and shallow fusion") and phrase recall / precision / F1 (WeNet's hotword metrics), from the alignment
+compute-wer makes (``scoring.wer.score``: the same tokens, the same tie order).
+
+A token is *biased* where it lies inside an occurrence of a phrase of the biasing list (a one-word phrase: the word
+is in the list, Le et al.'s case; several words or, with ``char``, characters: every token of the occurrence).
+Over the alignment of each utterance:
+
+- WER: (S + D + I) / N over every token, compute-wer's Overall;
+- B-WER: errors on biased tokens / the biased reference tokens: a substitution or deletion of a biased reference
+  token, an insertion of a hypothesis token that is biased in the hypothesis;
+- U-WER: the same for every other token (so the two split WER's errors).
+
+Phrases: for each utterance and phrase, ``r`` its occurrences in the reference, ``h`` in the hypothesis, matched
+``min(r, h)``; recall = matched / sum r, precision = matched / sum h, F1 their harmonic mean.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+
+from wenet_udps.scoring.tokens import tokenize
+from wenet_udps.scoring.wer import Report, score
+from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.kaldi_files import utf8_lines
+
+SCORED = re.compile(r"^(.*\S)\s+:(\S+)$")  # a hotword line "phrase :score" (sherpa-onnx's format)
+
+
+def split_score(line: str) -> Tuple[str, "str | None"]:
+    """(phrase, the text of its `` :score`` or None) of one hotword line, stripped."""
+    text = line.strip()
+    match = SCORED.match(text)
+    return (match.group(1), match.group(2)) if match else (text, None)
+
+
+def read_phrase_list(path: str) -> List[str]:
+    """The phrases of a biasing list (a hotword file: one a line, a `` :score`` at the end dropped; blank lines
+    skipped); UserError for a list without any."""
+    phrases = [split_score(line)[0] for _, line in utf8_lines(path)]
+    phrases = [p for p in phrases if p]
+    if not phrases:
+        raise UserError(f"{path}: no phrase (one a line)")
+    return phrases
+
+
+@dataclass
+class PartCounts:
+    """Reference tokens ``N`` of one part (biased or not) and its errors."""
+    N: int = 0
+    S: int = 0
+    D: int = 0
+    I: int = 0  # noqa: E741 (the conventional name)
+
+    def error_rate(self) -> float:
+        """Percent (S + D + I) / N; 0 when N is 0, as compute-wer reports it."""
+        return 100.0 * (self.S + self.D + self.I) / self.N if self.N else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.error_rate():.2f} % N={self.N} S={self.S} D={self.D} I={self.I}"
+
+
+@dataclass
+class BiasReport:
+    report: Report                      # compute-wer's (Overall: WER)
+    biased: PartCounts = field(default_factory=PartCounts)
+    unbiased: PartCounts = field(default_factory=PartCounts)
+    ref_phrases: int = 0
+    hyp_phrases: int = 0
+    matched: int = 0
+
+    @property
+    def recall(self) -> float:
+        return self.matched / self.ref_phrases if self.ref_phrases else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.matched / self.hyp_phrases if self.hyp_phrases else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def lines(self) -> List[str]:
+        return [f"WER -> {self.report.total}", f"U-WER -> {self.unbiased}", f"B-WER -> {self.biased}",
+                f"Phrases -> recall {self.recall:.4f} precision {self.precision:.4f} F1 {self.f1:.4f} "
+                f"(reference {self.ref_phrases}, hypothesis {self.hyp_phrases}, matched {self.matched})"]
+
+
+class PhraseIndex:
+    """The phrases as token tuples, indexed by their first token (an utterance is scanned once)."""
+
+    def __init__(self, phrases: Iterable[Sequence[str]]):
+        self.by_first: Dict[str, List[Tuple[str, ...]]] = {}
+        for phrase in dict.fromkeys(tuple(p) for p in phrases if p):
+            self.by_first.setdefault(phrase[0], []).append(phrase)
+
+    def occurrences(self, tokens: Sequence[str]) -> List[Tuple[int, Tuple[str, ...]]]:
+        """(start, phrase) of every occurrence in ``tokens``, overlapping ones too."""
+        out = []
+        for i, token in enumerate(tokens):
+            for phrase in self.by_first.get(token, ()):
+                if tuple(tokens[i:i + len(phrase)]) == phrase:
+                    out.append((i, phrase))
+        return out
+
+    def covered(self, tokens: Sequence[str]) -> List[bool]:
+        """Whether each token lies inside an occurrence."""
+        mask = [False] * len(tokens)
+        for start, phrase in self.occurrences(tokens):
+            mask[start:start + len(phrase)] = [True] * len(phrase)
+        return mask
+
+
+def score_biased(refs: Mapping[str, str], hyps: Mapping[str, str], phrases: Iterable[str], *, char: bool,
+                 case_sensitive: bool = False, ignore: Iterable[str] = (), remove_tags: bool = True,
+                 missing: str = "deletions") -> BiasReport:
+    """compute-wer's scores of ``hyps`` against ``refs`` (``wer.score``, the same options) split by the biasing list
+    ``phrases`` (texts, tokenised as the transcripts are), and the phrase counts (module docstring)."""
+    ignore = set(ignore)
+    opts = dict(char=char, case_sensitive=case_sensitive, ignore=ignore, remove_tags=remove_tags)
+    index = PhraseIndex(tokenize(p, **opts) for p in phrases)
+    report = score(refs, hyps, missing=missing, **opts)
+    out = BiasReport(report)
+    for _, alignment in report.utterances:
+        ref = [r for r, _ in alignment.pairs if r]
+        hyp = [h for _, h in alignment.pairs if h]
+        ref_biased, hyp_biased = index.covered(ref), index.covered(hyp)
+        i = j = 0
+        for r, h in alignment.pairs:
+            if r:
+                part = out.biased if ref_biased[i] else out.unbiased
+                part.N += 1
+                if not h:
+                    part.D += 1
+                elif r != h:
+                    part.S += 1
+                i += 1
+            else:
+                (out.biased if hyp_biased[j] else out.unbiased).I += 1
+            if h:
+                j += 1
+        ref_count = _counts(index.occurrences(ref))
+        hyp_count = _counts(index.occurrences(hyp))
+        out.ref_phrases += sum(ref_count.values())
+        out.hyp_phrases += sum(hyp_count.values())
+        out.matched += sum(min(n, hyp_count.get(p, 0)) for p, n in ref_count.items())
+    return out
+
+
+def _counts(occurrences: List[Tuple[int, Tuple[str, ...]]]) -> Dict[Tuple[str, ...], int]:
+    counts: Dict[Tuple[str, ...], int] = {}
+    for _, phrase in occurrences:
+        counts[phrase] = counts.get(phrase, 0) + 1
+    return counts
+

@@ -1,0 +1,112 @@
+"""Context biasing (hotwords): phrases of unit ids as an Aho-Corasick automaton that gives a bonus per matched unit.
+
+A search hypothesis carries two numbers for it: its graph state (an int; 0 is the root, no phrase begun) and the
+bonus it has so far (a float). Extending the hypothesis by a unit is :meth:`ContextGraph.step`; ending it (the
+utterance is over, or the hypothesis emits eos) is :meth:`ContextGraph.end`. The rules:
+
+- ``node_score[n]``: the bonus of the units on the trie path from the root to node ``n``; each unit earns the
+  per-unit score of the best-scoring phrase through its node (a phrase's score is its own `` :score``, else
+  ``context_score``).
+- ``step(s, u) -> (n, delta)``: ``n`` is the node of the longest phrase prefix that ends the hypothesis (found
+  through the failure arcs: a mismatch falls back to the longest proper suffix that is still a phrase prefix);
+  ``delta = node_score[n] - node_score[s] + completed[n]``, where ``completed[n]`` is the sum of ``node_score`` of
+  every phrase that ends at ``n``'s string (``n`` itself and its suffixes, through the output links). So a unit that
+  continues a match earns its score; leaving a partial match takes back what it earned; completing a phrase adds
+  the phrase's bonus once more, which nothing takes back.
+- ``end(s) = -node_score[s]``: the partial match still open when the hypothesis ends is taken back.
+
+A hypothesis's final bonus is therefore the sum, over the phrase occurrences it completed (overlapping and nested
+ones too), of their ``node_score``; a phrase it began but did not complete earned nothing. While the search runs,
+the open partial match counts, which is what draws the beam toward a phrase (WeNet's and icefall's design; the code
+is written from that description).
+
+Memory grows with the phrases' total length (one node per distinct unit prefix). The graph is read-only once
+built, so one graph may serve any number of searches at once.
+"""
+from collections import deque
+from typing import Dict, List, Sequence, Tuple
+
+
+class ContextGraph:
+    """The automaton of ``phrases``: (unit ids, per-unit score > 0) pairs, each non-empty; a phrase given twice
+    keeps its highest score (the hotword reader merges duplicates before, naming them)."""
+
+    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]]):
+        self.children: List[Dict[int, int]] = [{}]
+        unit_score: List[float] = [0.0]
+        ends: List[bool] = [False]
+        parent: List[int] = [0]
+        unit_of: List[int] = [-1]
+        for units, score in phrases:
+            if not units:
+                raise ValueError("a context phrase needs at least one unit")
+            if not score > 0.0:
+                raise ValueError(f"a context phrase's score must be > 0, got {score}")
+            node = 0
+            for unit in units:
+                child = self.children[node].get(unit)
+                if child is None:
+                    child = self.children[node][unit] = len(self.children)
+                    self.children.append({})
+                    unit_score.append(0.0)
+                    ends.append(False)
+                    parent.append(node)
+                    unit_of.append(unit)
+                unit_score[child] = max(unit_score[child], float(score))
+                node = child
+            ends[node] = True
+        size = len(self.children)
+        self.phrases = sum(ends)
+        self.node_score = [0.0] * size
+        self.fail = [0] * size
+        self.completed = [0.0] * size   # bonus locked in on reaching the node (phrases ending at its string)
+        self.matches = [0] * size       # how many phrases end at the node's string (itself and its suffixes)
+        queue = deque(self.children[0].values())  # breadth first: a node's failure target is shallower
+        while queue:
+            node = queue.popleft()
+            self.node_score[node] = self.node_score[parent[node]] + unit_score[node]
+            up = parent[node]
+            if up != 0:
+                self.fail[node] = self._goto(self.fail[up], unit_of[node])
+            target = self.fail[node]
+            self.completed[node] = (self.node_score[node] if ends[node] else 0.0) + self.completed[target]
+            self.matches[node] = int(ends[node]) + self.matches[target]
+            queue.extend(self.children[node].values())
+        self.is_end = ends
+
+    def __str__(self) -> str:  # (how an option's value reads in a message)
+        return f"<{self.phrases} hotword phrases>"
+
+    def __len__(self) -> int:
+        """The number of states (nodes of the trie, the root included)."""
+        return len(self.children)
+
+    def _goto(self, state: int, unit: int) -> int:
+        """The state after ``unit`` from ``state``: its child, else the child of the longest suffix that has one."""
+        children = self.children
+        while True:
+            child = children[state].get(unit)
+            if child is not None:
+                return child
+            if state == 0:
+                return 0
+            state = self.fail[state]
+
+    def step(self, state: int, unit: int) -> Tuple[int, float]:
+        """(next state, bonus added) of a hypothesis in ``state`` extended by ``unit`` (module docstring)."""
+        if state == 0 and unit not in self.children[0]:  # (most extensions: cheap)
+            return 0, 0.0
+        nxt = self._goto(state, unit)
+        return nxt, self.node_score[nxt] - self.node_score[state] + self.completed[nxt]
+
+    def end(self, state: int) -> float:
+        """The bonus added when a hypothesis in ``state`` ends: its open partial match taken back (<= 0)."""
+        return -self.node_score[state]
+
+    def final_bonus(self, units: Sequence[int]) -> float:
+        """The bonus a whole hypothesis ``units`` keeps: its steps and its end."""
+        state, bonus = 0, 0.0
+        for unit in units:
+            state, delta = self.step(state, unit)
+            bonus += delta
+        return bonus + self.end(state)
