@@ -97,6 +97,14 @@ def _run_compute_wer(tmp, text, capsys):
     return capsys.readouterr().out.split("\n", 2)[2]  # after the two lines naming the files
 
 
+def _run_compute_biased_wer(tmp, text, capsys):
+    phrases = tmp / "phrases.txt"
+    phrases.write_text("CAFÉ\nNAÏVE CAFÉ\n", encoding="utf-8")
+    capsys.readouterr()
+    load_tool("compute-biased-wer").main(["--biasing_list", str(phrases), str(kaldi(tmp / "ref", NFC)), str(text)])
+    return "".join(line for line in capsys.readouterr().out.splitlines(True) if str(tmp) not in line)
+
+
 def _run_normalise_text(tmp, text, capsys):
     load_tool("normalise_text").main(["--punctuation", "keep", str(text)])
     return text.read_text(encoding="utf-8")
@@ -122,6 +130,7 @@ def _run_check_lm(tmp, text, capsys):
 # How each entry point is run on a Kaldi text; the result must not depend on the text's Unicode form.
 RUNS = {
     "tools/compute-wer.py": _run_compute_wer,
+    "tools/compute-biased-wer.py": _run_compute_biased_wer,
     "tools/normalise_text.py": _run_normalise_text,
     "tools/make_char_units.py": lambda tmp, text, capsys: _units(tmp, "make_char_units", text),
     "tools/train_bpe.py": lambda tmp, text, capsys: _units(tmp, "train_bpe", text),
@@ -214,6 +223,8 @@ def _score(texts):
 # How each function is called on a list of texts; None: exempt, with the reason as a comment.
 CALLS = {
     "wenet_udps.scoring.tokens.tokenize": _per_text(lambda t: scoring_tokens.tokenize(t, char=True)),
+    "wenet_udps.scoring.biasing.split_score": None,  # cuts a hotword line's ` :score`; the phrase is normalised after
+    "wenet_udps.scoring.biasing.score_biased": None,  # scores through wer.score's tokenize (guarded above)
     "wenet_udps.scoring.bound.reference_tokens": _per_text(lambda t: bound.reference_tokens({"u": t}, {
         "case": "keep", "punctuation": "keep", "char": "1", "case_sensitive": "1", "remove_tag": "1"})),
     "wenet_udps.scoring.wer.score": _score,

@@ -113,12 +113,11 @@ class LexiconBeamSearch:
     def search(self, emissions: np.ndarray, bias: Any = None) -> List[Tuple[Tuple[int, ...], float]]:
         """``bias``: the hotwords' bonus (``lm.context.WordContext``), added to a hypothesis's score as its units
         grow, before the beam is cut; the end takes its open match back."""
-        self._bias = bias
         frames = np.asarray(emissions, dtype=np.float32).astype(np.float64)
         # The LM states and scores asked for are this call's own (_Memo): one search object serves every thread
         # that decodes with it, so nothing of an utterance may live on it (issue 80, item 3: with the memo on the
         # search, a thread's next utterance replaced the states another thread's search was still reading).
-        memo = _Memo(self.lm)
+        memo = _Memo(self.lm, bias)
         beam: List[Tuple[Key, float]] = [(((), ROOT, self.sil, False), 0.0)]
         for row in frames:
             beam = self._step(memo, beam, row)
@@ -131,18 +130,18 @@ class LexiconBeamSearch:
         beam, whatever the other hypotheses give: so only they are kept, and a word's LM score is asked only where
         the word could be among them (a log probability is <= 0, which bounds its score from above)."""
         cands = _Candidates(self.opt.beam_threshold)
-        w, ws, size, trie = self.opt.lm_weight, self.opt.word_score, self.opt.beam_size, self.trie
+        w, ws, size, trie, bias = self.opt.lm_weight, self.opt.word_score, self.opt.beam_size, self.trie, memo.bias
         for (words, node, token, after_blank), score in beam:
             ex = trie.expansions[node]
             base = score + row[ex.units]
             # (1) a child unit: stay inside the word (CTC: not the same unit again without a blank in between) ...
             inside = np.flatnonzero(ex.inner & (after_blank | (ex.units != token)))
             scores = base[inside] + w * ex.look_ahead[inside]
-            if self._bias is not None:  # the bonus a unit adds, before any cut
-                here = self._bias.bonus(words, node)
-                scores = scores + np.array([self._bias.bonus(words, int(c)) - here for c in ex.nodes[inside]])
+            if bias is not None:  # the bonus a unit adds, before any cut
+                here = bias.bonus(words, node)
+                scores = scores + np.array([bias.bonus(words, int(c)) - here for c in ex.nodes[inside]])
                 # a word end adds at most this (its exact bonus is asked only where the bound passes the cut)
-                to_word = self._bias.gain_bound(ex.label_word) + (self._bias.after(words)[1] - here)
+                to_word = bias.gain_bound(ex.label_word) + (bias.after(words)[1] - here)
             group = [((words, node, self.blank, True), score + float(row[self.blank]))]  # (3) a blank
             if not after_blank or node == ROOT:  # (2) the boundary unit at the root, else the last unit again
                 unit = self.sil if node == ROOT else token
@@ -156,14 +155,14 @@ class LexiconBeamSearch:
             # on one spike at the root
             own = np.float32(0.0) if node == ROOT else trie.max_score[node]
             bound = base[ex.label_pos] + (w * -float(own) + ws + 1e-6)
-            ends = np.flatnonzero((bound if self._bias is None else bound + to_word) >= cutoff)
+            ends = np.flatnonzero((bound if bias is None else bound + to_word) >= cutoff)
             if node == ROOT:
                 ends = ends[ex.units[ex.label_pos[ends]] != token]
             if ends.size:
                 lm = memo.word_scores(words, node, ex, ends)
                 ended = base[ex.label_pos[ends]] + w * (lm[ends] - own).astype(np.float64) + ws
-                if self._bias is not None:
-                    ended = ended + np.array([self._bias.after(words + (int(word),))[1] - here
+                if bias is not None:
+                    ended = ended + np.array([bias.after(words + (int(word),))[1] - here
                                               for word in ex.label_word[ends]])
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
@@ -175,12 +174,13 @@ class LexiconBeamSearch:
     def _end(self, memo: "_Memo", beam: List[Tuple[Key, float]]) -> List[Tuple[Key, float]]:
         """The LM's end of sentence for the hypotheses at a word boundary (all of them when none is: flashlight's
         decodeEnd), then the final beam, best first."""
+        bias = memo.bias
         cands = _Candidates(self.opt.beam_threshold)
         nice = any(node == ROOT for (_, node, _, _), _ in beam)
         for (words, node, _, _), score in beam:
             if not nice or node == ROOT:
-                if self._bias is not None:  # the open hotword match taken back
-                    score += self._bias.final(words) - self._bias.bonus(words, node)
+                if bias is not None:  # the open hotword match taken back
+                    score += bias.final(words) - bias.bonus(words, node)
                 cands.add((words + (END,), node, self.sil, False), score + self.opt.lm_weight
                           * memo.lm_score(words, END))
         return cands.best(self.opt.beam_size)
@@ -188,10 +188,11 @@ class LexiconBeamSearch:
 
 class _Memo:
     """One :meth:`LexiconBeamSearch.search` call's LM states by word history (flashlight's KenLM states, grown from
-    this call's own start state) and the LM scores asked for, so that each is computed once per utterance."""
+    this call's own start state) and the LM scores asked for, so that each is computed once per utterance; and the
+    call's hotwords' bonus (``bias``, or None), which is the call's as much as its states are."""
 
-    def __init__(self, lm: Any):
-        self.lm = lm
+    def __init__(self, lm: Any, bias: Any = None):
+        self.lm, self.bias = lm, bias
         self.states = {(): lm.start(False)}  # word history -> LM state
         self.scores: Dict[Tuple[Tuple[int, ...], int], np.ndarray] = {}  # see word_scores
 
