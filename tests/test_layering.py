@@ -33,8 +33,9 @@ ALLOWED: Dict[str, Set[str]] = {
             "export", "lm", "decode"},
 }
 # Inside transformer/: attention modules <- encoder/decoder and their layers <- the model. step_cache (the decoder's
-# self-attention cache, which an attention's step writes) imports nothing of the package: it sits with them.
-ATTENTION = {"attention", "udps_attention", "step_cache"}
+# self-attention cache, which an attention's step writes) and score_scale (the families' learnable scales) import
+# nothing of the package's blocks: they sit with them. A family module is named *_attention.
+ATTENTION = {"attention", "udps_attention", "cosine_attention", "score_scale", "step_cache"}
 MODEL_FILES = {"asr_model"}
 LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "import_module", "load_source"}
 
