@@ -72,7 +72,7 @@ def per_site_conf(tmp_path):
 def test_att_udps_false_is_scaled_dot_at_every_site_for_a_per_site_conf(tmp_path):
     path = per_site_conf(tmp_path)
     assert types(load_config(path))["enc_self"] == {"rel_udps_selfattn"}
-    off = load_config(path, ["att_udps=false"])        # what run.sh --att_udps false passes
+    off = load_config(path, ["att_udps=false"])        # an att_udps override
     assert types(off) == SCALED_DOT
     # train.yaml names the resolved types, so it rebuilds the same model.
     assert off["encoder_conf"]["selfattention_layer_type"] == "rel_selfattn"
