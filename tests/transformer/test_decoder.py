@@ -6,7 +6,8 @@ from wenet_udps.transformer.decoder import DECODER_CLASSES, EMBED_INITS, BiTrans
 from wenet_udps.utils.mask import subsequent_mask
 
 V, D = 11, 16
-SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn")]
+SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn"),
+              ("cosine_selfattn", "cosine_crossattn"), ("cosine_selfattn", "udps_crossattn")]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -2,7 +2,8 @@
 row entropy, and the figures of bin/plot_attention: one heat-map per site with its colour bar, entropy bars per head.
 
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
-the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
+the position terms for scaled-dot, of the UDPS scores for UDPS, of unit q and scaled unit keys for cosine), so they
+are what the kernels compute.
 """
 import contextlib
 import logging
@@ -16,7 +17,9 @@ from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.data_list import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
+from wenet_udps.kernels.cosine import unit_rows
+from wenet_udps.transformer import attention as attention_module, cosine_attention as cosine_module, \
+    udps_attention as udps_module
 from wenet_udps.utils.cli import UserError
 
 
@@ -55,11 +58,19 @@ def recording(model: torch.nn.Module):
         records.setdefault(current[-1], []).append(_weights(s, mask if mask is not None else torch.empty(0)))
         return udps_keys(q, k, scale, v, mask=mask, eps=eps, **kwargs)
 
+    cosine = cosine_module.cosine_attention
+
+    def cosine_fn(q, k_tilde, v, mask, dropout_p=0.0, eps=1e-6):
+        s = torch.matmul(upcast(unit_rows(q, eps)), upcast(k_tilde).transpose(-2, -1))
+        records.setdefault(current[-1], []).append(_weights(s, mask))
+        return cosine(q, k_tilde, v, mask, dropout_p, eps=eps)
+
     # Every kernel entry the attention modules call, replaced in the module whose classes call it (plain UDPS layers
     # form their keys' terms in the kernel).
     patches = [(attention_module, "scaled_dot_attention", scaled_dot, sdpa),
                (udps_module, "udps_attention", udps_fn, udps),
-               (udps_module, "udps_attention_from_keys", udps_keys_fn, udps_keys)]
+               (udps_module, "udps_attention_from_keys", udps_keys_fn, udps_keys),
+               (cosine_module, "cosine_attention", cosine_fn, cosine)]
     for owner, entry, recorder, _ in patches:
         setattr(owner, entry, recorder)
     try:

@@ -22,29 +22,35 @@ from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
 
 def inverse_norms(x: torch.Tensor, eps: float = DEFAULT_EPS) -> torch.Tensor:
-    """1 / max(|x|, sqrt(eps)) over the last dimension, in float32 or wider: x (..., d) -> (..., 1)."""
-    with torch.autocast(device_type=x.device.type, enabled=False):
-        return torch.linalg.vector_norm(upcast(x), dim=-1, keepdim=True).clamp_min(math.sqrt(eps)).reciprocal()
+    """1 / max(|x|, sqrt(eps)) over the last dimension, in float32 or wider: x (..., d) -> (..., 1). Call it with
+    autocast off (the callers below do)."""
+    return torch.linalg.vector_norm(upcast(x), dim=-1, keepdim=True).clamp_min(math.sqrt(eps)).reciprocal()
 
 
 def unit_rows(x: torch.Tensor, eps: float = DEFAULT_EPS) -> torch.Tensor:
     """x / max(|x|, sqrt(eps)) over the last dimension, in x's dtype: (..., d) -> (..., d)."""
     with torch.autocast(device_type=x.device.type, enabled=False):
-        return (upcast(x) * inverse_norms(x, eps)).to(x.dtype)
+        inv = inverse_norms(x, eps)
+        if x.dtype in (torch.float32, torch.float64):
+            return x * inv
+        return (upcast(x) * inv).to(x.dtype)
 
 
 def cosine_keys(k: torch.Tensor, scale: torch.Tensor, pos: Optional[torch.Tensor] = None,
                 pos_scale: Optional[torch.Tensor] = None, eps: float = DEFAULT_EPS) -> torch.Tensor:
     """The keys of one SDPA call: (``scale`` k + ``pos_scale`` p) / max(|k|, sqrt(eps)), in k's dtype.
 
-    k (B, H, T2, d); scale, pos_scale broadcastable to (1, H, 1, 1); pos (1 or B, H, T2, d) or None.
+    k (B, H, T2, d); scale, pos_scale broadcastable to (1, H, 1, 1); pos (1 or B, H, T2, d) or None. The scales
+    multiply the (B, H, T2, 1) inverse norms, so a plain key costs one pass over k besides its norm.
     """
     with torch.autocast(device_type=k.device.type, enabled=False):
         inv = inverse_norms(k, eps)
-        num = upcast(k) * upcast(scale)
+        wide = k.dtype not in (torch.float32, torch.float64)
+        kf = upcast(k) if wide else k
+        out = kf * (upcast(scale) * inv).to(kf.dtype)
         if pos is not None:
-            num = num + upcast(pos) * upcast(pos_scale)
-        return (num * inv).to(k.dtype)
+            out = torch.addcmul(out, upcast(pos) if wide else pos.to(kf.dtype), (upcast(pos_scale) * inv).to(kf.dtype))
+        return out.to(k.dtype)
 
 
 def cosine_attention(q: torch.Tensor, k_tilde: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
