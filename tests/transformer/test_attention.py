@@ -345,3 +345,24 @@ def test_register_attention_refuses_a_taken_name_and_a_bad_kind():
     with pytest.raises(ValueError, match="kind 'both'; valid choices: self, cross"):
         register_attention(Copy)
     assert "copy_selfattn" not in ATTENTION_CLASSES
+
+
+def test_register_attention_checks_family_and_counterpart():
+    """A class names a registered family and, as its counterpart, a scaled-dot type of its own kind that no other
+    class of its family stands in for; families' names, options keys and markers are their own."""
+    from wenet_udps.transformer.attention import Family, register_family
+
+    class Bad(ATTENTION_CLASSES["cosine_selfattn"]):
+        name = "bad_selfattn"
+    with pytest.raises(ValueError, match="'cosine_selfattn' already stands in for 'selfattn' in family 'cosine'"):
+        register_attention(Bad)
+    Bad.counterpart = "crossattn"
+    with pytest.raises(ValueError, match="counterpart 'crossattn' is no registered scaled-dot type of kind 'self'"):
+        register_attention(Bad)
+    Bad.counterpart, Bad.family = "selfattn", "qknorm"
+    with pytest.raises(ValueError, match="family 'qknorm' is not registered; valid: scaled_dot, udps, cosine"):
+        register_attention(Bad)
+    assert "bad_selfattn" not in ATTENTION_CLASSES
+    with pytest.raises(ValueError, match="family 'qk': marker 'alpha' is taken by family 'udps'"):
+        register_family(Family("qk", "QK-norm", conf_key="qk_conf", marker="alpha"))
+    assert "qk" not in FAMILIES

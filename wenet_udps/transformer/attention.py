@@ -82,7 +82,7 @@ def register_family(family: Family) -> Family:
         for field in ("name", "conf_key", "marker"):
             mine = getattr(family, field)
             if mine is not None and mine == getattr(other, field):
-                raise ValueError(f"family {family.name!r}: {field} {mine!r} is family {other.name!r}'s")
+                raise ValueError(f"family {family.name!r}: {field} {mine!r} is taken by family {other.name!r}")
     FAMILIES[family.name] = family
     return family
 
@@ -116,8 +116,8 @@ def register_attention(cls: Type["MultiHeadedAttention"]) -> Type["MultiHeadedAt
         taken = [c.name for c in ATTENTION_CLASSES.values()
                  if c.family == cls.family and c.counterpart == cls.counterpart]
         if taken:
-            raise ValueError(f"{cls.__name__}: {taken[0]!r} is already family {cls.family!r}'s counterpart of "
-                             f"{cls.counterpart!r}; a variant that is no site's default sets counterpart = None")
+            raise ValueError(f"{cls.__name__}: {taken[0]!r} already stands in for {cls.counterpart!r} in family "
+                             f"{cls.family!r}; a variant that is no site's default sets counterpart = None")
     ATTENTION_CLASSES[cls.name] = cls
     return cls
 
