@@ -2,6 +2,7 @@
 # wenet_udps: the stage-by-stage driver for every corpus (WeNet's run.sh, one copy for all recipes).
 #
 #   bash run.sh                                   # the main job: tiny_zh on CPU, scaled-dot vs UDPS, table at the end
+#   bash run.sh --families "scaled_dot udps cosine"   # one model per attention family (docs/udps.md)
 #   bash run.sh --corpus aishell --download_dir /data/aishell --gpus 0,1,2,3 --stage -1 --stop_stage 7
 #   bash run.sh --corpus librispeech --train_set train_100 --config conf/librispeech/train_conformer.yaml --stage 4
 #   bash run.sh --corpus mini_librispeech --download_dir DIR    # CPU, real read English, speaker-disjoint test
@@ -28,8 +29,9 @@ corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librisp
 stage=-1                # first stage to run
 stop_stage=7            # last stage to run
 config=                 # training YAML; empty: the corpus' default_config (recipes/<corpus>/settings.sh)
-att_udps=               # true | false | both: false = scaled-dot at every site, whatever the conf says; empty: both,
-                        # or with --config what the conf's own att_udps says (docs/udps.md)
+families=               # attention families, one model each: any of scaled_dot udps cosine (a site set of one: udps:enc_self),
+                        # each trained with att_family=<it>, whatever the conf's per-site types say; empty: "scaled_dot
+                        # udps", or with --config what the conf itself says (docs/udps.md)
 udps_sites=             # site ablation, one model per set: none | all | sites joined by + from enc_self dec_self
                         # dec_cross, e.g. "none enc_self dec_self+dec_cross all" (enc_self = the paper author's fork)
 keep_checkpoints=all    # all | averaged: after stage 5 averages, delete epoch_N.pt/step_N.pt (final.pt stays)
@@ -124,7 +126,7 @@ Stages (--stage N --stop_stage N reruns one):
       --lm_text holding a dev/test sentence (a character LM where scoring is by character: Mandarin), or the
       published LM decompressed; then its KenLM binary lm.bin and words lm.bin.words, which stage 5 decodes with
    3  data.list (raw) or tar shards per set
-   4  train one model per attention variant (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml; a rerun
+   4  train one model per attention family (or site set) and seed: <exp>/epoch_N.pt, final.pt, train.yaml; a rerun
       resumes, and may change max_epoch (--train_override max_epoch=N trains a finished run on); another change of
       data or conf is refused, naming it (bin.train's resume check), unless --force true trains afresh.
       On one CPU process per run, or through torchrun: --gpus (nccl) or --nproc_per_node N (CPU, gloo), and on
@@ -135,7 +137,7 @@ Stages (--stage N --stop_stage N reruns one):
       (<exp>/<set>/<mode>_<tag> with --lm_tag)
    6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
    7  sherpa-onnx CER and RTF, RESULTS.md (one row per model; with --seeds also mean ± std and paired tests of
-      UDPS - scaled-dot over utterances and seeds) and plots"
+      each family - scaled-dot and UDPS - cosine over utterances and seeds) and plots"
 args_given=("$@")
 . tools/parse_options.sh
 [[ $# -eq 0 ]] || die "unexpected argument '$1': options are --name value (bash run.sh --help lists them)"

@@ -1,4 +1,5 @@
-"""GPU attention benchmark: UDPS (Triton kernel, FlexAttention formulation, reference formula) vs SDPA.
+"""GPU attention benchmark: UDPS (Triton kernel, FlexAttention formulation, reference formula) and cosine attention
+(SDPA on unit queries and keys) vs SDPA.
 
 Inputs (B, H, T, d_k) in fp16/bf16 with a key padding mask (lengths in [T/2, T], one of them T). Times are medians
 of ``triton.testing.do_bench`` (CUDA events; host launch time included where the GPU waits for it, as in training);
@@ -16,6 +17,10 @@ backend) |
 | udps flex (alpha in q) | ``flex_attention`` compiled: q scaled by 4 alpha, score_mod divides by (|q| + |k|)^2 from \
 norms captured outside, block mask from the lengths (norm gradients not propagated: a speed reference only) |
 | udps reference | ``reference.udps_attention_reference``: one op per step over full T x T float32 tensors |
+| cosine (masked) | ``kernels.cosine`` as ``cosine_selfattn`` runs it: unit q, keys alpha k / |k| (norms in float32), \
+then SDPA with the boolean mask and scale 1 |
+| cosine flash (no mask) | the same keys and queries, SDPA forced to the flash backend without a mask: the \
+like-for-like comparison with flash (what cosine costs over scaled-dot: its normalisations) |
 
     python -m bench.attention_gpu --out docs/bench_attention_gpu.md
     python -m bench.attention_gpu --tune --T 1024 4096   # block sizes / warps of the Triton kernel, checked
@@ -38,6 +43,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from bench._harness import ALPHA, make_inputs, step, udps_call, write_table
 from wenet_udps.kernels import selfcheck, triton_udps
+from wenet_udps.kernels.cosine import cosine_attention, cosine_keys, unit_rows
 from wenet_udps.kernels.reference import udps_attention_reference
 from wenet_udps.kernels.scaled_dot import scaled_dot_attention
 
@@ -52,6 +58,19 @@ def _udps_triton(blocks=triton_udps.DEFAULT_BLOCKS, masked=True):
 def _flash(q, k, v, mask, lengths):
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return F.scaled_dot_product_attention(q, k, v)
+
+
+def _cosine(masked=True):
+    """Cosine attention as the cosine modules compute it (alpha = ALPHA, one scale for every head)."""
+    scale = torch.tensor(ALPHA)
+
+    def run(q, k, v, mask, lengths):
+        k_tilde = cosine_keys(k, scale.to(k.device))
+        if masked:
+            return cosine_attention(q, k_tilde, v, mask)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(unit_rows(q), k_tilde, v, scale=1.0)
+    return run
 
 
 class Flex:
@@ -114,6 +133,8 @@ def run_table(args) -> List[str]:
     if args.flex:
         impls["udps flex (alpha in q)"] = Flex()
     impls["udps reference"] = udps_call(udps_attention_reference)
+    impls["cosine (masked)"] = _cosine()
+    impls["cosine flash (no mask)"] = _cosine(masked=False)
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (Triton interpreter: a dry run)"
     timer = "triton.testing.do_bench" if args.device == "cuda" else "3 time.perf_counter calls"
     lines = [f"Device: {where}; torch {torch.__version__}; triton {triton.__version__}; "

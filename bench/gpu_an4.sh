@@ -43,8 +43,8 @@ timed() {  # timed STAGE LOG ARGS...: one run.sh call, its log in LOG, its wall 
 both() {  # both STAGE: run.sh's stage STAGE for each attention at once; fails after both ended if either failed
   local stage=$1 pids=() udps port=29400 failed=0
   local start=${EPOCHREALTIME}
-  for udps in false true; do
-    timed "${stage}_${udps}" "${logs}/b_stage${stage}_${udps}.log" --att_udps "${udps}" --stage "${stage}" \
+  for udps in scaled_dot udps; do
+    timed "${stage}_${udps}" "${logs}/b_stage${stage}_${udps}.log" --families "${udps}" --stage "${stage}" \
       --stop_stage "${stage}" --HOST_NODE_ADDR "localhost:${port}" &
     pids+=($!)
     port=$((port + 1))
@@ -55,7 +55,7 @@ both() {  # both STAGE: run.sh's stage STAGE for each attention at once; fails a
 }
 
 log "AN4 stages -1..3 (${an4})"
-timed data "${logs}/b_data.log" --att_udps both --stage -1 --stop_stage 3
+timed data "${logs}/b_data.log" --families "scaled_dot udps" --stage -1 --stop_stage 3
 util_pid=
 trap '[[ -z ${util_pid} ]] || kill "${util_pid}" 2> /dev/null || true' EXIT
 if command -v nvidia-smi > /dev/null; then

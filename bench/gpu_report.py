@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PARTS = {"a": "native kernel tests (pytest -m gpu)", "b": "AN4 on the GPU, both attentions (run.sh stages -1..5)",
          "c": "attention vs flash SDPA (bench/attention_gpu.py)",
-         "d": "training step UDPS / scaled-dot (bench/train_step.py)",
+         "d": "training step UDPS and cosine / scaled-dot (bench/train_step.py)",
          "e": "data pipeline per worker (bench/data_pipeline.py)",
          "f": "kernel block configurations, checked then timed (bench/attention_gpu.py --tune)"}
 MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
@@ -115,8 +115,8 @@ def part_b(work: Path) -> Dict[str, Any]:
     if stages.is_file():
         result["stages_s"] = {s: float(t) for s, t in (line.split("\t") for line in stages.read_text().split("\n")
                                                      if line)}
-    for udps, label in (("false", "scaled_dot"), ("true", "udps")):
-        log = logs / f"b_stage4_{udps}.log"
+    for label in ("scaled_dot", "udps"):   # bench/gpu_an4.sh's run.sh --families, one log per family
+        log = logs / f"b_stage4_{label}.log"
         text = log.read_text(errors="replace") if log.is_file() else ""
         epochs = [float(m.group(3)) for m in EPOCH.finditer(text)]
         checks = SELF_CHECK.findall(text)

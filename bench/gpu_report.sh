@@ -8,8 +8,10 @@
 # Parts, in order of value, each in its own time box (a part that overruns is killed and the next one starts):
 #   a  the native kernel tests, pytest -m gpu (fp32/fp16/bf16 against the reference, masks, determinism)
 #   b  AN4 from audio on the GPU, both attentions, run.sh stages -1..5 on test (bench/gpu_an4.sh)
-#   c  attention fwd and fwd+bwd against flash SDPA, T 256..4096, bf16 and fp16, peak memory (attention_gpu.py)
-#   d  training step UDPS / scaled-dot, AISHELL Conformer and Transformer, bf16 (train_step.py)
+#   c  attention fwd and fwd+bwd against flash SDPA (UDPS's kernel and cosine attention), T 256..4096, bf16 and
+#      fp16, peak memory (attention_gpu.py)
+#   d  training step UDPS / scaled-dot and cosine / scaled-dot, AISHELL Conformer and Transformer, bf16
+#      (train_step.py)
 #   e  data pipeline throughput per worker on AN4's recordings (data_pipeline.py)
 #   f  (only when named: --parts f) the kernel's block configurations, each checked against the reference, then
 #      timed (attention_gpu.py --tune): the evidence a faster setting needs before it becomes the default
@@ -57,7 +59,8 @@ export PYTHONPATH=${PWD}${site:+:${site}}${PYTHONPATH:+:${PYTHONPATH}}
 declare -A box=([a]=90 [b]=250 [c]=45 [d]=45 [e]=20 [f]=150)
 b_opts=(--gpus 0 --train_dtype bf16 --skip_gpu_check true --num_workers 6)
 c_opts=(--T 256 512 1024 2048 4096 --dtypes bfloat16 float16 --skip-reference-above 1024)
-d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3 --profile)
+d_opts=(--device cuda --dtype bf16 --confs conformer transformer --batches 20x500 8x1500 --repeats 3 --profile
+        --families scaled_dot udps cosine)
 e_opts=(--num_files 300 --num_long 10)
 f_opts=(--T 1024 4096 --dtypes bfloat16)
 if [[ ${dry_run} == true ]]; then

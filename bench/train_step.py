@@ -1,17 +1,19 @@
-"""Whole-model benchmark: one training step and decoding, scaled-dot vs UDPS, for the AISHELL-1 confs and the
-main job's (tiny_zh).
+"""Whole-model benchmark: one training step and decoding, scaled-dot vs UDPS (and any other attention family), for
+the AISHELL-1 confs and the main job's (tiny_zh).
 
 For each conf (``conf/aishell/train_conformer.yaml``, ``train_transformer.yaml``, ``conf/tiny_zh/
-train_conformer.yaml``) two models are built from the same
-seed, ``att_udps: false`` (scaled-dot) and ``att_udps: true`` (every attention site UDPS), with input_dim 80,
-output_dim 4233 and no CMVN. One training step is forward, backward and an Adam step on a fixed random batch;
-the two modes are timed interleaved (alternating, the order flipped every repeat) and the medians compared.
+train_conformer.yaml``) one model per ``--families`` entry (default ``scaled_dot udps``; ``scaled_dot udps cosine``
+adds cosine attention) is built from the same seed with ``att_family: <family>`` (every attention site of that
+family), input_dim 80, output_dim 4233 and no CMVN. One training step is forward, backward and an Adam step on a
+fixed random batch; the models are timed interleaved (in turn, the order reversed every repeat) and the medians
+compared, each family's over the first (scaled-dot).
 Decoding real-time factor (decode seconds / audio seconds, 10 ms frames) is measured per method with
 ``model.decode`` on the first batch in eval mode (median of interleaved repeats); for ``attention`` also per
 decoder step, since the two untrained models stop the beam search after different numbers of steps.
 
     python -m bench.train_step --out docs/bench_train_step.md
     python -m bench.train_step --quick        # transformer only, short batches, 2 repeats, no decoding
+    python -m bench.train_step --families scaled_dot cosine udps --confs conformer --no-decode --threads 1
     python -m bench.train_step --device cuda --dtype bf16 --confs conformer --no-decode --profile  # where it goes
     python -m bench.train_step --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
     python -m bench.train_step --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
@@ -59,19 +61,26 @@ CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
 # (utterances, frames): 8 utterances of 6 s and 4 of 20 s at 10 ms frames, as the project owner's measurements.
 BATCHES = [(8, 600), (4, 2000)]
 METHODS = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
-MODES = {"scaled-dot": False, "udps": True}
+MODES = {"scaled-dot": "scaled_dot", "udps": "udps"}   # column -> family; --families replaces it
 # The clock every timing reads (--clock): wall time, or this process's CPU time (steadier on a shared machine with
 # --threads 1, where waiting for a core does not count).
 CLOCK = [time.perf_counter]
 
 
-def load_config(path: Path, udps: bool, output_dim: int = 4233) -> dict:
+def load_config(path: Path, family: str, output_dim: int = 4233) -> dict:
     config = read_conf(str(path))  # the one conf reader: base: resolved
     config["input_dim"], config["output_dim"] = 80, output_dim
     config.pop("cmvn", None)
     config.pop("cmvn_conf", None)
-    config["att_udps"] = udps
+    config["att_udps"], config["att_family"] = None, family
     return config
+
+
+def cells(values: Dict[str, float], fmt: str) -> str:
+    """``| a | b | ... | b/a | ...``: each mode's value, then each mode's over the first (scaled-dot)."""
+    first = next(iter(values.values()))
+    return (" | ".join(format(v, fmt) + (" s" if fmt == ".2f" else "") for v in values.values()) + " | "
+            + " | ".join(f"{v / first:.3f}" for v in list(values.values())[1:]))
 
 
 def make_batch(utts: int, frames: int, seed: int) -> Tuple[torch.Tensor, ...]:
@@ -158,9 +167,9 @@ def bench_conf(name: str, args) -> List[str]:
         vocab = 4233
         batches = [(f"{u} x {f / 100:.0f} s", make_batch(u, f, seed=u * f)) for u, f in args.batches]
     models, optims = {}, {}
-    for mode, udps in MODES.items():
+    for mode, family in MODES.items():
         torch.manual_seed(0)
-        models[mode] = build_model(load_config(CONFS[name], udps, vocab)).to(args.device).train()
+        models[mode] = build_model(load_config(CONFS[name], family, vocab)).to(args.device).train()
         optims[mode] = torch.optim.Adam(models[mode].parameters(), lr=1e-4)
     amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     scalers = {mode: torch.amp.GradScaler(args.device) if args.dtype == "fp16" else None for mode in MODES}
@@ -177,12 +186,12 @@ def bench_conf(name: str, args) -> List[str]:
         # Load from other processes only adds time: the fastest repeat is the steadier estimate on a shared machine.
         for stat, fn in (("median", statistics.median), ("fastest", min)):
             t = {mode: fn(ts) for mode, ts in times.items()}
-            rows.append(f"| {name} | train step ({stat}) | {label} | {t['scaled-dot']:.2f} s | "
-                        f"{t['udps']:.2f} s | {t['udps'] / t['scaled-dot']:.3f} |")
+            rows.append(f"| {name} | train step ({stat}) | {label} | {cells(t, '.2f')} |")
             print(rows[-1], flush=True)
         if args.profile:
+            # the profile compares two attentions: scaled-dot and the first other family
             steps = {mode: functools.partial(train_step, models[mode], optims[mode], batch, amp, scalers[mode])
-                     for mode in MODES}
+                     for mode in list(MODES)[:2]}
             try:
                 profiled = profile_rows(name, label, steps, cuda=args.device == "cuda")
             except Exception as exc:  # noqa: BLE001 - a profiler that fails must not cost the timings still to come
@@ -211,14 +220,11 @@ def bench_conf(name: str, args) -> List[str]:
                         seconds[mode].append(CLOCK[0]() - start)
             rtf = {mode: statistics.median(ts) / audio_s for mode, ts in seconds.items()}
             step_ms = {mode: sum(ts) * 1e3 / len(ts) if ts else None for mode, ts in steps.items()}
-            rows.append(f"| {name} | RTF {method} | {label} | {rtf['scaled-dot']:.4f} | "
-                        f"{rtf['udps']:.4f} | {rtf['udps'] / rtf['scaled-dot']:.3f} |")
+            rows.append(f"| {name} | RTF {method} | {label} | {cells(rtf, '.4f')} |")
             print(rows[-1], flush=True)
-            if step_ms["udps"] is not None:
+            if all(v is not None for v in step_ms.values()):
                 # Untrained models stop the beam search after different numbers of steps; per step is comparable.
-                rows.append(f"| {name} | {method}: ms per decoder step | {label} | "
-                            f"{step_ms['scaled-dot']:.2f} | {step_ms['udps']:.2f} | "
-                            f"{step_ms['udps'] / step_ms['scaled-dot']:.3f} |")
+                rows.append(f"| {name} | {method}: ms per decoder step | {label} | {cells(step_ms, '.3g')} |")
                 print(rows[-1], flush=True)
     return rows
 
@@ -244,8 +250,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="after timing each batch, one step per attention under torch.profiler: busy time and "
                              "the kernels that differ most (bench/_step_profile.py)")
+    parser.add_argument("--families", nargs="+", default=list(MODES.values()), metavar="FAMILY",
+                        help="attention families, one model each, scaled_dot first (default: scaled_dot udps)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    from wenet_udps.transformer.attention import FAMILIES
+    if args.families[0] != "scaled_dot" or any(f not in FAMILIES for f in args.families):
+        parser.error(f"--families: scaled_dot first, then any of {', '.join(FAMILIES)}; got {' '.join(args.families)}")
+    MODES.clear()
+    MODES.update({FAMILIES[f].display if f == "scaled_dot" else f: f for f in args.families})
     args.batches = [tuple(int(n) for n in b.split("x")) for b in args.batches] if args.batches else BATCHES
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -259,8 +272,11 @@ def main() -> None:
     header = [f"torch {torch.__version__}, {where} ({omp or 'libgomp default'}), neighbour {args.neighbour}, "
               f"{args.clock} clock, train step {args.dtype}; median of "
               f"{args.repeats} interleaved repeats after one warm-up (train step: median and fastest repeat); "
-              "ratio = udps / scaled-dot; ms per decoder step = time inside the decoder's incremental step only.", "",
-              "| conf | what | batch | scaled-dot | udps | ratio |", "|---|---|---|---|---|---|"]
+              "ratio = each family / scaled-dot; ms per decoder step = time inside the decoder's incremental step "
+              "only.", "",
+              "| conf | what | batch | " + " | ".join(MODES) + " | "
+              + " | ".join(("ratio" if len(MODES) == 2 else f"{m} / scaled-dot") for m in list(MODES)[1:]) + " |",
+              "|" + "---|" * (3 + 2 * len(MODES) - 1)]
     print("\n".join(header), flush=True)  # then each row as it is measured: a run cut short leaves a table
     with neighbour(args.neighbour):
         rows = [row for name in args.confs for row in bench_conf(name, args)]

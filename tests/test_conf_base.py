@@ -72,7 +72,7 @@ def per_site_conf(tmp_path):
 def test_att_udps_false_is_scaled_dot_at_every_site_for_a_per_site_conf(tmp_path):
     path = per_site_conf(tmp_path)
     assert types(load_config(path))["enc_self"] == {"rel_udps_selfattn"}
-    off = load_config(path, ["att_udps=false"])        # what run.sh --att_udps false passes
+    off = load_config(path, ["att_udps=false"])        # an att_udps override
     assert types(off) == SCALED_DOT
     # train.yaml names the resolved types, so it rebuilds the same model.
     assert off["encoder_conf"]["selfattention_layer_type"] == "rel_selfattn"
@@ -97,3 +97,23 @@ def test_a_written_udps_type_that_att_udps_would_replace_is_refused(tmp_path):
         load_config(path)
     with pytest.raises(ConfigError, match=r"--override encoder_conf.selfattention_layer_type=rel_udps_selfattn: "):
         load_config(str(CONF), ["encoder_conf.selfattention_layer_type=rel_udps_selfattn"])
+
+
+def test_an_att_family_override_chooses_anew_and_a_conf_giving_both_must_agree(tmp_path):
+    """run.sh --families passes att_family=<family>: the conf's att_udps (false in every conf) is set null by it,
+    not contradicted; a conf file with both keys choosing differently is refused, naming both."""
+    cosine = {"enc_self": {"rel_cosine_selfattn"}, "dec_self": {"cosine_selfattn"}, "dec_cross": {"cosine_crossattn"}}
+    config = load_config(str(CONF), ["att_family=cosine"])
+    assert types(config) == cosine and config["att_udps"] is None
+    back = load_config(str(CONF), ["att_family=cosine", "att_udps=false"])   # the last choice wins
+    assert types(back) == SCALED_DOT and back["att_family"] is None
+    mixed = load_config(per_site_conf(tmp_path), ["att_family=cosine:dec_cross"])
+    assert types(mixed) == {**SCALED_DOT, "dec_cross": {"cosine_crossattn"}}
+    path = write(tmp_path / "both.yaml", {"base": str(CONF), "att_udps": True, "att_family": "cosine"})
+    with pytest.raises(ConfigError, match=r"both.yaml: att_family: cosine contradicts att_udps: True"):
+        load_config(path)
+    written = write(tmp_path / "w.yaml", {"base": str(CONF), "att_udps": None, "att_family": "udps:enc_self",
+                                          "decoder_conf": {"selfattention_layer_type": "cosine_selfattn"}})
+    with pytest.raises(ConfigError, match=r"'cosine_selfattn' is cosine, but att_family: udps:enc_self makes the "
+                                          r"dec_self site scaled-dot"):
+        load_config(written)

@@ -73,6 +73,58 @@ def test_att_udps_wires_every_site(encoder, enc_plain, enc_udps):
         assert on[path] == expected_on[kind], path
 
 
+@pytest.mark.parametrize("path", sorted(REFERENCE))
+def test_reference_cosine_differs_from_udps_by_the_scales_names_only(path):
+    """A cosine model has UDPS's structure (same shapes), its scales named cos_alpha/cos_beta (its family's marker:
+    a checkpoint says its family by its names); att_family: scaled_dot is WeNet's state_dict."""
+    udps = {k: list(v.shape) for k, v in build_model(reference_config(path, True)).state_dict().items()}
+    cfg = dict(reference_config(path, None), att_family="cosine")
+    cosine = {k: list(v.shape) for k, v in build_model(cfg).state_dict().items()}
+    renamed = {k.replace(".alpha", ".cos_alpha").replace(".beta", ".cos_beta"): v for k, v in udps.items()}
+    assert cosine == renamed
+    plain = build_model(dict(reference_config(path, None), att_family="scaled_dot"))
+    assert {k: list(v.shape) for k, v in plain.state_dict().items()} == REFERENCE[path]["state_dict"]
+
+
+@pytest.mark.parametrize("att_family,att_udps,expected", [
+    ("cosine", None, {"enc_self": "cosine", "dec_self": "cosine", "dec_cross": "cosine"}),
+    ("cosine:enc_self+dec_cross", None, {"enc_self": "cosine", "dec_self": "scaled_dot", "dec_cross": "cosine"}),
+    ("udps", True, {"enc_self": "udps", "dec_self": "udps", "dec_cross": "udps"}),   # the same choice twice: fine
+    ("udps:enc_self", "enc_self", {"enc_self": "udps", "dec_self": "scaled_dot", "dec_cross": "scaled_dot"}),
+    ("scaled_dot", False, {"enc_self": "scaled_dot", "dec_self": "scaled_dot", "dec_cross": "scaled_dot"}),
+])
+def test_att_family_wires_every_site_and_agrees_with_att_udps(att_family, att_udps, expected):
+    from wenet_udps.model_info import model_site_types, site_families
+    cfg = tiny("conformer", att_family=att_family, att_udps=att_udps)
+    cfg["decoder_conf"]["src_attention_layer_type"] = "crossattn"   # replaced: the family rule decides
+    families = site_families(model_site_types(build_model(cfg)))
+    assert families == {site: [family] for site, family in expected.items()}
+
+
+@pytest.mark.parametrize("att_family,att_udps,message", [
+    ("cosine", False, "att_family: cosine contradicts att_udps: False (which is att_family: scaled_dot)"),
+    ("cosine", True, "att_family: cosine contradicts att_udps: True (which is att_family: udps)"),
+    ("udps:enc_self", True, "contradicts att_udps: True"),
+    ("udps", "enc_self", "contradicts att_udps: enc_self (which is att_family: udps:enc_self)"),
+    ("qknorm", None, "att_family: 'qknorm': unknown family 'qknorm'; valid: a family of scaled_dot, udps, cosine"),
+])
+def test_contradictory_or_unknown_family_choices_are_refused(att_family, att_udps, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build_model(tiny(att_family=att_family, att_udps=att_udps))
+
+
+def test_cosine_conf_reaches_only_cosine_sites():
+    cfg = tiny("conformer", att_family="cosine:enc_self", udps_conf={"alpha_init": 3.0},
+               cosine_conf={"alpha_init": 7.0, "beta_init": 2.0, "alpha_form": "log", "eps": 1e-5})
+    model = build_model(cfg)
+    enc = model.encoder.encoders[0].self_attn
+    assert enc.eps == 1e-5 and enc.alpha_form == "log"
+    torch.testing.assert_close(enc.effective_scales()["cos_beta"], torch.full((2,), 2.0))
+    assert not hasattr(model.decoder.decoders[0].self_attn, "cos_alpha")
+    with pytest.raises(ValueError, match=r"cosine_conf.pos_norm: unknown key.*alpha_form, alpha_init"):
+        build_model(tiny(att_family="cosine", cosine_conf={"pos_norm": "qp"}))
+
+
 def test_att_udps_overrides_per_site_keys_and_per_site_override_alone():
     cfg = tiny(att_udps=True)
     cfg["decoder_conf"]["src_attention_layer_type"] = "crossattn"

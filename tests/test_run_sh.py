@@ -27,9 +27,9 @@ def test_all_stages_on_a_tiny_corpus(tiny_run):
         # issue 68: one epoch of 3 batches is far short of the conf's 2,000-step warm-up, said before it trains on
         assert re.search(rf"stage 4 progress, tiny_{variant}: warning: scheduler_conf.warmup_steps 2000 is more "
                          r"than the 3 optimizer steps this run takes at most", proc.stderr), proc.stderr[-4000:]
-    for variant, udps in (("scaled_dot", "false"), ("udps", "true")):
+    for variant in ("scaled_dot", "udps"):
         d = Path(f"{exp}_{variant}")
-        assert re.search(rf"^att_udps: {udps}$", (d / "train.yaml").read_text(), re.M)
+        assert re.search(rf"^att_family: {variant}$", (d / "train.yaml").read_text(), re.M)
         assert (d / "final.pt").is_file() and (d / "avg_1.pt").is_file()
         for mode in MODES:
             hyp = (d / "test" / mode / "text").read_text().splitlines()
@@ -70,7 +70,9 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--stop_stage", "1.5"], "--stop_stage takes an integer"),
     (["--stage"], "option --stage needs a value"),
     (["--average_mode", "best"], "--average_mode takes one of: val_best latest; got 'best'"),
-    (["--att_udps", "maybe"], "--att_udps takes true, false or both"),
+    (["--families", "scaled_dot cosin"], "--families: 'cosin': unknown family 'cosin'; valid: a family of"),
+    (["--families", "udps udps:enc_self+dec_self+dec_cross"], "udps and udps:enc_self+dec_self+dec_cross are one"),
+    (["--att_udps", "true"], "unknown option --att_udps"),
     (["--data_type", "tar"], "--data_type takes one of: raw shard"),
     (["--skip_gpu_check", "yes"], "option --skip_gpu_check takes true or false, got 'yes'"),
     (["--gpus", "first"], "--gpus takes comma-separated GPU ids"),
@@ -118,7 +120,7 @@ def test_relative_paths_are_read_from_the_callers_directory(tmp_path):
     conf = tmp_path / "conf" / "tiny_zh" / "train_conformer.yaml"
     conf.parent.mkdir(parents=True)
     conf.write_text((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text() + "max_epochs: 3\n")
-    common = ["bash", str(ROOT / "run.sh"), "--stage", "5", "--stop_stage", "5", "--att_udps", "false",
+    common = ["bash", str(ROOT / "run.sh"), "--stage", "5", "--stop_stage", "5", "--families", "scaled_dot",
               "--dir", "exp/x"]
     proc = subprocess.run([*common, "--config", "conf/tiny_zh/train_conformer.yaml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
@@ -134,7 +136,7 @@ def test_relative_paths_are_read_from_the_callers_directory(tmp_path):
 
 def test_dir_with_a_trailing_slash_is_the_same_prefix(tmp_path):
     """``--dir DIR/`` put the exp dir at DIR/_scaled_dot and RESULTS.md in DIR's parent (issue 36)."""
-    proc = run_sh("--stage", "5", "--stop_stage", "5", "--att_udps", "false", "--dir", f"{tmp_path}/exp/x//")
+    proc = run_sh("--stage", "5", "--stop_stage", "5", "--families", "scaled_dot", "--dir", f"{tmp_path}/exp/x//")
     assert f"missing {tmp_path}/exp/x_scaled_dot/final.pt (made by stage 4)" in _one_error_line(proc)
 
 
@@ -155,7 +157,7 @@ def test_gpus_without_cuda_is_one_line_up_front(tmp_path):
 
 
 def test_chunked_decoding_needs_a_streaming_conf(tmp_path):
-    common = ["--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp"), "--att_udps", "false",
+    common = ["--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp"), "--families", "scaled_dot",
               "--decoding_chunk_size", "16", "--data", str(tmp_path / "data")]
     line = _one_error_line(run_sh(*common))
     assert "--decoding_chunk_size 16" in line and "non-streaming" in line and "u2pp" in line
@@ -174,7 +176,7 @@ def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
     (tmp_path / "x.pt").write_bytes(b"")  # a missing one is refused before, by the argument checks
     line = _one_error_line(run_sh("--stage", "4", "--stop_stage", "4", "--checkpoint", str(tmp_path / "x.pt"),
                                   own=tmp_path))
-    assert "belongs to one model" in line and "--att_udps true|false" in line
+    assert "belongs to one model" in line and "--families <family>" in line
     # A scaled-dot checkpoint given to the UDPS model is refused before training, naming what it holds.
     import torch
     import yaml
@@ -182,12 +184,12 @@ def test_checkpoint_needs_one_model_and_the_right_attention(tmp_path):
     config = yaml.safe_load((ROOT / "conf/tiny_zh/train_conformer.yaml").read_text())
     config.update(input_dim=40, output_dim=8, cmvn=None, att_udps=False)
     torch.save({"model": build_model(config).state_dict()}, tmp_path / "sdp.pt")
-    proc = run_sh("--stage", "4", "--stop_stage", "4", "--att_udps", "true", "--checkpoint", str(tmp_path / "sdp.pt"),
+    proc = run_sh("--stage", "4", "--stop_stage", "4", "--families", "udps", "--checkpoint", str(tmp_path / "sdp.pt"),
                   own=tmp_path)
     line = _one_error_line(proc)
     assert "does not fit the udps model" in line and "looks like a scaled-dot model" in line
     # --checkpoint with --seeds: each seed's model continues from its own, named with {seed} (issue 57, M10)
-    seeds = ("--stage", "4", "--stop_stage", "4", "--att_udps", "false", "--seeds", "1 2")
+    seeds = ("--stage", "4", "--stop_stage", "4", "--families", "scaled_dot", "--seeds", "1 2")
     line = _one_error_line(run_sh(*seeds, "--checkpoint", str(tmp_path / "sdp.pt"), own=tmp_path))
     assert "--checkpoint continues one model, and --seeds trains one per seed: write {seed}" in line
     line = _one_error_line(run_sh(*seeds, "--checkpoint", str(tmp_path / "x_seed{seed}" / "final.pt"), own=tmp_path))
@@ -261,7 +263,7 @@ def test_a_run_refused_for_a_dir_in_use_changes_nothing(tmp_path, lock_file, hol
         held.write("4242\n")
         held.flush()
         proc = run_sh("--stage", "4", "--stop_stage", "4", "--data", str(data), "--dir", str(tmp_path / "exp" / "x"),
-                      "--att_udps", "false", "--train_override", "max_epoch=3")
+                      "--families", "scaled_dot", "--train_override", "max_epoch=3")
     line = _one_error_line(proc)
     assert f"{exp} is in use by {holder} (pid 4242)" in line, proc.stderr[-2000:]
     assert (exp / ".train.stamp").read_bytes() == before[".train.stamp"]
@@ -279,7 +281,8 @@ def test_stage5_waits_for_no_training_it_would_average(tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         held.write("4343\n")
         held.flush()
-        proc = run_sh("--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp" / "x"), "--att_udps", "false")
+        proc = run_sh("--stage", "5", "--stop_stage", "5", "--dir", str(tmp_path / "exp" / "x"),
+                      "--families", "scaled_dot")
     assert f"{exp} is in use by a training run (pid 4343)" in _one_error_line(proc)
     assert {p.name for p in exp.iterdir()} == {"final.pt", ".lock", ".run.lock"}
 
@@ -303,5 +306,5 @@ def test_enc_init_starts_each_variant_from_its_own_donor(tmp_path, tiny_run):
     half.symlink_to(f"{tiny_run.exp}_scaled_dot/final.pt")
     line = _one_error_line(run_sh(*common, "--dir", str(tmp_path / "other"), "--enc_init",
                                   str(tmp_path / "half_{attention}" / "final.pt")))
-    assert f"--enc_init: {tmp_path}/half_udps/final.pt (for att_udps true) is not a file" in line
+    assert f"--enc_init: {tmp_path}/half_udps/final.pt (for udps) is not a file" in line
     assert not (tmp_path / "other_scaled_dot").exists()

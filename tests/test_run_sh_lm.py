@@ -241,7 +241,7 @@ def test_stage5_tunes_on_dev_and_decodes_every_set_with_the_lm(tmp_path):
         (data / split / "wav.scp").write_text("\n".join(lines) + "\n")
     def run(stage, *lm_args, grid=("--lm_weights", "0.5 1", "--word_scores", "0 2")):
         return subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", stage, "--stop_stage", "5",
-                               "--data", str(data), "--dir", str(exp), "--att_udps", "false", "--lm", "true",
+                               "--data", str(data), "--dir", str(exp), "--families", "scaled_dot", "--lm", "true",
                                *lm_args, *grid,
                                "--decode_modes", "ctc_greedy_search attention_rescoring joint_ctc_attention",
                                "--joint_ctc_weight", "0.4",

@@ -82,7 +82,7 @@ def cluster(tmp_path_factory):
     the same global batch (2 x 2 utterances)."""
     root = tmp_path_factory.mktemp("nodes")
     make_aishell(root / "dl", (("train", "S0002", 16), ("dev", "S0724", 2), ("test", "S0764", 2)))
-    common = ["--corpus", "aishell", "--download_dir", root / "dl", "--data", root / "data", "--att_udps", "false",
+    common = ["--corpus", "aishell", "--download_dir", root / "dl", "--data", root / "data", "--families", "scaled_dot",
               "--prepare_opts", "--allow_partial true", "--num_workers", 2, "--train_override", TINY,
               "--dist_timeout", TIMEOUT]
     ok(run_sh(*common, "--stage", 0, "--stop_stage", 3))

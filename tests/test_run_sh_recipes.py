@@ -36,7 +36,7 @@ def ok(proc):
 def test_aishell_recipe(tmp_path):
     make_aishell(tmp_path / "dl")
     prefix = tmp_path / "exp" / "ai"
-    # --config without --att_udps trains what the conf says; a site-set override makes only the encoder UDPS,
+    # --config without --families trains what the conf says; a site-set override makes only the encoder UDPS,
     # and the exp dir and table row say so.
     common = ["--corpus", "aishell", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
               "--dir", prefix, "--config", "conf/aishell/train_conformer.yaml", *PARTIAL]
@@ -128,8 +128,8 @@ def test_librispeech_960_recipe(tmp_path):
                                        "train-clean-360", "train-other-500"])
     # Stages 6 (export) and 7's sherpa-onnx decodes are the same for every corpus (the tiny corpus' test and the
     # AISHELL test above run them): left out here, as in the AN4 test.
-    log = ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 0, "--stop_stage", 5)))
-    ok(run_sh(*libri_common(tmp_path, "--att_udps", "false", "--stage", 7, "--stop_stage", 7)))
+    log = ok(run_sh(*libri_common(tmp_path, "--families", "scaled_dot", "--stage", 0, "--stop_stage", 5)))
+    ok(run_sh(*libri_common(tmp_path, "--families", "scaled_dot", "--stage", 7, "--stop_stage", 7)))
     data = tmp_path / "data"
     assert (data / "lang_bpe" / "train_960_unigram40.model").is_file()
     assert "training on train_100" not in log
@@ -167,7 +167,7 @@ def test_an4_recipe(tmp_path):
     train = [(f"{g}{s:03d}", [f"an{100 + 10 * s + u}" for u in range(4)]) for s in range(8) for g in "fm"]
     make_an4(tmp_path / "dl", train=train, test=(("fcaw", ("an409", "cen3", "cen4")),))
     log = ok(run_sh("--corpus", "an4", "--download_dir", tmp_path / "dl", "--data", tmp_path / "data",
-                    "--dir", tmp_path / "exp" / "an4", "--att_udps", "false", "--prepare_opts",
+                    "--dir", tmp_path / "exp" / "an4", "--families", "scaled_dot", "--prepare_opts",
                     "--num_dev 8 --allow_partial true", "--train_override", TINY, "--stage", -1, "--stop_stage", 5))
     assert "nothing downloaded; stage 0 checks that it is the whole corpus" in log
     assert "a partial copy, used as asked (--allow_partial true): an4 test: 3 of its 130 utterances" in log
@@ -184,12 +184,13 @@ def test_an4_recipe(tmp_path):
     assert f"test_data: {tmp_path / 'data' / 'test' / 'data.list'}\n" in info.read_text()
     assert "refs_sha256: " in info.read_text() and "refs_decoded: 3\n" in info.read_text()
     info.write_text("".join(x for x in info.read_text().splitlines(True) if not x.startswith("refs_")))
-    again = ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps",
+    again = ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--families",
                       "false", "--train_override", TINY, "--stage", 5, "--stop_stage", 5))
     assert f"stage 5: decode test with {exp}/avg_1.pt" in again and "refs_sha256: " in info.read_text()
     # Stage 7 (14 s; stage 6's export left out): RESULTS.md has our WER, then ESPnet's published rows with their
     # source (settings.sh's peer_results), then our letter CER.
-    ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--att_udps", "false",
+    ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4",
+              "--families", "scaled_dot",
               "--stage", 7, "--stop_stage", 7))
     results = (tmp_path / "exp" / "RESULTS.md").read_text()
     ours, peers, cer = (results.index(h) for h in ("| attention_rescoring WER |", "## Published results",

@@ -18,11 +18,11 @@ TYPES = {"none": ("rel_selfattn", "selfattn", "crossattn"), "enc_self": ("rel_ud
 
 @pytest.mark.parametrize("args,message", [
     (["--udps_sites", "enc_self all"], "--udps_sites needs none: the scaled-dot model"),
-    (["--udps_sites", "none all", "--att_udps", "true"], "--udps_sites and --att_udps both pick the variants"),
-    (["--udps_sites", "none enc_slef"], "unknown site 'enc_slef'; valid: true, false, null or sites joined by '+'"),
+    (["--udps_sites", "none all", "--families", "udps"], "--udps_sites and --families both pick the models"),
+    (["--udps_sites", "none enc_slef"], "'udps:enc_slef': unknown site 'enc_slef'; valid: a family of"),
     (["--udps_sites", "none all true"], "--udps_sites takes none, all or sites joined by +"),
     (["--udps_sites", "none dec_self+dec_cross dec_cross+dec_self"],
-     "att_udps dec_self+dec_cross and dec_cross+dec_self: conf/tiny_zh/train_conformer.yaml builds the same"),
+     "att_family udps:dec_self+dec_cross and udps:dec_cross+dec_self: conf/tiny_zh/train_conformer.yaml builds"),
     (["--keep_checkpoints", "some"], "--keep_checkpoints takes one of: all averaged; got 'some'"),
     (["--corpus", "fsdd", "--loso", "true", "--udps_sites", "none all"], "--loso true compares scaled-dot with UDPS"),
 ])

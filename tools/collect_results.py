@@ -44,7 +44,8 @@ from wenet_udps.results import speakers
 from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
     shown_path
-from wenet_udps.results.seeds import comparisons, group_by_seed, seeds_table
+from wenet_udps.results.seeds import comparisons, families_table, group_by_seed, seeds_table
+from wenet_udps.transformer.attention import FAMILIES
 from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
 from wenet_udps.results.origin import origin_problem
@@ -211,24 +212,30 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
 
 
 def seeds_sections(experiments: Sequence[Experiment], args) -> str:
-    """Mean ± std over seeds and, with --data_dir, the paired tests of UDPS - scaled-dot (wenet_udps.results.seeds)."""
+    """Mean ± std over seeds, a column group per attention family, and with --data_dir the paired tests of each
+    family - scaled-dot and UDPS - cosine (wenet_udps.results.seeds)."""
     groups = group_by_seed([e.name for e in experiments])
     if not groups:
         return ""
     modes, sets = modes_and_sets(experiments)
+    rates = {e.name: e.wer for e in experiments}
     text = (f"\n## Over seeds\n\nmean ± std (ddof 1) and every seed's {args.metric} (%).\n\n"
-            + seeds_table(groups, {e.name: e.wer for e in experiments}, sets, modes, args.metric))
+            + seeds_table(groups, rates, sets, modes, args.metric))
+    by_family = families_table(groups, rates, sets, modes, list(FAMILIES), args.metric)
+    if by_family:
+        text += f"\n## By attention family\n{by_family}"
     if args.data_dir is None:
         return text
     utt2spk = {s: speakers.read_utt2spk(args.data_dir / s / "utt2spk") for s in sets
                if (args.data_dir / s / "utt2spk").is_file()}
     lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char), utt2spk=utt2spk)
-    text += ("\n## UDPS - scaled-dot: significance\n\nPaired over utterances, pooled over seeds: 95 % CI by "
-             "bootstrap, p-value by permutation test (wenet_udps.scoring.significance); significant means "
-             "p < 0.05 for that one comparison (no correction for testing every mode and set). Then in how many "
-             "seeds (and speaker-seed pairs, where the set has utt2spk) UDPS is lower, with the sign test: each "
-             "training (voice) counted once.\n\n"
-             + ("\n".join(lines) if lines else "No pair of scaled-dot and UDPS runs with the same seeds.") + "\n")
+    text += ("\n## Paired tests: each family - scaled-dot, UDPS - cosine\n\nPaired over utterances, pooled over "
+             "seeds: 95 % CI by bootstrap, p-value by permutation test (wenet_udps.scoring.significance); "
+             "significant means p < 0.05 for that one comparison (no correction for testing every mode and set). "
+             "Then in how many seeds (and speaker-seed pairs, where the set has utt2spk) the second system is "
+             "lower, with the sign test: each training (voice) counted once.\n\n"
+             + ("\n".join(lines) if lines else "No pair of runs (a family and scaled-dot, UDPS and cosine) with the "
+                                                "same seeds.") + "\n")
     if lines and not args.wer_char:  # a word-scored corpus: the same tests on the letter CER
         lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, as_text=speakers.letters,
                             utt2spk=utt2spk)

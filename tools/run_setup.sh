@@ -129,30 +129,33 @@ load_corpus_settings() {
   [[ -n ${test_sets// /} ]] || die "--test_sets is empty: name the sets to decode"
 }
 
-# pick_variants: sets variants, the att_udps value each model trains with (wenet_udps.model_builder maps it to each
-# site's type). --config alone trains what the conf says; otherwise both attentions unless --att_udps picks one.
+# pick_variants: sets variants, the att_family value each model trains with (wenet_udps.model_builder maps it to
+# each site's type): --families', a site set's of --udps_sites, or with --config alone what the conf says ("conf").
 pick_variants() {
-  local s
+  local s err
   one_of keep_checkpoints "${keep_checkpoints}" all averaged
   if [[ -n ${udps_sites} ]]; then
-    [[ -z ${att_udps} ]] || die "--udps_sites and --att_udps both pick the variants: give one"
+    [[ -z ${families} ]] || die "--udps_sites and --families both pick the models: give one"
     [[ " ${udps_sites} " == *" none "* ]] || die "--udps_sites needs none: the scaled-dot model the others are tested against"
     variants=
-    for s in ${udps_sites}; do   # none/all are att_udps false/true; a site set is att_udps' own value
+    for s in ${udps_sites}; do   # none/all are the scaled_dot/udps families; a site set is UDPS at those sites
       case ${s} in
-        none) variants+=" false" ;; all) variants+=" true" ;;
-        true|false) die "--udps_sites takes none, all or sites joined by + (enc_self dec_self dec_cross), got '${s}'" ;;
-        *) variants+=" ${s}" ;;
+        none) variants+=" scaled_dot" ;; all) variants+=" udps" ;;
+        *:*|true|false) die "--udps_sites takes none, all or sites joined by + (enc_self dec_self dec_cross), got '${s}'" ;;
+        *) variants+=" udps:${s}" ;;
       esac
     done
     variants=${variants# }
+  elif [[ -n ${families// /} ]]; then
+    # wenet_udps' own check, from its registry of families: a new family is valid here without editing run.sh
+    err=$(python3 -c 'import sys; from wenet_udps.model_info import families_error; print(families_error(sys.argv[1:]))' \
+          ${families}) || die "python3 could not check --families"
+    [[ -z ${err} ]] || die "--families: ${err}"
+    variants=$(echo ${families})
+  elif [[ -n ${config} ]]; then
+    variants=conf
   else
-    [[ -n ${att_udps} ]] || { if [[ -n ${config} ]]; then att_udps=conf; else att_udps=both; fi; }
-    case ${att_udps} in
-      both) variants="false true" ;;
-      true|false|conf) variants=${att_udps} ;;
-      *) die "--att_udps takes true, false or both, got '${att_udps}'" ;;
-    esac
+    variants="scaled_dot udps"
   fi
   config=${config:-${default_config}}
   [[ -f ${config} ]] || die "config ${config} not found; pick one under ${PWD}/conf/${corpus}/ (a relative path is" \
@@ -221,7 +224,7 @@ describe_variants() {
     || die "$(tail -n 1 "${tmp}/describe.err")"
   while read -r udps label streaming; do
     for v in "${!exp_of[@]}"; do
-      [[ ${exp_of[${v}]} != "${exp_prefix}_${label}" ]] || die "att_udps ${v} and ${udps}: ${config} builds the" \
+      [[ ${exp_of[${v}]} != "${exp_prefix}_${label}" ]] || die "att_family ${v} and ${udps}: ${config} builds the" \
         "same attention (${label}) either way; drop one"
     done
     exp_of[${udps}]=${exp_prefix}_${label}
@@ -275,7 +278,7 @@ plan_runs() {
   for s in ${seeds:-none}; do for udps in ${variants}; do runs+=("${udps}:${s}"); done; done
   if [[ -n ${enc_init} ]] && runs_stage 4; then
     for udps in ${variants}; do
-      [[ -f $(enc_init_of "${udps}") ]] || die "--enc_init: $(enc_init_of "${udps}") (for att_udps ${udps}) is not a file"
+      [[ -f $(enc_init_of "${udps}") ]] || die "--enc_init: $(enc_init_of "${udps}") (for ${udps}) is not a file"
     done
   fi
 }

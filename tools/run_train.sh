@@ -90,7 +90,7 @@ gpu_preflight() {
 train_key() {
   local udps=$1 seed=$2 init=$3
   overrides=(cmvn_conf.cmvn_file="${cmvn}" tokenizer_conf.symbol_table_path="${units}")
-  [[ ${udps} == conf ]] || overrides=(att_udps="${udps}" "${overrides[@]}")
+  [[ ${udps} == conf ]] || overrides=(att_family="${udps}" "${overrides[@]}")
   [[ -n ${bpemodel} ]] && overrides+=(tokenizer_conf.bpe_path="${bpemodel}.model")
   # the BPE tokenizer upper-cases its input unless told the recipe's case (stage 2 trained the model in that case)
   [[ -z ${bpemodel} || ${text_case} == upper ]] || overrides+=(tokenizer_conf.case="${text_case}")
@@ -146,7 +146,7 @@ train_run() {
   # Wait for a free slot (CPU) first, so that the line below is logged when this training starts.
   [[ -n ${gpus}${nproc_per_node} || ${cpu_jobs} -eq 1 || ${#training_pids[@]} -lt ${cpu_jobs} ]] || wait_trainings
   local from=${resume:+, continuing from ${resume}}${newest:+, resuming}
-  log "stage 4: train ${exp} (att_udps ${udps}, seed ${seed/#none/of the conf})${from}"
+  log "stage 4: train ${exp} (att_family ${udps}, seed ${seed/#none/of the conf})${from}"
   if [[ -z ${gpus}${nproc_per_node} ]]; then
     train_on_cpu "${exp}" "${args[@]}" --device cpu
   else

@@ -14,7 +14,9 @@ defaults would build a different model or training) or names a complete conf to 
 (relative to the directory of the file that names it, or absolute). A base may name its own base (a cycle is
 refused); the file's keys are deep-merged over its base's (mappings key by key, any other value replaced), and the
 merged conf is what is checked and written whole to ``model_dir/train.yaml``. Each attention site's type is written
-out as ``att_udps`` resolves it (wenet_udps.model_builder), so train.yaml names every site's type.
+out as ``att_udps`` / ``att_family`` resolve it (wenet_udps.model_builder), so train.yaml names every site's type.
+An override of one of those two keys (run.sh --families passes ``att_family``) chooses the families anew: the other
+key is set null, so a conf's ``att_udps: false`` does not contradict an ``att_family=cosine`` override.
 """
 import copy
 import os
@@ -26,7 +28,7 @@ import yaml
 from wenet_udps.dataset.dataset import DataConfig
 from wenet_udps.dataset.features import feature_dim
 from wenet_udps.dataset.processor import batch_plan
-from wenet_udps.model_builder import SITES, ModelConfig, check_written_sites, resolve_model_config
+from wenet_udps.model_builder import SELECTION_KEYS, SITES, ModelConfig, check_written_sites, resolve_model_config
 from wenet_udps.text import TokenizerConfig, init_tokenizer
 from wenet_udps.train.executor import TrainLoopConfig
 from wenet_udps.train.scheduler import OPTIM_DEFAULTS, OptimConfig
@@ -47,7 +49,8 @@ REQUIRED = ("encoder", "encoder_conf", "decoder", "decoder_conf", "model_conf", 
 
 def validate_config(config: Mapping[str, Any], source: str = "", *, check_sites: bool = False) -> Dict[str, Any]:
     """``config`` checked against :class:`TrainConfig` and converted (a new dict), with each attention site's type
-    as ``att_udps`` resolves it. ``check_sites``: a written UDPS type that ``att_udps`` would replace is an error.
+    as ``att_udps`` / ``att_family`` resolve it. ``check_sites``: a written type of a family that they would
+    replace is an error.
 
     Raises:
         ConfigError: naming ``source`` (the file or the override), the key path and the valid keys.
@@ -122,8 +125,12 @@ def apply_override(config: Dict[str, Any], override: str) -> Dict[str, Any]:
                               source)
         node = node[part]
     node[parts[-1]] = value
-    # An att_udps override (run.sh --att_udps) replaces every site's type on purpose; any other may not contradict it.
-    return validate_config(config, source, check_sites=key.strip() != "att_udps")
+    # An att_udps / att_family override (run.sh --families) replaces every site's type on purpose, and the other
+    # key's choice with it; any other override may not contradict them.
+    choosing = key.strip() in SELECTION_KEYS
+    if choosing:
+        config.update({other: None for other in SELECTION_KEYS if other != key.strip()})
+    return validate_config(config, source, check_sites=not choosing)
 
 
 def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> Dict[str, Any]:

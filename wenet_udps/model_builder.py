@@ -1,17 +1,22 @@
-"""Build an ``ASRModel`` from a WeNet-style train.yaml dict, including the ``att_udps`` wiring.
+"""Build an ``ASRModel`` from a WeNet-style train.yaml dict, including the attention family wiring.
 
 Keys read: ``input_dim``, ``output_dim``, ``encoder`` / ``encoder_conf``, ``decoder`` / ``decoder_conf``,
-``ctc`` / ``ctc_conf``, ``cmvn`` / ``cmvn_conf``, ``model`` / ``model_conf``, ``att_udps``, ``udps_conf``,
-``tokenizer_conf.special_tokens``. Every other key (dataset_conf, optim, scheduler, ...) belongs to other parts
-and is ignored here.
+``ctc`` / ``ctc_conf``, ``cmvn`` / ``cmvn_conf``, ``model`` / ``model_conf``, ``att_udps``, ``att_family``, each
+family's options section (``udps_conf``, ``cosine_conf``: ``Family.conf_key``), ``tokenizer_conf.special_tokens``.
+Every other key (dataset_conf, optim, scheduler, ...) belongs to other parts and is ignored here.
 
-UDPS selection (docs/udps.md), the one place that maps ``att_udps`` to layer types: ``true`` makes every attention
-site UDPS, ``false`` every site scaled-dot, a site set such as ``enc_self`` or ``dec_self+dec_cross`` (names in
-:data:`SITES`) those sites UDPS and the others scaled-dot, each through ``attention.udps_counterpart``; absent or
-null keeps each site's ``*_layer_type`` as written. ``udps_conf`` reaches only UDPS sites, each getting the keys its
-class accepts.
+Family selection (docs/udps.md), the one place that maps ``att_udps`` / ``att_family`` to layer types
+(:func:`site_families`): ``att_family: cosine`` makes every attention site cosine, ``att_family: cosine:enc_self``
+(a site set such as ``enc_self`` or ``dec_self+dec_cross``, names in :data:`SITES`) those sites cosine and the others
+scaled-dot; ``att_udps`` keeps its meaning, as the UDPS case of the same rule (``true`` is ``att_family: udps``,
+``false`` is ``scaled_dot``, a site set ``enc_self`` is ``udps:enc_self``). Each site's type goes through
+``attention.family_type``. Both keys absent or null keep each site's ``*_layer_type`` as written; both given and
+choosing differently is an error naming both. A family's options section reaches only its own sites, each getting
+the keys its class accepts.
 """
 import copy
+import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Mapping, Optional, Union
@@ -19,7 +24,8 @@ from typing import Callable, Dict, FrozenSet, Mapping, Optional, Union
 from torch import nn
 
 from wenet_udps.transformer.asr_model import ASRModel
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, is_udps, udps_classes, udps_counterpart
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, FAMILIES, SCALED_DOT, family_classes, family_of, \
+    family_type
 from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
@@ -34,7 +40,7 @@ CMVN_CLASSES = {"global_cmvn": GlobalCMVN}
 CTC_CLASSES = {"ctc": CTC}
 MODEL_CLASSES = {"asr_model": ASRModel}
 
-# The attention sites: short name (att_udps site sets, run labels, run.sh --udps_sites) -> (part, type key).
+# The attention sites: short name (att_udps / att_family site sets, run labels, run.sh --udps_sites) -> (part, type key).
 SITES = {"enc_self": ("encoder", "selfattention_layer_type"),
          "dec_self": ("decoder", "selfattention_layer_type"),
          "dec_cross": ("decoder", "src_attention_layer_type")}
@@ -56,12 +62,12 @@ class CtcConf:
 
 
 @dataclass
-class ModelConfig:
-    """The train.yaml keys :func:`build_model` reads (part names default to WeNet's)."""
+class _ModelKeys:
+    """The train.yaml keys :func:`build_model` reads but the families' options (part names default to WeNet's)."""
     input_dim: Optional[int] = None
     output_dim: Optional[int] = None
     att_udps: Optional[Union[bool, str]] = None
-    udps_conf: Optional[dict] = section(udps_classes, supplied=_ATTENTION_SUPPLIED, lazy=True)
+    att_family: Optional[str] = None
     encoder: str = "conformer"
     encoder_conf: Optional[dict] = section(choice="encoder", registry=ENCODER_CLASSES,
                                            supplied=("input_size", "global_cmvn"))
@@ -75,6 +81,16 @@ class ModelConfig:
     model: str = "asr_model"
     model_conf: Optional[dict] = section(choice="model", registry=MODEL_CLASSES,
                                          supplied=("vocab_size", "encoder", "decoder", "ctc", "special_tokens"))
+
+
+# The keys :class:`_ModelKeys` declares, and each registered family's options section (its classes' keyword
+# arguments; lazy, so a variant registered later is found).
+ModelConfig = dataclasses.make_dataclass(
+    "ModelConfig", [(f.conf_key, Optional[dict], section(functools.partial(family_classes, f.name),
+                                                         supplied=_ATTENTION_SUPPLIED, lazy=True))
+                    for f in FAMILIES.values() if f.conf_key], bases=(_ModelKeys,))
+ModelConfig.__doc__ = "The train.yaml keys :func:`build_model` reads: :class:`_ModelKeys` and each family's options."
+SELECTION_KEYS = ("att_udps", "att_family")   # the keys that choose each site's family
 
 
 def udps_sites(att_udps: Union[None, bool, str]) -> Optional[FrozenSet[str]]:
@@ -93,47 +109,102 @@ def udps_sites(att_udps: Union[None, bool, str]) -> Optional[FrozenSet[str]]:
     return frozenset(names)
 
 
-def _site_type(conf: Dict, site: str, cls: type, where: str, att_udps: Union[None, bool, str]) -> str:
-    """The attention type of one site after the ``att_udps`` rule; written back into ``conf``."""
+def family_sites(att_family: Optional[str]) -> Optional[Dict[str, str]]:
+    """Site -> family as ``att_family`` chooses it (``<family>``: every site; ``<family>:<site>+<site>``: those
+    sites, the others scaled-dot), or None when it is absent.
+
+    Raises:
+        ConfigError: an unknown family or site (listing the valid ones).
+    """
+    if att_family is None:
+        return None
+    name, _, sites = str(att_family).partition(":")
+    how = (f"a family of {', '.join(FAMILIES)}, or <family>:<sites> with sites joined by '+' from "
+           f"{', '.join(SITES)} (e.g. cosine, cosine:enc_self, udps:dec_self+dec_cross)")
+    if name.strip() not in FAMILIES:
+        raise ConfigError("att_family", f"{att_family!r}: unknown family {name.strip()!r}; valid: {how}")
+    chosen = {n.strip() for n in sites.split("+")} if sites else set(SITES)
+    unknown = sorted(chosen - set(SITES))
+    if unknown:
+        raise ConfigError("att_family", f"{att_family!r}: unknown site {unknown[0]!r}; valid: {how}")
+    return {site: name.strip() if site in chosen else SCALED_DOT for site in SITES}
+
+
+def site_families(config: Mapping) -> Optional[Dict[str, str]]:
+    """Site -> family as ``att_udps`` and ``att_family`` choose it; None when neither is set (types as written).
+
+    Raises:
+        ConfigError: a bad value, or both keys set and choosing differently (naming both).
+    """
+    sites = udps_sites(config.get("att_udps"))
+    by_udps = None if sites is None else {s: "udps" if s in sites else SCALED_DOT for s in SITES}
+    by_family = family_sites(config.get("att_family"))
+    if by_udps is not None and by_family is not None and by_udps != by_family:
+        raise ConfigError("att_family", f"{config['att_family']} contradicts att_udps: {config['att_udps']} (which "
+                          f"is att_family: {family_value(by_udps)}); give one of the two keys, or set the other null")
+    return by_family if by_family is not None else by_udps
+
+
+def family_value(families: Mapping[str, str]) -> str:
+    """The ``att_family`` value of a site -> family mapping with one family besides scaled-dot (``scaled_dot``,
+    ``cosine``, ``udps:enc_self``); ValueError for a mix of two such families, which one value cannot say."""
+    used = sorted({f for f in families.values() if f != SCALED_DOT})
+    if not used:
+        return SCALED_DOT
+    if len(used) > 1:
+        raise ValueError(f"sites of {' and '.join(used)}: no att_family value chooses a mix of two families")
+    sites = [s for s in SITES if families.get(s) == used[0]]
+    return used[0] if len(sites) == len(SITES) else f"{used[0]}:{'+'.join(sites)}"
+
+
+def _site_type(conf: Dict, site: str, cls: type, where: str, chosen: Optional[Mapping[str, str]]) -> str:
+    """The attention type of one site after the family rule; written back into ``conf``."""
     key = SITES[site][1]
     name = conf.get(key, defaults_of(cls).get(key))
     lookup(ATTENTION_CLASSES, name, f"{where}.{key}")
-    chosen = udps_sites(att_udps)
     if chosen is not None:
-        udps = site in chosen
-        target = udps_counterpart(name, udps)
+        family = chosen[site]
+        target = family_type(name, family)
         if target is None:
-            family = "UDPS" if udps else "scaled-dot"
-            with_one = sorted(n for n in ATTENTION_CLASSES if udps_counterpart(n, udps))
-            raise ConfigError(f"{where}.{key}", f"{name!r} has no {family} counterpart for att_udps: {att_udps}; "
-                              f"types with one: {', '.join(with_one)}")
+            with_one = sorted(n for n in ATTENTION_CLASSES if family_type(n, family))
+            raise ConfigError(f"{where}.{key}", f"{name!r} has no {FAMILIES[family].display} counterpart for the "
+                              f"{site} site; types with one: {', '.join(with_one)}")
         name = target
     conf[key] = name
     return name
 
 
 def check_written_sites(config: Mapping) -> None:
-    """ConfigError when a site's ``*_layer_type`` as written is UDPS but ``att_udps`` makes that site scaled-dot:
-    the written type would be replaced silently. Checked on a conf file and on an override of a type key (an
-    ``att_udps`` override, such as run.sh --att_udps false, replaces the types on purpose)."""
-    chosen = udps_sites(config.get("att_udps"))
+    """ConfigError when a site's ``*_layer_type`` as written is of a family other than scaled-dot, but ``att_udps``
+    / ``att_family`` make that site another family: the written type would be replaced silently. Checked on a conf
+    file and on an override of a type key (an override of ``att_udps`` or ``att_family``, such as run.sh
+    --families, replaces the types on purpose)."""
+    chosen = site_families(config)
     if chosen is None:
         return
     for site, (part, key) in SITES.items():
         name = (config.get(f"{part}_conf") or {}).get(key)
-        if name and is_udps(name) and site not in chosen:
-            raise ConfigError(f"{part}_conf.{key}", f"{name!r} is UDPS, but att_udps: {config['att_udps']} makes "
-                              f"the {site} site scaled-dot; name the UDPS sites in att_udps (e.g. att_udps: "
-                              f"{site}) or set att_udps: null to build the types as written")
+        written = family_of(name) if name else None
+        if written and written != SCALED_DOT and written != chosen[site]:
+            how = " and ".join(f"{k}: {config[k]}" for k in SELECTION_KEYS if config.get(k) is not None)
+            raise ConfigError(f"{part}_conf.{key}", f"{name!r} is {FAMILIES[written].display}, but {how} makes the "
+                              f"{site} site {FAMILIES[chosen[site]].display}; name the site in the family's site "
+                              f"set (e.g. att_family: {written}:{site}) or set att_udps and att_family null to "
+                              f"build the types as written")
 
 
-def _attention_conf(conf: Dict, site_types, udps_conf: Dict, where: str) -> None:
+def _attention_conf(conf: Dict, site_types, config: Mapping, where: str) -> None:
     """Set ``conf['attention_conf']``: the part's own ``attention_conf`` (checked against its sites' attention
-    classes) over the ``udps_conf`` keys some UDPS site of this part takes. The part routes them per site."""
+    classes) over each family's options (``udps_conf``, ``cosine_conf``) that some site of this part of that family
+    takes. The part routes them per site."""
     classes = [ATTENTION_CLASSES[name] for name in site_types]
     own = check_section(conf.get("attention_conf"), classes, f"{where}.attention_conf", supplied=_ATTENTION_SUPPLIED)
-    udps_sites = [cls for name, cls in zip(site_types, classes) if is_udps(name)]
-    merged = {**(route(udps_conf, udps_sites) if udps_sites else {}), **own}
+    merged: Dict = {}
+    for family in FAMILIES.values():
+        mine = [cls for cls in classes if cls.family == family.name]
+        if family.conf_key and mine:
+            merged.update(route(config.get(family.conf_key) or {}, mine))
+    merged.update(own)
     if merged:
         conf["attention_conf"] = merged
     else:
@@ -194,21 +265,20 @@ def build_model(config: Mapping) -> ASRModel:
 
 def resolve_model_config(config: Mapping) -> Dict:
     """The model sections of ``config`` checked, with part names filled in and each part's attention types (after
-    ``att_udps``) and ``attention_conf`` (checked against those types) written into its conf."""
+    ``att_udps`` / ``att_family``) and ``attention_conf`` (checked against those types) written into its conf."""
     config = check_section(route(config, ModelConfig), ModelConfig, "")
     fields = defaults_of(ModelConfig)
     for key, registry in (("encoder", ENCODER_CLASSES), ("decoder", DECODER_CLASSES), ("ctc", CTC_CLASSES),
                           ("model", MODEL_CLASSES)):
         config[key] = config.get(key) or fields[key]
         lookup(registry, config[key], key)
-    att_udps = config.get("att_udps")
-    udps_conf = config.get("udps_conf") or {}
+    chosen = site_families(config)
     for part, registry in (("encoder", ENCODER_CLASSES), ("decoder", DECODER_CLASSES)):
         where = f"{part}_conf"
         conf = copy.deepcopy(config.get(where) or {})
-        types = [_site_type(conf, site, registry[config[part]], where, att_udps)
+        types = [_site_type(conf, site, registry[config[part]], where, chosen)
                  for site, (site_part, _) in SITES.items() if site_part == part]
-        _attention_conf(conf, types, udps_conf, where)
+        _attention_conf(conf, types, config, where)
         config[where] = conf
     check_model_size(config)
     return config

@@ -1,12 +1,17 @@
-"""What a config builds, as labels: the attention type of each site, the run label run.sh names exp dirs with, and
-whether the encoder streams (used by bin/describe, tools/collect_results and the tests)."""
-from typing import Dict, Iterable, List, Mapping
+"""What a config builds, as labels: the attention type and family of each site, the run label run.sh names exp dirs
+with, and whether the encoder streams (used by bin/describe, tools/collect_results and the tests).
+
+Run labels: ``scaled_dot``; a family's name (``udps``, ``cosine``) when every site is of that family; else, per
+family besides scaled-dot, the family and the sites that have it (``udps_enc_self``, ``cosine_dec_self_dec_cross``,
+``udps_enc_self_cosine_dec_cross``).
+"""
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from torch import nn
 
 from wenet_udps.dataset.features import feature_dim
-from wenet_udps.model_builder import SITES, attention_sites, build_model
-from wenet_udps.transformer.attention import is_udps
+from wenet_udps.model_builder import SITES, attention_sites, build_model, family_sites
+from wenet_udps.transformer.attention import FAMILIES, SCALED_DOT, family_classes, family_of, family_type
 
 SITE_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention",
               "dec_cross": "decoder source attention"}
@@ -43,35 +48,82 @@ def site_types(config: Mapping) -> Dict[str, List[str]]:
 
 def checkpoint_site_types(names: Iterable[str]) -> Dict[str, List[str]]:
     """:func:`site_types` of a checkpoint, from its parameter names alone (the weights, not an editable config):
-    every attention has ``<path>.linear_q.weight``, and a UDPS one also ``<path>.alpha``."""
+    every attention has ``<path>.linear_q.weight``, and one of a family besides scaled-dot also ``<path>.<marker>``
+    (``Family.marker``: ``alpha`` for UDPS, ``cos_alpha`` for cosine). Each site gets its family's self-attention
+    type (enough for the labels)."""
     keys = set(names)
     types: Dict[str, List[str]] = {s: [] for s in SITES}
     for key in sorted(keys):
         if key.endswith(".linear_q.weight"):
             path = key[:-len(".linear_q.weight")]
-            types[site_of(path)].append("udps_selfattn" if f"{path}.alpha" in keys else "selfattn")
+            family = next((f.name for f in FAMILIES.values() if f.marker and f"{path}.{f.marker}" in keys), SCALED_DOT)
+            types[site_of(path)].append(family_type("selfattn", family) or family_classes(family)[0].name)
     return types
 
 
+def site_families(types: Mapping[str, List[str]]) -> Dict[str, List[str]]:
+    """Site -> the families of its modules (one entry per family, in ``FAMILIES`` order) from :func:`site_types`."""
+    return {s: [f for f in FAMILIES if any(family_of(n) == f for n in names)] for s, names in types.items()}
+
+
 def attention_label(types: Mapping[str, List[str]]) -> str:
-    """``scaled_dot``, ``udps`` or ``udps_<site>_...`` from :func:`site_types`."""
-    udps = [s for s in SITES if types.get(s) and all(is_udps(n) for n in types[s])]
-    partly = [s for s in SITES if types.get(s) and any(is_udps(n) for n in types[s])]
-    if not partly:
-        return "scaled_dot"
-    if udps == [s for s in SITES if types.get(s)]:
-        return "udps"
-    return "udps_" + "_".join(partly)
+    """The run label (module docstring) of :func:`site_types`."""
+    built = [s for s in SITES if types.get(s)]
+    families = site_families(types)
+    used = [f for f in FAMILIES if f != SCALED_DOT and any(f in families.get(s, []) for s in built)]
+    if not used:
+        return SCALED_DOT
+    if len(used) == 1 and all(families[s] == used for s in built):
+        return used[0]
+    return "_".join(f"{f}_" + "_".join(s for s in built if f in families[s]) for f in used)
+
+
+def label_parts(label: str) -> List[Tuple[str, List[str]]]:
+    """A run label as (family, sites) pairs: ``udps_enc_self_cosine_dec_cross`` -> [(udps, [enc_self]), (cosine,
+    [dec_cross])]; a whole-model label (``cosine``) -> [(cosine, every site)]; ValueError for another string."""
+    if label in FAMILIES:
+        return [(label, list(SITES))]
+    words, parts = label, []
+    while words:
+        family = next((f for f in FAMILIES if f != SCALED_DOT and words.startswith(f + "_")), None)
+        if family is None:
+            raise ValueError(f"{label!r} is no run label (a family of {', '.join(FAMILIES)}, or <family>_<sites>)")
+        words = words[len(family) + 1:]
+        sites = []
+        while (site := next((s for s in SITES if words == s or words.startswith(s + "_")), None)) is not None:
+            sites.append(site)
+            words = words[len(site) + 1:]
+        if not sites:
+            raise ValueError(f"{label!r}: no site after {family!r}; sites: {', '.join(SITES)}")
+        parts.append((family, sites))
+    return parts
 
 
 def display_label(label: str) -> str:
-    """The label as users read it: ``scaled-dot``, ``udps``, ``udps (enc-self, dec-cross)``."""
-    if label == "scaled_dot":
+    """The label as users read it: ``scaled-dot``, ``udps``, ``cosine``, ``udps (enc-self, dec-cross)``."""
+    if label == SCALED_DOT:
         return "scaled-dot"
-    if label == "udps":
+    if label in FAMILIES:
         return label
-    sites = [s.replace("_", "-") for s in SITES if s in label[len("udps_"):]]
-    return f"udps ({', '.join(sites)})"
+    return ", ".join(f"{family} ({', '.join(s.replace('_', '-') for s in sites)})"
+                     for family, sites in label_parts(label))
+
+
+def families_error(values: Sequence[str]) -> str:
+    """run.sh --families' check: each value an ``att_family`` value (a registered family, or a site set of one),
+    each once; "" when they are, else the problem and the valid families."""
+    if not values:
+        return f"no family given; valid: {' '.join(FAMILIES)}"
+    seen: Dict[str, str] = {}
+    for value in values:
+        try:
+            chosen = str(sorted(family_sites(value).items()))
+        except ValueError as e:
+            return str(e).split(": ", 1)[-1]
+        if chosen in seen:
+            return f"{seen[chosen]} and {value} are one model: give it once"
+        seen[chosen] = value
+    return ""
 
 
 def is_streaming(config: Mapping) -> bool:

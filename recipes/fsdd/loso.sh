@@ -9,7 +9,7 @@
 #
 #   recipes/fsdd/loso.sh [--stage -1 --stop_stage 7 --seeds "1 2" --cpu_jobs 2 --exp_root E --data_root D] \
 #       -- RUN_SH_OPTIONS...
-# RUN_SH_OPTIONS (the user's run.sh options: --config, --fsdd_dir, --train_override, --att_udps, ...) are passed to
+# RUN_SH_OPTIONS (the user's run.sh options: --config, --fsdd_dir, --train_override, --families, ...) are passed to
 # every fold's run.sh; the fold's own --data, --dir, --test_sets, --seeds and stages come after them and win.
 set -euo pipefail
 (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )) || { echo "$0: needs bash >= 5.1 (wait -n -p)" >&2; exit 1; }

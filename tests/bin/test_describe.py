@@ -36,6 +36,15 @@ def test_labels_follow_the_built_model_not_the_flag():
     assert d.attention_label(d.site_types(tiny(att_udps="dec_self+dec_cross"))) == "udps_dec_self_dec_cross"
     assert d.display_label("udps_enc_self_dec_cross") == "udps (enc-self, dec-cross)"
     assert d.display_label("scaled_dot") == "scaled-dot"
+    # att_family: one family everywhere, or at a site set; a mix of families written per site is labelled by each.
+    assert d.attention_label(d.site_types(tiny(att_udps=None, att_family="cosine"))) == "cosine"
+    assert d.attention_label(d.site_types(tiny(att_udps=None, att_family="cosine:dec_cross"))) == "cosine_dec_cross"
+    both = tiny(**{"att_udps": "enc_self", "decoder_conf.src_attention_layer_type": "cosine_crossattn"})
+    both["att_udps"] = None
+    assert d.attention_label(d.site_types(both)) == "cosine_dec_cross"
+    both["encoder_conf"]["selfattention_layer_type"] = "rel_udps_selfattn"
+    assert d.attention_label(d.site_types(both)) == "udps_enc_self_cosine_dec_cross"
+    assert d.display_label("udps_enc_self_cosine_dec_cross") == "udps (enc-self), cosine (dec-cross)"
 
 
 def test_streaming_flag():
@@ -45,22 +54,27 @@ def test_streaming_flag():
 
 
 def test_describe_lines_and_checkpoint_fit(tmp_path, capsys):
-    assert d.describe(CONF, [], ["false", "true", "conf"]) == ["false scaled_dot false", "true udps false",
-                                                               "conf scaled_dot false"]
-    config = tiny(att_udps=False)
-    config.update(input_dim=40, output_dim=8, cmvn=None)
-    torch.save({"model": build_model(config).state_dict()}, tmp_path / "sdp.pt")
+    assert d.describe(CONF, [], ["scaled_dot", "udps", "cosine", "conf"]) == [
+        "scaled_dot scaled_dot false", "udps udps false", "cosine cosine false", "conf scaled_dot false"]
     ov = ["encoder_conf.num_blocks=1"]
-    assert d.describe(CONF, ov, ["false"], str(tmp_path / "sdp.pt")) == ["false scaled_dot false"]
+    for family in ("scaled_dot", "cosine"):
+        config = tiny(att_udps=None, att_family=family)
+        config.update(input_dim=40, output_dim=8, cmvn=None)
+        torch.save({"model": build_model(config).state_dict()}, tmp_path / f"{family}.pt")
+        assert d.describe(CONF, ov, [family], str(tmp_path / f"{family}.pt")) == [f"{family} {family} false"]
     with pytest.raises(ValueError, match="does not fit the udps model.*looks like a scaled-dot model"):
-        d.describe(CONF, ov, ["true"], str(tmp_path / "sdp.pt"))
-    with pytest.raises(ValueError, match="belongs to one model"):
-        d.describe(CONF, ov, ["false", "true"], str(tmp_path / "sdp.pt"))
+        d.describe(CONF, ov, ["udps"], str(tmp_path / "scaled_dot.pt"))
+    # cosine and UDPS weights have different parameter names (cos_alpha / alpha): told apart by them
+    with pytest.raises(ValueError, match="does not fit the udps model.*looks like a cosine model"):
+        d.describe(CONF, ov, ["udps"], str(tmp_path / "cosine.pt"))
+    with pytest.raises(ValueError, match="belongs to one model.*--families"):
+        d.describe(CONF, ov, ["scaled_dot", "udps"], str(tmp_path / "scaled_dot.pt"))
 
 
 @pytest.mark.parametrize("args,message", [
     (["--override", "max_epochs=1"], "max_epochs: unknown key (did you mean 'max_epoch'"),
-    (["--variant", "enc_selff"], "att_udps: 'enc_selff': unknown site 'enc_selff'; valid: true, false, null"),
+    (["--variant", "udps:enc_selff"], "att_family: 'udps:enc_selff': unknown site 'enc_selff'; valid: a family of"),
+    (["--variant", "cosin"], "att_family: 'cosin': unknown family 'cosin'; valid: a family of scaled_dot, udps, "),
 ])
 def test_a_bad_conf_is_one_error_line_and_exit_2(args, message):
     """docs/failure_behaviour.md: ``<program>: error: <message>`` once on stderr, exit 2, the file named once."""
@@ -83,12 +97,12 @@ def test_human_output_names_every_site_its_type_parameters_and_size(tmp_path, un
     if units:
         tokens = ["<blank>", "<unk>"] + [chr(0x4e00 + i) for i in range(units - 3)] + ["<sos/eos>"]
         path.write_text("".join(f"{t} {i}\n" for i, t in enumerate(tokens)), encoding="utf-8")
-    text = "\n".join(d.describe(CONF, [f"tokenizer_conf.symbol_table_path={path}"], ["false", "enc_self"],
+    text = "\n".join(d.describe(CONF, [f"tokenizer_conf.symbol_table_path={path}"], ["scaled_dot", "udps:enc_self"],
                                 porcelain=False))
-    rows = re.findall(r"^  (enc_self|dec_self|dec_cross) +(\S+) +(\d+)  ", text, re.M)
-    assert rows == [("enc_self", "rel_selfattn", "4"), ("dec_self", "selfattn", "2"), ("dec_cross", "crossattn", "2"),
-                    ("enc_self", "rel_udps_selfattn", "4"), ("dec_self", "selfattn", "2"),
-                    ("dec_cross", "crossattn", "2")]
+    rows = re.findall(r"^  (enc_self|dec_self|dec_cross) +(\S+) +(\S+) +(\d+)  ", text, re.M)
+    assert rows == [("enc_self", "rel_selfattn", "scaled-dot", "4"), ("dec_self", "selfattn", "scaled-dot", "2"),
+                    ("dec_cross", "crossattn", "scaled-dot", "2"), ("enc_self", "rel_udps_selfattn", "UDPS", "4"),
+                    ("dec_self", "selfattn", "scaled-dot", "2"), ("dec_cross", "crossattn", "scaled-dot", "2")]
     assert "attention: scaled-dot (run label scaled_dot" in text and "udps (enc-self) (run label udps_enc_self" in text
     params = [int(n.replace(",", "")) for n in re.findall(r"parameters: ([\d,]+) ", text)]
     config = tiny()

@@ -32,9 +32,10 @@ def test_recognize_writes_all_four_modes(tmp_path, fsdd_dir, capsys):
                         "--result_dir", str(tmp_path / "r2"), "--modes", "beam"])
 
 
-@pytest.mark.parametrize("att_udps,encoder", [(False, "transformer"), (True, "conformer"), (True, "transformer")])
-def test_export_parity(tmp_path, fsdd_dir, att_udps, encoder):
-    conf, ckpt = make_model_dir(tmp_path, att_udps=att_udps, encoder=encoder, chunks={"use_dynamic_chunk": True})
+@pytest.mark.parametrize("family,encoder", [("scaled_dot", "transformer"), ("udps", "conformer"),
+                                            ("udps", "transformer"), ("cosine", "conformer")])
+def test_export_parity(tmp_path, fsdd_dir, family, encoder):
+    conf, ckpt = make_model_dir(tmp_path, att_family=family, encoder=encoder, chunks={"use_dynamic_chunk": True})
     data = tmp_path / "test.list"
     write_data_list(fsdd_dir, data, 3)
     out = tmp_path / "export"

@@ -9,17 +9,19 @@ import torch
 
 from wenet_udps.decode.attention_maps import recording, row_entropy
 from wenet_udps.kernels import dispatch
-from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
+from wenet_udps.kernels import cosine as cosine_kernel
+from wenet_udps.transformer import attention as attention_module, cosine_attention as cosine_module, \
+    udps_attention as udps_module
 from wenet_udps.model_builder import build_model
 from wenet_udps.config import finalize_config
 from tests.train.train_helpers import tiny_config, write_units
 
 
-@pytest.mark.parametrize("att_udps", [False, True], ids=["scaled_dot", "udps"])
-def test_recorded_weights_reproduce_every_site_output(tmp_path, att_udps):
+@pytest.mark.parametrize("family", ["scaled_dot", "udps", "cosine"])
+def test_recorded_weights_reproduce_every_site_output(tmp_path, family):
     units = tmp_path / "units.txt"
     write_units(units)
-    model = build_model(finalize_config(tiny_config(units, att_udps=att_udps, encoder="conformer"))).eval()
+    model = build_model(finalize_config(tiny_config(units, att_family=family, encoder="conformer"))).eval()
     outputs = {}
     for name, module in model.named_modules():
         if isinstance(module, attention_module.MultiHeadedAttention):
@@ -41,6 +43,7 @@ def test_recorded_weights_reproduce_every_site_output(tmp_path, att_udps):
     assert attention_module.scaled_dot_attention is dispatch.scaled_dot_attention
     assert udps_module.udps_attention is dispatch.udps_attention
     assert udps_module.udps_attention_from_keys is dispatch.udps_attention_from_keys
+    assert cosine_module.cosine_attention is cosine_kernel.cosine_attention
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

@@ -20,8 +20,9 @@ from tests.train.train_helpers import tiny_config, write_data_list, write_units
 
 CHUNK, LEFT = 4, 2
 SR = 8000
-VARIANTS = {"scaled_dot": dict(att_udps=False, encoder="transformer", streaming=False),
-            "udps_u2pp": dict(att_udps=True, encoder="conformer", streaming=True)}
+VARIANTS = {"scaled_dot": dict(att_family="scaled_dot", encoder="transformer", streaming=False),
+            "udps_u2pp": dict(att_family="udps", encoder="conformer", streaming=True),
+            "cosine_u2pp": dict(att_family="cosine", encoder="conformer", streaming=True)}
 
 
 def _train(config, data, steps=80):
@@ -46,7 +47,7 @@ def exported(request, tmp_path_factory, fsdd_dir):
     v = VARIANTS[request.param]
     tmp = tmp_path_factory.mktemp(request.param)
     write_units(tmp / "units.txt")
-    raw = tiny_config(tmp / "units.txt", att_udps=v["att_udps"], encoder=v["encoder"])
+    raw = tiny_config(tmp / "units.txt", att_family=v["att_family"], encoder=v["encoder"])
     raw["model_conf"]["ctc_weight"] = 1.0
     if v["streaming"]:
         raw["encoder_conf"].update({"use_dynamic_chunk": True, "causal": True, "cnn_module_kernel": 5})

@@ -27,3 +27,12 @@ def test_sign_counts_count_each_seed_and_each_speaker_seed_pair_once():
 def test_sign_counts_without_two_speakers_count_seeds_only(utt2spk):
     baseline, system = [{"a1": (1, 2), "b1": (1, 2)}], [{"a1": (1, 2), "b1": (1, 2)}]
     assert sign_counts(baseline, system, utt2spk) == "lower in 0 of 1 seeds (1 tied), sign test p = 1"
+
+
+def test_paired_groups_test_every_family_against_scaled_dot_and_udps_against_cosine():
+    from wenet_udps.results.seeds import paired_groups
+    groups = {name: {1: f"{name}_seed1"} for name in ("a_scaled_dot", "a_udps", "a_cosine", "a_udps_enc_self",
+                                                      "b_udps", "b_cosine")}
+    assert paired_groups(groups) == [("a_scaled_dot", "a_cosine"), ("a_scaled_dot", "a_udps"),
+                                     ("a_scaled_dot", "a_udps_enc_self"), ("a_cosine", "a_udps"),
+                                     ("b_cosine", "b_udps")]   # UDPS - cosine also without a scaled-dot model

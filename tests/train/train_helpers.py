@@ -38,7 +38,9 @@ def write_units(path: Path, space: bool = False) -> None:
 
 
 def tiny_config(units: Path, *, att_udps: bool = True, encoder: str = "transformer", max_epoch: int = 2,
-                dropout: float = 0.0, batch_size: int = 4, chunks: Dict = None) -> Dict:
+                dropout: float = 0.0, batch_size: int = 4, chunks: Dict = None, att_family: str = None) -> Dict:
+    """A tiny conf; ``att_family`` (a family, e.g. cosine) given: it chooses the sites' family and ``att_udps``
+    is null."""
     enc = {"output_size": 32, "attention_heads": 2, "linear_units": 64, "num_blocks": 1, "dropout_rate": dropout,
            "positional_dropout_rate": dropout, "attention_dropout_rate": 0.0, "input_layer": "conv2d",
            **(chunks or {})}
@@ -46,7 +48,8 @@ def tiny_config(units: Path, *, att_udps: bool = True, encoder: str = "transform
         enc.update({"pos_enc_layer_type": "rel_pos", "selfattention_layer_type": "rel_selfattn",
                     "cnn_module_kernel": 3, "activation_type": "swish"})
     return {
-        "att_udps": att_udps,
+        "att_udps": None if att_family else att_udps,
+        **({"att_family": att_family} if att_family else {}),
         "encoder": encoder, "encoder_conf": enc,
         "decoder": "transformer",
         "decoder_conf": {"attention_heads": 2, "linear_units": 64, "num_blocks": 1, "dropout_rate": dropout,

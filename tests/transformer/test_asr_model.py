@@ -140,11 +140,11 @@ def test_streaming_decode_runs(encoder):
     assert sim["attention_rescoring"][0].tokens == full["attention_rescoring"][0].tokens
 
 
-@pytest.mark.parametrize("att_udps", [False, True])
-def test_overfit_two_sequences(att_udps):
+@pytest.mark.parametrize("family", ["scaled_dot", "udps", "cosine"])
+def test_overfit_two_sequences(family):
     """A tiny model memorises two utterances; every decoding mode then returns the targets."""
     torch.manual_seed(0)
-    cfg = tiny_config(input_layer="linear") | {"att_udps": att_udps}
+    cfg = tiny_config(input_layer="linear") | {"att_udps": None, "att_family": family}
     cfg["encoder_conf"].update(output_size=32, linear_units=64)
     cfg["model_conf"] = {"ctc_weight": 0.5}
     model = build_model(cfg)

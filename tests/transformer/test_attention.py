@@ -6,8 +6,8 @@ import sys
 import pytest
 import torch
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, attention_classes, is_udps, register_attention, \
-    udps_counterpart
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, FAMILIES, attention_classes, family_of, family_type, \
+    is_udps, register_attention
 
 N_HEAD, N_FEAT = 2, 8
 D_K = N_FEAT // N_HEAD
@@ -45,6 +45,14 @@ def reference_forward(name, m, query, key, value, mask, pos_emb):
     elif name in ("udps_selfattn", "udps_crossattn"):
         a = _eff(m, "alpha").view(1, -1, 1, 1)
         scores = 4 * a * qk / (nq + nk) ** 2
+    elif name in ("cosine_selfattn", "cosine_crossattn"):
+        a = _eff(m, "cos_alpha").view(1, -1, 1, 1)
+        scores = a * qk / (nq.clamp_min(m.eps ** 0.5) * nk.clamp_min(m.eps ** 0.5))
+    elif name == "rel_cosine_selfattn":
+        p = _split(_lin(m.linear_pos, pos_emb))
+        a = _eff(m, "cos_alpha").view(1, -1, 1, 1)
+        b = _eff(m, "cos_beta").view(1, -1, 1, 1)
+        scores = (a * qk + b * (q @ p.transpose(-1, -2))) / (nq * nk)
     elif name == "rel_udps_selfattn":
         p = _split(_lin(m.linear_pos, pos_emb))
         a = _eff(m, "alpha").view(1, -1, 1, 1)
@@ -67,7 +75,7 @@ def _build(name, **kw):
     m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT, dropout_rate=0.0, **kw).double().eval()
     with torch.no_grad():
         # Move the UDPS scales away from their init so a wrong head/broadcast shows up.
-        for pname in ("alpha", "beta"):
+        for pname in ("alpha", "beta", "cos_alpha", "cos_beta"):
             if hasattr(m, pname):
                 getattr(m, pname).add_(torch.linspace(-1.0, 1.5, getattr(m, pname).numel(), dtype=torch.float64))
     return m
@@ -88,6 +96,11 @@ VARIANTS = [(name, {}) for name in ATTENTION_CLASSES] + [
     ("rel_udps_selfattn", {"alpha_form": "squared", "alpha_per_head": False}),
     ("rel_udps_selfattn", {"alpha_form": "log", "alpha_init": 20.0, "beta_init": 2.0}),
     ("udps_crossattn", {"alpha_form": "log"}),
+    ("cosine_selfattn", {"alpha_form": "squared"}),
+    ("cosine_selfattn", {"alpha_per_head": False}),
+    ("rel_cosine_selfattn", {"alpha_form": "squared", "alpha_per_head": False}),
+    ("rel_cosine_selfattn", {"alpha_form": "log", "alpha_init": 20.0, "beta_init": 2.0}),
+    ("cosine_crossattn", {"alpha_form": "log"}),
 ]
 
 
@@ -104,7 +117,7 @@ def test_forward_and_gradients_match_formula(name, kw, mask_kind):
     out, cache = m(x, key, key, mask, pos)
     ref = reference_forward(name, m, x, key, key, mask, pos)
     assert out.shape == (b, t, N_FEAT)
-    # udps_crossattn also caches the key norms (one more channel), feature-major.
+    # udps_crossattn also caches the key norms (one more channel), feature-major; cosine_crossattn unit keys.
     if name == "udps_crossattn":
         assert cache.shape == (b, N_HEAD, 2 * D_K + 1, t)
     else:
@@ -201,10 +214,10 @@ def test_cross_attention_cache_reuses_memory_projection(name):
     assert cache2 is cache
 
 
-@pytest.mark.parametrize("name", [n for n in ATTENTION_CLASSES if is_udps(n)])
+@pytest.mark.parametrize("name", [n for n in ATTENTION_CLASSES if family_of(n) != "scaled_dot"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_udps_under_autocast_is_finite_with_large_activations(name, dtype):
-    """|q|+|k| of 300 squares to 9e4 > fp16's max: D must be formed in float32."""
+def test_bounded_families_under_autocast_are_finite_with_large_activations(name, dtype):
+    """|q|+|k| of 300 squares to 9e4 > fp16's max: UDPS's D (and cosine's norms) must be formed in float32."""
     m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT)
     x = (torch.randn(2, 6, N_FEAT) * 60).requires_grad_()
     pos = torch.randn(1, 6, N_FEAT) * 60
@@ -245,27 +258,82 @@ def test_udps_options_and_bad_values():
         ATTENTION_CLASSES["selfattn"](n_head=3, n_feat=16)
 
 
-def test_udps_counterpart_covers_registry():
+def test_cosine_has_udps_options_and_defaults():
+    """Each cosine class takes its UDPS twin's options (less pos_norm, the position term normalisation that has no
+    cosine analogue) with the same defaults; the scales are stored as UDPS stores them."""
+    import inspect
+    for name in ("selfattn", "rel_selfattn", "crossattn"):
+        cos, udps = (ATTENTION_CLASSES[family_type(name, f)] for f in ("cosine", "udps"))
+        params = {k: p.default for k, p in inspect.signature(cos.__init__).parameters.items() if k != "self"}
+        twin = {k: p.default for k, p in inspect.signature(udps.__init__).parameters.items()
+                if k not in ("self", "pos_norm")}
+        assert params == twin, name
+    rel = ATTENTION_CLASSES["rel_cosine_selfattn"](n_head=4, n_feat=16, alpha_form="log", alpha_init=20.0,
+                                                    alpha_per_head=False)
+    torch.testing.assert_close(rel.effective_scales()["cos_alpha"], torch.full((1,), 20.0))
+    torch.testing.assert_close(rel.effective_scales()["cos_beta"], torch.full((1,), 5.0))
+    assert not hasattr(rel, "pos_bias_u") and not hasattr(rel, "alpha")
+    with pytest.raises(ValueError, match="cosine_conf.beta_init must be > 0 with alpha_form 'log'"):
+        ATTENTION_CLASSES["rel_cosine_selfattn"](n_head=4, n_feat=16, alpha_form="log", beta_init=0.0)
+
+
+def test_cosine_is_udps_without_g():
+    """With every |q_i| = |k_j| (g = 1) cosine and UDPS give the same output; with unequal norms they differ by g."""
+    torch.manual_seed(0)
+    udps, cos = _build("udps_selfattn"), _build("cosine_selfattn")
+    cos.load_state_dict({k.replace("alpha", "cos_alpha"): v for k, v in udps.state_dict().items()})
+    with torch.no_grad():
+        for m in (udps, cos):   # q = k = x, and x unit per head: every |q_i| = |k_j| = 1
+            for lin in (m.linear_q, m.linear_k):
+                lin.weight.copy_(torch.eye(N_FEAT))
+                lin.bias.zero_()
+    x = torch.nn.functional.normalize(torch.randn(2, 5, N_HEAD, D_K, dtype=torch.float64), dim=-1).flatten(2)
+    mask = torch.ones(2, 1, 5, dtype=torch.bool)
+    torch.testing.assert_close(cos(x, x, x, mask)[0], udps(x, x, x, mask)[0], rtol=1e-10, atol=1e-12)
+    mem = x * torch.linspace(0.2, 3.0, 5, dtype=torch.float64).view(1, 5, 1)
+    assert not torch.allclose(cos(x, mem, mem, mask)[0], udps(x, mem, mem, mask)[0])
+
+
+@pytest.mark.parametrize("name", ["cosine_selfattn", "rel_cosine_selfattn", "cosine_crossattn"])
+def test_cosine_zero_vectors_are_floored_not_nan(name):
+    """A zero query or key has score 0 (its norm floored at sqrt(eps)), with finite gradients."""
+    m = ATTENTION_CLASSES[name](n_head=N_HEAD, n_feat=N_FEAT)
+    for lin in (m.linear_q, m.linear_k):
+        torch.nn.init.zeros_(lin.bias)
+    x = torch.randn(2, 4, N_FEAT)
+    x[0, 1] = 0.0          # q and k of that position are exactly zero
+    x.requires_grad_()
+    out, _ = m(x, x, x, torch.ones(2, 1, 4, dtype=torch.bool), torch.randn(1, 4, N_FEAT))
+    out.square().sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
+
+
+def test_every_site_has_a_type_in_every_family():
+    """Each type maps to the same site's type in each family (same kind and positional input), and back."""
+    assert list(FAMILIES) == ["scaled_dot", "udps", "cosine"]
     assert set(attention_classes("self")) | set(attention_classes("cross")) == set(ATTENTION_CLASSES)
-    assert set(attention_classes("cross")) == {"crossattn", "udps_crossattn"}
+    assert set(attention_classes("cross")) == {"crossattn", "udps_crossattn", "cosine_crossattn"}
     for name, cls in ATTENTION_CLASSES.items():
-        target = udps_counterpart(name)
-        assert is_udps(target) and ATTENTION_CLASSES[target].kind == cls.kind
-        assert ATTENTION_CLASSES[target].uses_pos_emb == cls.uses_pos_emb
-        # A UDPS class names its scaled-dot counterpart, and the other way round.
-        assert ATTENTION_CLASSES[cls.counterpart].is_udps != cls.is_udps and cls.name == name
-    assert udps_counterpart("selfattn") == "udps_selfattn" and udps_counterpart("udps_selfattn") == "udps_selfattn"
+        for family in FAMILIES:
+            target = family_type(name, family)
+            assert family_of(target) == family and ATTENTION_CLASSES[target].kind == cls.kind
+            assert ATTENTION_CLASSES[target].uses_pos_emb == cls.uses_pos_emb
+            assert family_type(target, cls.family) == name   # and back
+    assert family_type("selfattn", "udps") == "udps_selfattn" and family_type("udps_selfattn", "udps") == "udps_selfattn"
+    assert family_type("rel_udps_selfattn", "cosine") == "rel_cosine_selfattn"
+    assert family_type("cosine_crossattn", "scaled_dot") == "crossattn"
+    assert is_udps("udps_crossattn") and not is_udps("cosine_crossattn")
 
 
-@pytest.mark.parametrize("first", ["attention", "udps_attention"])
-def test_importing_either_attention_module_first_registers_every_class(first):
-    """attention.py imports udps_attention at its end, so the registry is complete whichever module a fresh process
-    imports first (udps_attention first imports attention while itself half-run)."""
+@pytest.mark.parametrize("first", ["attention", "udps_attention", "cosine_attention"])
+def test_importing_any_attention_module_first_registers_every_class(first):
+    """The package's __init__ imports every family module (attention.py imports none: no import circle), so the
+    registry is complete whichever module a fresh process imports first."""
     code = (f"import wenet_udps.transformer.{first}; from wenet_udps.transformer.attention import ATTENTION_CLASSES; "
             f"print(' '.join(sorted(ATTENTION_CLASSES)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["crossattn", "rel_selfattn", "rel_udps_selfattn", "selfattn", "udps_crossattn",
-                           "udps_selfattn"]
+    assert out.split() == ["cosine_crossattn", "cosine_selfattn", "crossattn", "rel_cosine_selfattn", "rel_selfattn",
+                           "rel_udps_selfattn", "selfattn", "udps_crossattn", "udps_selfattn"]
 
 
 def test_register_attention_refuses_a_taken_name_and_a_bad_kind():
@@ -277,3 +345,24 @@ def test_register_attention_refuses_a_taken_name_and_a_bad_kind():
     with pytest.raises(ValueError, match="kind 'both'; valid choices: self, cross"):
         register_attention(Copy)
     assert "copy_selfattn" not in ATTENTION_CLASSES
+
+
+def test_register_attention_checks_family_and_counterpart():
+    """A class names a registered family and, as its counterpart, a scaled-dot type of its own kind that no other
+    class of its family stands in for; families' names, options keys and markers are their own."""
+    from wenet_udps.transformer.attention import Family, register_family
+
+    class Bad(ATTENTION_CLASSES["cosine_selfattn"]):
+        name = "bad_selfattn"
+    with pytest.raises(ValueError, match="'cosine_selfattn' already stands in for 'selfattn' in family 'cosine'"):
+        register_attention(Bad)
+    Bad.counterpart = "crossattn"
+    with pytest.raises(ValueError, match="counterpart 'crossattn' is no registered scaled-dot type of kind 'self'"):
+        register_attention(Bad)
+    Bad.counterpart, Bad.family = "selfattn", "qknorm"
+    with pytest.raises(ValueError, match="family 'qknorm' is not registered; valid: scaled_dot, udps, cosine"):
+        register_attention(Bad)
+    assert "bad_selfattn" not in ATTENTION_CLASSES
+    with pytest.raises(ValueError, match="family 'qk': marker 'alpha' is taken by family 'udps'"):
+        register_family(Family("qk", "QK-norm", conf_key="qk_conf", marker="alpha"))
+    assert "qk" not in FAMILIES

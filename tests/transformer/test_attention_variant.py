@@ -26,7 +26,7 @@ class SharpUDPSAttention(UDPSMultiHeadedAttention):
     """UDPS whose effective scale is ``sharpness`` times alpha (an option of its own, reached by udps_conf)."""
 
     name = "sharp_udps_selfattn"
-    counterpart = "selfattn"
+    counterpart = None   # udps_selfattn is UDPS's type of the site: a variant is chosen by its type only
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
                  sharpness: float = 1.0):

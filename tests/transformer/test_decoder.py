@@ -6,7 +6,8 @@ from wenet_udps.transformer.decoder import DECODER_CLASSES, EMBED_INITS, BiTrans
 from wenet_udps.utils.mask import subsequent_mask
 
 V, D = 11, 16
-SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn")]
+SITE_KINDS = [("selfattn", "crossattn"), ("udps_selfattn", "udps_crossattn"), ("udps_selfattn", "crossattn"),
+              ("cosine_selfattn", "cosine_crossattn"), ("cosine_selfattn", "udps_crossattn")]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -107,8 +108,8 @@ def test_cached_steps_match_the_full_forward_through_beam_reordering(name, self_
                 torch.testing.assert_close(logp, full(*per_row, ys)[:, -1].log_softmax(-1), rtol=1e-5, atol=1e-5)
                 att = blocks(stepper)[0].self_attn
                 entries = cache.entries(0)
-                assert entries.shape == (utts * beam, 2, i, 2 * att.d_k + att.is_udps)
-                if att.is_udps:
+                assert entries.shape == (utts * beam, 2, i, 2 * att.d_k + (att.family == "udps"))
+                if att.family == "udps":
                     torch.testing.assert_close(entries[..., -1], entries[..., :att.d_k].norm(dim=-1))
                 # Most steps every row of an utterance extends one survivor: their prefixes merge.
                 pick = torch.randint(0, beam, (utts, 1 if i % 3 else beam), generator=gen).expand(utts, beam)

@@ -2,7 +2,8 @@
 row entropy, and the figures of bin/plot_attention: one heat-map per site with its colour bar, entropy bars per head.
 
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
-the position terms for scaled-dot, of the UDPS scores for UDPS), so they are what the kernels compute.
+the position terms for scaled-dot, of the UDPS scores for UDPS, of unit q and scaled unit keys for cosine), so they
+are what the kernels compute.
 """
 import contextlib
 import logging
@@ -17,7 +18,9 @@ from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.data_list import eval_dataset, load_experiment
 from wenet_udps.kernels.reference import udps_scores, upcast
 from wenet_udps.text import init_tokenizer
-from wenet_udps.transformer import attention as attention_module, udps_attention as udps_module
+from wenet_udps.kernels.cosine import unit_rows
+from wenet_udps.transformer import attention as attention_module, cosine_attention as cosine_module, \
+    udps_attention as udps_module
 from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.cli import UserError
 
@@ -117,9 +120,16 @@ def _recorders() -> List[tuple]:
         s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
         return _weights(s, mask if mask is not None else torch.empty(0))
 
+    cosine = cosine_module.cosine_attention
+
+    def cosine_fn(q, k_tilde, v, mask, dropout_p=0.0, eps=1e-6):
+        s = torch.matmul(upcast(unit_rows(q, eps)), upcast(k_tilde).transpose(-2, -1))
+        return _weights(s, mask)
+
     replaced = [(attention_module, "scaled_dot_attention", sdpa, scaled_dot),
                 (udps_module, "udps_attention", udps, udps_fn),
-                (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn)]
+                (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn),
+                (cosine_module, "cosine_attention", cosine, cosine_fn)]
     for owner, entry, original, weights in replaced:
         setattr(owner, entry, _recorded(original, weights))
     return [(owner, entry, original) for owner, entry, original, _ in replaced]

@@ -32,7 +32,7 @@ from wenet_udps.train.run_dir import RunDirError, RunLock, claim, retire_later
 from wenet_udps.train.scheduler import build_optimizer, build_scheduler, restore_with_config, warmup_shortfall
 from wenet_udps.train.targets import TargetAdmission
 from wenet_udps.train.tensorboard import TensorboardLogger
-from wenet_udps.transformer.attention import is_udps
+from wenet_udps.transformer.attention import FAMILIES, family_of
 from wenet_udps.utils.cli import UserError, one_line
 
 
@@ -249,12 +249,14 @@ def build_executor(run: Run) -> Tuple[Executor, int, int]:
     the checkpoint's state, in an Executor; returns it with the start epoch and batch."""
     args, info, config = run.args, run.info, run.config
     model = build_model(config)
-    logging.info("model: %s encoder, %s decoder, att_udps %s, %.2fM parameters", config.get("encoder"),
-                 config.get("decoder"), config.get("att_udps", False),
+    built = {family_of(t) for t in attention_sites(model).values()}
+    logging.info("model: %s encoder, %s decoder, attention families %s, %.2fM parameters", config.get("encoder"),
+                 config.get("decoder"), ", ".join(f for f in FAMILIES if f in built),
                  sum(p.numel() for p in model.parameters()) / 1e6)
-    if config.get("udps_conf") and not any(is_udps(t) for t in attention_sites(model).values()):
-        # kept, not refused: run.sh --att_udps both trains one YAML both ways
-        logging.warning("udps_conf is unused: this model has no UDPS attention (att_udps false, no udps layer type)")
+    for family in FAMILIES.values():
+        if family.conf_key and config.get(family.conf_key) and family.name not in built:
+            # kept, not refused: run.sh --families trains one YAML in every family
+            logging.warning("%s is unused: this model has no %s attention", family.conf_key, family.display)
     if run.ckpt:
         fit_weights(model, run.ckpt["model"], run.ckpt_path)
         logging.info("loaded %s%s", run.ckpt_path, f" (--enc_init {args.enc_init} is for a new run: not used)"

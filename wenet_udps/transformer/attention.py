@@ -1,4 +1,5 @@
-"""Multi-head attention: scaled-dot (WeNet's math) and UDPS, one registry for every attention site.
+"""Multi-head attention: the registry of every attention site's types and similarity families, and the scaled-dot
+family (WeNet's math).
 
 Registry names (YAML values of ``selfattention_layer_type`` / ``src_attention_layer_type``):
 
@@ -10,6 +11,9 @@ Registry names (YAML values of ``selfattention_layer_type`` / ``src_attention_la
 | ``rel_udps_selfattn`` | (4 a q.k + 4 b q.p) / (|q|+|k|)^2   (the paper author's variant)   |
 | ``crossattn``       | as ``selfattn``; the cache holds the memory's projected k/v          |
 | ``udps_crossattn``  | as ``udps_selfattn``; the cache holds 4 alpha k, v and the norms |k| |
+| ``cosine_selfattn`` | a q.k / (|q| |k|)                                                    |
+| ``rel_cosine_selfattn`` | (a q.k + b q.p) / (|q| |k|)   (``rel_udps_selfattn`` without g)    |
+| ``cosine_crossattn`` | as ``cosine_selfattn``; the cache holds the memory's unit keys and values |
 
 All take ``forward(query, key, value, mask, pos_emb, cache) -> (output, new_cache)`` with batch-first tensors:
 query (B, T1, D), key/value (B, T2, D), mask bool (B, 1, T2) or (B, T1, T2) (True = attend) or empty,
@@ -19,15 +23,21 @@ The decoder's self-attentions decode with ``step(x, mask, cache, block)``: each 
 UDPS also |k|) are made once, when the position is new, and written into the decoder's
 :class:`~wenet_udps.transformer.step_cache.StepCache` (kept once per utterance where its hypotheses agree).
 
-Each class states its facts as class attributes (``name``, ``kind``, ``is_udps``, ``uses_pos_emb``,
-``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator. Everything
-else that depends on the attention type (the encoder's self-attention choices, the decoder's positional check,
-``att_udps``, the ``udps_conf`` keys, the run labels of ``wenet_udps.bin.describe``) is derived from these
-attributes, so a new variant is one class (docs/design.md, "Adding an attention variant"): a scaled-dot one in this
-file, a UDPS one in :mod:`wenet_udps.transformer.udps_attention` (the UDPS classes and their score scales).
+Each class states its facts as class attributes (``name``, ``kind``, ``family``, ``uses_pos_emb``,
+``counterpart``) and joins ``ATTENTION_CLASSES`` through the :func:`register_attention` decorator; each similarity
+family (``scaled_dot``, ``udps``, ``cosine``) is a :class:`Family` in ``FAMILIES`` (:func:`register_family`). The
+family of a site is chosen through :func:`family_type`, which maps a type to the same site's type in another family
+by ``counterpart`` (the scaled-dot type a class stands in for). Everything else that depends on the attention type
+(the encoder's self-attention choices, the decoder's positional check, ``att_udps`` / ``att_family``, each family's
+options section, the run labels of ``wenet_udps.bin.describe``, run.sh's ``--families``) is derived from these, so
+a new variant is one class and a new family one module (docs/design.md, "Adding an attention variant"). The
+non-scaled-dot families live in their own modules (:mod:`~wenet_udps.transformer.udps_attention`,
+:mod:`~wenet_udps.transformer.cosine_attention`), which import this one; the package's ``__init__`` imports them, so
+the registry is complete whichever module is imported first, and this module imports none of them.
 """
 import math
-from typing import TYPE_CHECKING, Dict, Optional, Tuple, Type
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Type
 
 import torch
 from torch import nn
@@ -41,20 +51,73 @@ EMPTY_MASK = torch.ones((0, 0, 0), dtype=torch.bool)
 EMPTY_CACHE = torch.zeros((0, 0, 0, 0))
 ATTENTION_KINDS = ("self", "cross")
 
+SCALED_DOT = "scaled_dot"
+
 ATTENTION_CLASSES: Dict[str, Type["MultiHeadedAttention"]] = {}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A similarity family: what every attention class with ``family = name`` computes.
+
+    ``name``: its value in ``att_family``, run.sh ``--families`` and the run labels (exp dir suffixes);
+    ``display``: how tables name it; ``conf_key``: the top-level section of its options (the keyword arguments of
+    its classes), None when it has none; ``marker``: a parameter name that every attention of this family has and
+    no other family's has, so a checkpoint's family is read from its parameter names (None: scaled-dot, which adds
+    none to WeNet's).
+    """
+
+    name: str
+    display: str
+    conf_key: Optional[str] = None
+    marker: Optional[str] = None
+
+
+FAMILIES: Dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Add ``family`` to ``FAMILIES``; ValueError when its name, options key or marker is another family's."""
+    for other in FAMILIES.values():
+        for field in ("name", "conf_key", "marker"):
+            mine = getattr(family, field)
+            if mine is not None and mine == getattr(other, field):
+                raise ValueError(f"family {family.name!r}: {field} {mine!r} is taken by family {other.name!r}")
+    FAMILIES[family.name] = family
+    return family
+
+
+register_family(Family(SCALED_DOT, "scaled-dot"))
 
 
 def register_attention(cls: Type["MultiHeadedAttention"]) -> Type["MultiHeadedAttention"]:
     """Class decorator: add ``cls`` to ``ATTENTION_CLASSES`` under ``cls.name`` (the YAML value).
 
     Raises:
-        ValueError: the name is taken (a subclass must set its own ``name``) or ``kind`` is not self/cross.
+        ValueError: the name is taken (a subclass must set its own ``name``), ``kind`` is not self/cross, the family
+            is not registered, or ``counterpart`` is not a registered scaled-dot type of the same kind and positional
+            input, or is already the counterpart of another class of the family (a variant that is no site's
+            default in its family sets ``counterpart = None``).
     """
     if cls.kind not in ATTENTION_KINDS:
         raise ValueError(f"{cls.__name__}.kind {cls.kind!r}; valid choices: {', '.join(ATTENTION_KINDS)}")
     if cls.name in ATTENTION_CLASSES:
         raise ValueError(f"attention name {cls.name!r} of {cls.__name__} is taken by "
                          f"{ATTENTION_CLASSES[cls.name].__name__}: give the class its own ``name``")
+    if cls.family not in FAMILIES:
+        raise ValueError(f"{cls.__name__}.family {cls.family!r} is not registered; valid: {', '.join(FAMILIES)}")
+    if cls.family == SCALED_DOT and cls.counterpart is not None:
+        raise ValueError(f"{cls.__name__} is scaled-dot: its counterpart is itself (set counterpart = None)")
+    if cls.counterpart is not None:
+        base = ATTENTION_CLASSES.get(cls.counterpart)
+        if base is None or base.family != SCALED_DOT or (base.kind, base.uses_pos_emb) != (cls.kind, cls.uses_pos_emb):
+            raise ValueError(f"{cls.__name__}.counterpart {cls.counterpart!r} is no registered scaled-dot type of "
+                             f"kind {cls.kind!r} with uses_pos_emb {cls.uses_pos_emb}")
+        taken = [c.name for c in ATTENTION_CLASSES.values()
+                 if c.family == cls.family and c.counterpart == cls.counterpart]
+        if taken:
+            raise ValueError(f"{cls.__name__}: {taken[0]!r} already stands in for {cls.counterpart!r} in family "
+                             f"{cls.family!r}; a variant that is no site's default sets counterpart = None")
     ATTENTION_CLASSES[cls.name] = cls
     return cls
 
@@ -69,9 +132,9 @@ class MultiHeadedAttention(nn.Module):
 
     name = "selfattn"                  # registry name, the YAML value of a ``*_layer_type`` key
     kind = "self"                      # "cross": a given cache is the memory's projected k/v, reused as is
-    is_udps = False                    # UDPS scores (``att_udps`` targets, ``udps_conf`` reaches it)
+    family = SCALED_DOT                # its similarity (a ``FAMILIES`` name): att_family / att_udps target it
     uses_pos_emb = False               # reads ``pos_emb`` (relative positions; the decoder has none)
-    counterpart: Optional[str] = "udps_selfattn"  # the same site in the other family: scaled-dot <-> UDPS
+    counterpart: Optional[str] = None  # the scaled-dot type this class stands in for (None: scaled-dot itself)
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__()
@@ -164,7 +227,6 @@ class RelPositionMultiHeadedAttention(MultiHeadedAttention):
 
     name = "rel_selfattn"
     uses_pos_emb = True
-    counterpart = "rel_udps_selfattn"
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
@@ -193,7 +255,6 @@ class MultiHeadedCrossAttention(MultiHeadedAttention):
 
     name = "crossattn"
     kind = "cross"
-    counterpart = "udps_crossattn"
 
     def memory_cache(self, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """The cache ``forward`` reuses for this memory: key/value (B, T2, D) -> (B, H, T2, 2 d_k)."""
@@ -205,33 +266,32 @@ def attention_classes(kind: str) -> Dict[str, Type[MultiHeadedAttention]]:
     return {name: cls for name, cls in ATTENTION_CLASSES.items() if cls.kind == kind}
 
 
-def udps_classes() -> list:
-    """Every registered UDPS attention class (their keyword arguments are the valid ``udps_conf`` keys)."""
-    return [cls for cls in ATTENTION_CLASSES.values() if cls.is_udps]
+def family_of(name: str) -> Optional[str]:
+    """The family of a registry name, None when the name is not registered."""
+    cls = ATTENTION_CLASSES.get(name)
+    return None if cls is None else cls.family
+
+
+def family_classes(family: str) -> List[Type[MultiHeadedAttention]]:
+    """Every registered attention class of ``family`` (their keyword arguments are the family's options keys)."""
+    return [cls for cls in ATTENTION_CLASSES.values() if cls.family == family]
 
 
 def is_udps(name: str) -> bool:
     """Whether a registry name is a UDPS attention."""
-    cls = ATTENTION_CLASSES.get(name)
-    return bool(cls is not None and cls.is_udps)
+    return family_of(name) == "udps"
 
 
-def udps_counterpart(name: str, udps: bool = True) -> Optional[str]:
-    """The type a site of type ``name`` gets in the wanted family (``udps`` True: UDPS, False: scaled-dot): itself
-    when already of that family, else its ``counterpart`` when that is a registered attention of that family, the
-    same kind and positional input; None when there is none. ``att_udps`` maps every site through this."""
+def family_type(name: str, family: str) -> Optional[str]:
+    """The type a site of type ``name`` gets in ``family``: itself when already of that family, else the class of
+    that family whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none. ``att_udps`` and
+    ``att_family`` map every site through this."""
     cls = ATTENTION_CLASSES[name]
-    if cls.is_udps == udps:
+    if cls.family == family:
         return name
-    target = ATTENTION_CLASSES.get(cls.counterpart or "")
-    if (target is None or target.is_udps != udps
-            or (target.kind, target.uses_pos_emb) != (cls.kind, cls.uses_pos_emb)):
+    base = name if cls.family == SCALED_DOT else cls.counterpart
+    if base is None:
         return None
-    return target.name
-
-
-# The UDPS classes register themselves when their module runs; importing it here makes the registry complete
-# whichever module is imported first (this one, or udps_attention, which imports this one at its top). It is the
-# last statement, and nothing here uses a name from it: when udps_attention is the first import, this finds it
-# half-run in sys.modules and returns at once, and the UDPS classes register as soon as it resumes.
-import wenet_udps.transformer.udps_attention  # noqa: E402,F401
+    if family == SCALED_DOT:
+        return base
+    return next((c.name for c in ATTENTION_CLASSES.values() if c.family == family and c.counterpart == base), None)

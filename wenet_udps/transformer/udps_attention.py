@@ -2,11 +2,11 @@
 
 The UDPS members of the attention registry (``udps_selfattn``, ``rel_udps_selfattn``, ``udps_crossattn``; the table
 of every type is in :mod:`wenet_udps.transformer.attention`), subclasses of its scaled-dot classes that keep their
-projections (linear_q/k/v/out, linear_pos) and add the learnable score scales ``alpha`` (and ``beta``). Each class
-states its facts and joins ``ATTENTION_CLASSES`` through ``@register_attention``, like the scaled-dot ones;
-attention.py imports this module at its end, so importing either registers every class.
+projections (linear_q/k/v/out, linear_pos) and add the learnable score scales ``alpha`` (and ``beta``, stored as
+:mod:`~wenet_udps.transformer.score_scale` says, as the cosine family's). Each class states its facts and joins
+``ATTENTION_CLASSES`` through ``@register_attention``, like the scaled-dot ones, and the family (options
+``udps_conf``, marker parameter ``alpha``) joins ``FAMILIES``; the package's ``__init__`` imports this module.
 """
-import math
 from typing import Dict, Tuple
 
 import torch
@@ -14,32 +14,14 @@ from torch import nn
 
 from wenet_udps.kernels.dispatch import prefix_pool_attention, udps_attention, udps_attention_from_keys
 from wenet_udps.kernels.reference import DEFAULT_EPS, udps_scores, upcast
-from wenet_udps.transformer.attention import EMPTY_CACHE, EMPTY_MASK, MultiHeadedAttention, register_attention
+from wenet_udps.transformer.attention import EMPTY_CACHE, EMPTY_MASK, Family, MultiHeadedAttention, \
+    register_attention, register_family
+from wenet_udps.transformer.score_scale import ALPHA_FORMS, scale_parameter
+
+UDPS = register_family(Family("udps", "UDPS", conf_key="udps_conf", marker="alpha")).name
 
 
-# How a learnable score scale is stored: form -> (stored value of an initial scale, effective scale of the stored
-# parameter). Adam moves a parameter by about the learning rate per step, whatever its size: a ``linear`` scale of
-# 5 changes by ~0.02 % a step and in practice stays near its init (docs/fsdd_generalisation.md); ``log`` stores
-# log(scale), so each step changes the scale by a fraction of itself, as weight matrices' norms change.
-ALPHA_FORMS = {
-    "linear": (float, lambda p: p),                  # the reference: as is, its sign may flip
-    "squared": (math.sqrt, torch.square),            # stays positive
-    "log": (math.log, torch.exp),                    # stays positive, relative updates
-}
 POS_NORMS = ("qk", "qp")
-
-
-def _scale_parameter(*, n_head: int, init: float, form: str, per_head: bool, name: str) -> nn.Parameter:
-    """A learnable score scale, per head (H,) or shared (1,), stored so its effective value starts at ``init``
-    (``form``: see :data:`ALPHA_FORMS`)."""
-    if form not in ALPHA_FORMS:
-        raise ValueError(f"unknown udps_conf.alpha_form {form!r}; valid choices: {', '.join(ALPHA_FORMS)}")
-    if form == "squared" and init < 0:
-        raise ValueError(f"udps_conf.{name}_init must be >= 0 with alpha_form 'squared', got {init}")
-    if form == "log" and init <= 0:
-        raise ValueError(f"udps_conf.{name}_init must be > 0 with alpha_form 'log', got {init}")
-    start = ALPHA_FORMS[form][0](init)
-    return nn.Parameter(torch.full((n_head if per_head else 1,), float(start)))
 
 
 @register_attention
@@ -50,14 +32,14 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
     """
 
     name = "udps_selfattn"
-    is_udps = True
+    family = UDPS
     counterpart = "selfattn"
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
                  alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
         super().__init__(n_head=n_head, n_feat=n_feat, dropout_rate=dropout_rate)
         self.alpha_form = alpha_form
-        self.alpha = _scale_parameter(n_head=n_head, init=alpha_init, form=alpha_form, per_head=alpha_per_head,
+        self.alpha = scale_parameter(n_head=n_head, init=alpha_init, form=alpha_form, per_head=alpha_per_head,
                                       name="alpha")
         self.eps = eps
 
@@ -115,7 +97,7 @@ class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
             raise ValueError(f"unknown udps_conf.pos_norm {pos_norm!r}; valid choices: {', '.join(POS_NORMS)}")
         self.pos_norm = pos_norm
         self.linear_pos = nn.Linear(n_feat, n_feat, bias=False)
-        self.beta = _scale_parameter(n_head=n_head, init=beta_init, form=alpha_form, per_head=alpha_per_head,
+        self.beta = scale_parameter(n_head=n_head, init=beta_init, form=alpha_form, per_head=alpha_per_head,
                                      name="beta")
 
     def attend(self, q, k, v, mask, pos_emb):
