@@ -35,7 +35,9 @@ non-scaled-dot families live in their own modules (:mod:`~wenet_udps.transformer
 :mod:`~wenet_udps.transformer.cosine_attention`), which import this one; the package's ``__init__`` imports them, so
 the registry is complete whichever module is imported first, and this module imports none of them.
 """
+import importlib
 import math
+import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Type
 
@@ -84,6 +86,11 @@ def register_family(family: Family) -> Family:
             if mine is not None and mine == getattr(other, field):
                 raise ValueError(f"family {family.name!r}: {field} {mine!r} is taken by family {other.name!r}")
     FAMILIES[family.name] = family
+    # One order whatever the import order (a family module imported first registers after the others): scaled-dot,
+    # UDPS (the project's own family), then by name; tables and labels list families in it.
+    order = sorted(FAMILIES, key=lambda n: (n != SCALED_DOT, n != "udps", n))
+    for name in order:
+        FAMILIES[name] = FAMILIES.pop(name)
     return family
 
 
@@ -295,3 +302,15 @@ def family_type(name: str, family: str) -> Optional[str]:
     if family == SCALED_DOT:
         return base
     return next((c.name for c in ATTENTION_CLASSES.values() if c.family == family and c.counterpart == base), None)
+
+
+def _import_families() -> None:
+    """Import every family module of this package (``*_attention``, found by name; each registers its classes and
+    family). Run once, as this module's import ends: everything a family module takes from here exists by then."""
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if info.name.endswith("_attention"):
+            importlib.import_module(f"{package}.{info.name}")
+
+
+_import_families()
