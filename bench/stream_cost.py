@@ -15,7 +15,10 @@ pieces of the ``--window_s`` seconds that end at that mark (every piece's ``acce
 by ``--clock``: ``cpu``, this process's CPU time, the default on a shared machine, or ``wall``), and its ratio to
 the first mark's. ``--repeats`` runs each stream again; a row gives the median over the runs and the runs'
 spread. The last lines give each run's real-time factor (time of the whole stream, ``finish`` included, over its
-audio seconds, by the CPU clock and the wall clock) and ``finish``'s own time. With ``left_chunks`` -1 every chunk
+audio seconds, by the CPU clock and the wall clock) and ``finish``'s own time: the search of ``--mode`` over the
+whole stream, once (``ctc_greedy_search`` by default; a random model emits a token nearly every frame, and
+``ctc_prefix_beam_search`` over 10 minutes of that, prefixes of thousands of tokens, ran for more than 10 CPU
+minutes on 2026-12-02 and was stopped). With ``left_chunks`` -1 every chunk
 attends to every earlier one: its cost grows with the stream by the model's definition (WeNet's default),
 shown beside a bounded left context, whose rows should stay flat.
 """
@@ -112,7 +115,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--piece_s", type=float, default=0.1, help="seconds of audio per accept_waveform call")
     parser.add_argument("--chunk_size", type=int, default=4, help="decoding chunk size (encoder frames)")
     parser.add_argument("--left_chunks", type=int, nargs="+", default=[16, -1], help="left chunks (-1: all)")
-    parser.add_argument("--mode", default="ctc_prefix_beam_search", help="the search finish runs")
+    parser.add_argument("--mode", default="ctc_greedy_search", help="the search finish runs")
     parser.add_argument("--input_rate", type=int, default=None, help="the audio's rate (default: the model's)")
     parser.add_argument("--wav", default=None, help="a recording to repeat instead of the synthetic signal")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each stream")
