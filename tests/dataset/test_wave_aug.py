@@ -114,6 +114,29 @@ def test_pipeline_applies_them_in_order(tmp_path):
     assert not np.allclose(augmented["feat"], plain["feat"])
 
 
+@pytest.mark.parametrize("batch_size", [None, 1])
+def test_evaluation_reads_the_audio_without_wave_augmentation(tmp_path, batch_size):
+    """The cv set, recognize, the API and streams (eval_dataset_conf) added conf/fsdd/train_conformer.yaml's noise,
+    reverberation and gain to every test utterance: its features are now those of the audio itself."""
+    import soundfile as sf
+    import yaml
+    from wenet_udps.dataset.dataset import eval_dataset_conf
+    path = tmp_path / "a.wav"
+    sf.write(path, (tone() / 32768.0), SR, subtype="PCM_16")
+    sample = {"key": "a", "wav": str(path), "txt": "x"}
+    with open("conf/fsdd/train_conformer.yaml", encoding="utf-8") as f:
+        conf = yaml.safe_load(f)["dataset_conf"]
+    assert all(conf[name] for name in wave_aug.WAVE_AUGMENTATIONS)  # the recipe trains with all three
+    conf = {**conf, **{f"{name}_conf": {**conf.get(f"{name}_conf", {}), "prob": 1.0}
+                       for name in wave_aug.WAVE_AUGMENTATIONS}, "resample_conf": {"resample_rate": SR}}
+    proc = UtteranceProcessor(eval_dataset_conf(conf, batch_size))
+    assert proc.wave_augmentations == []
+    plain = UtteranceProcessor(eval_dataset_conf({**conf, **{name: False for name in wave_aug.WAVE_AUGMENTATIONS}},
+                                                 batch_size))
+    np.testing.assert_array_equal(proc(sample, np.random.default_rng(0))["feat"],
+                                  plain(sample, np.random.default_rng(0))["feat"])
+
+
 def test_the_commands_do_not_import_scipy_signal_until_reverberation_runs():
     """scipy.signal takes about 0.8 s to import: paid by every train, recognize or export process when
     wave_aug imported it at the top, though only reverberation uses it."""

@@ -246,6 +246,15 @@ def resample(wav: np.ndarray, sr: int, target_sr: int) -> np.ndarray:
     return soxr.resample(wav, sr, target_sr).astype(np.float32, copy=False)
 
 
+def resample_stream(sr: int, target_sr: int) -> Optional[soxr.ResampleStream]:
+    """:func:`resample` of a waveform given piece by piece (a stream), or None when the rates are equal:
+    ``.resample_chunk(piece (N,) float32, last)`` returns the samples that are final, and the pieces' outputs
+    joined are bitwise :func:`resample`'s of the whole (soxr's one filter, at its default quality in both)."""
+    if sr == target_sr:
+        return None
+    return soxr.ResampleStream(sr, target_sr, 1, dtype="float32")
+
+
 def speed_perturb(wav: np.ndarray, sr: int, speed: float) -> np.ndarray:
     """Change speed like sox ``speed``: tempo and pitch scale together, length becomes N / speed.
 

@@ -19,6 +19,7 @@ from wenet_udps.dataset.audio import UnusableUtterance
 from wenet_udps.dataset.lists import iterate_shard, member_cap, partition, read_raw_list, read_shard_list
 from wenet_udps.dataset.processor import batch_plan, make_batches, pad_batch, shuffle_buffer, sort_buffer
 from wenet_udps.dataset.transforms import DatasetConf, UtteranceProcessor
+from wenet_udps.dataset.wave_aug import WAVE_AUGMENTATIONS
 from wenet_udps.utils.counts import MAX_BAD_FRACTION, WorkFailed, check_pass
 from wenet_udps.utils.schema import section
 from wenet_udps.utils.registry import lookup
@@ -261,11 +262,11 @@ def init_dataset(data_type: str, data_list_file: str, tokenizer: Any, conf: Dict
 
 
 def eval_dataset_conf(dataset_conf: Optional[Dict[str, Any]], batch_size: Optional[int] = None) -> Dict[str, Any]:
-    """The training dataset_conf made deterministic for evaluation: no shuffle, augmentation, speed perturbation
-    or dither (the cv set of training). With ``batch_size`` (decoding, soup, export): also no sort and no length
-    filter, static batches of ``batch_size``."""
+    """The training dataset_conf made deterministic for evaluation: no shuffle, augmentation (of the features or
+    of the waveform: ``wave_aug.WAVE_AUGMENTATIONS``), speed perturbation or dither (the cv set of training). With
+    ``batch_size`` (decoding, soup, export): also no sort and no length filter, static batches of ``batch_size``."""
     conf = copy.deepcopy(dict(dataset_conf or {}))
-    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle"):
+    for key in ("speed_perturb", "spec_aug", "spec_sub", "spec_trim", "shuffle", "list_shuffle", *WAVE_AUGMENTATIONS):
         conf[key] = False
     for key in ("fbank_conf", "mfcc_conf"):
         if conf.get(key):

@@ -4,7 +4,7 @@ Features are float32 numpy arrays (T, F); augmentations take a ``numpy.random.Ge
 worker draws from its own seeded stream.
 """
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import kaldi_native_fbank as knf
 import numpy as np
@@ -41,7 +41,7 @@ def _frame_opts(opts: Any, conf: Dict[str, Any], sr: int) -> None:
     opts.energy_floor = 0.0  # WeNet calls Kaldi fbank with energy_floor=0.0
 
 
-def _run(extractor: Any, wav: np.ndarray, sr: int, dim: int) -> np.ndarray:
+def _run(extractor: Any, dim: int, wav: np.ndarray, sr: int) -> np.ndarray:
     extractor.accept_waveform(float(sr), wav)
     extractor.input_finished()
     n = extractor.num_frames_ready
@@ -63,37 +63,81 @@ def _dithered(wav: np.ndarray, dither: float, rng: Optional[np.random.Generator]
     return (wav + dither * rng.standard_normal(len(wav), dtype=np.float32)).astype(np.float32, copy=False)
 
 
+def _fbank_extractor(conf: Dict[str, Any], sr: int) -> Tuple[Any, int]:
+    opts = knf.FbankOptions()
+    _frame_opts(opts, conf, sr)
+    return knf.OnlineFbank(opts), opts.mel_opts.num_bins
+
+
+def _mfcc_extractor(conf: Dict[str, Any], sr: int) -> Tuple[Any, int]:
+    opts = knf.MfccOptions()
+    _frame_opts(opts, conf, sr)
+    opts.num_ceps = int(conf["num_ceps"])
+    opts.mel_opts.high_freq = float(conf["high_freq"])
+    opts.mel_opts.low_freq = float(conf["low_freq"])
+    return knf.OnlineMfcc(opts), opts.num_ceps
+
+
 def compute_fbank(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = None,
                   rng: Optional[np.random.Generator] = None) -> np.ndarray:
     """Log-mel filterbank of a waveform in the int16 range: (N,) -> (T, num_mel_bins), T = 1 + (N - L) // S.
 
     ``rng`` draws the dither noise (a fresh unseeded generator when None)."""
     conf = _checked(conf, FbankConf, "dataset_conf.fbank_conf")
-    opts = knf.FbankOptions()
-    _frame_opts(opts, conf, sr)
-    return _run(knf.OnlineFbank(opts), _dithered(wav, float(conf["dither"]), rng), sr, opts.mel_opts.num_bins)
+    return _run(*_fbank_extractor(conf, sr), _dithered(wav, float(conf["dither"]), rng), sr)
 
 
 def compute_mfcc(wav: np.ndarray, sr: int, conf: Optional[Dict[str, Any]] = None,
                  rng: Optional[np.random.Generator] = None) -> np.ndarray:
     """MFCC of a waveform in the int16 range: (N,) -> (T, num_ceps)."""
     conf = _checked(conf, MfccConf, "dataset_conf.mfcc_conf")
-    opts = knf.MfccOptions()
-    _frame_opts(opts, conf, sr)
-    opts.num_ceps = int(conf["num_ceps"])
-    opts.mel_opts.high_freq = float(conf["high_freq"])
-    opts.mel_opts.low_freq = float(conf["low_freq"])
-    return _run(knf.OnlineMfcc(opts), _dithered(wav, float(conf["dither"]), rng), sr, opts.num_ceps)
+    return _run(*_mfcc_extractor(conf, sr), _dithered(wav, float(conf["dither"]), rng), sr)
 
 
-FEATURE_FUNCS = {"fbank": (compute_fbank, "fbank_conf"), "mfcc": (compute_mfcc, "mfcc_conf")}
+# feats_type -> (whole-waveform function, its conf key, its conf spec, its extractor)
+FEATURE_FUNCS = {"fbank": (compute_fbank, "fbank_conf", FbankConf, _fbank_extractor),
+                 "mfcc": (compute_mfcc, "mfcc_conf", MfccConf, _mfcc_extractor)}
 
 
 def compute_features(wav: np.ndarray, sr: int, dataset_conf: Dict[str, Any],
                      rng: Optional[np.random.Generator] = None) -> np.ndarray:
     """Features chosen by ``dataset_conf.feats_type`` (fbank|mfcc) with that type's ``*_conf``."""
-    func, conf_key = lookup(FEATURE_FUNCS, dataset_conf.get("feats_type", "fbank"), "dataset_conf.feats_type")
+    func, conf_key, _, _ = lookup(FEATURE_FUNCS, dataset_conf.get("feats_type", "fbank"), "dataset_conf.feats_type")
     return func(wav, sr, dataset_conf.get(conf_key), rng)
+
+
+class OnlineFeatures:
+    """:func:`compute_features` of a waveform given piece by piece (a stream): the same frames, bitwise (a Kaldi
+    frame depends on its own window only), each computed once, so a piece costs its own length, not the stream's.
+    The extractor keeps the samples of one unfinished window and no frame once it is returned.
+
+    Without dither only (``eval_dataset_conf`` sets it to 0): a stream is decoded, never trained on."""
+
+    def __init__(self, sr: int, dataset_conf: Dict[str, Any]):
+        _, conf_key, spec, make = lookup(FEATURE_FUNCS, dataset_conf.get("feats_type", "fbank"),
+                                         "dataset_conf.feats_type")
+        conf = _checked(dataset_conf.get(conf_key), spec, f"dataset_conf.{conf_key}")
+        if float(conf["dither"]) != 0.0:
+            raise ValueError(f"dataset_conf.{conf_key}.dither: online features are computed without dither, got "
+                             f"{conf['dither']}")
+        self.extractor, self.dim = make(conf, sr)
+        self.sr = sr
+        self.frames = 0  # frames returned so far
+
+    def accept(self, wav: np.ndarray, last: bool = False) -> np.ndarray:
+        """Samples (N,) float32 in the int16 range that follow the previous ones -> the (n, F) frames they
+        complete; ``last``: the waveform ends here (snip_edges: no frame is added, none is left pending)."""
+        if len(wav):
+            self.extractor.accept_waveform(float(self.sr), wav)
+        if last:
+            self.extractor.input_finished()
+        ready = self.extractor.num_frames_ready
+        if ready == self.frames:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.stack([self.extractor.get_frame(i) for i in range(self.frames, ready)])
+        self.extractor.pop(ready - self.frames)
+        self.frames = ready
+        return out
 
 
 def feature_dim(dataset_conf: Dict[str, Any]) -> int:

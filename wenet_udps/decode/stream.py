@@ -7,11 +7,14 @@
     text = stream.finish()
 
 The encoder runs a chunk as soon as the features of its whole window are in (``forward_chunk`` with its attention
-and convolution caches); ``finish`` encodes the rest and runs ``mode``'s search on the whole encoder output. At the
-model's sample rate this is exactly what ``recognize --simulate_streaming`` computes (tests/decode/test_stream.py):
-features are recomputed from the samples received so far, and a feature frame depends only on its own window.
-Audio at another rate is resampled; the frames of the last 50 ms wait for more audio, since resampling near the end
-of the buffer depends on what follows.
+and convolution caches); ``finish`` encodes the rest and runs ``mode``'s search on the whole encoder output. This is
+exactly what ``recognize --simulate_streaming`` and ``transcribe(..., decoding_chunk_size=...)`` compute
+(tests/decode/test_stream.py), at a cost per piece that does not grow with the stream: each piece is read by the one
+audio reader on its own (``load_audio``: rate, channel policy), resampled by a streaming resampler and turned into
+feature frames by an online extractor (``audio.resample_stream``, ``features.OnlineFeatures``: bitwise the
+whole-utterance samples and frames), and only the frames of the next chunk's window are kept. What still grows is
+the model's own: with ``left_chunks=-1`` every chunk attends to all the chunks before it (bound it with
+``left_chunks``, docs/benchmarks.md), and ``finish`` searches the whole utterance once.
 """
 import functools
 import threading
@@ -20,11 +23,10 @@ from typing import Any, Callable, List, Optional
 import numpy as np
 import torch
 
-from wenet_udps.dataset.audio import UnusableUtterance, array_frames, array_wav_bytes
-from wenet_udps.transformer.search import ctc_greedy_search
+from wenet_udps.dataset.audio import UnusableUtterance, array_frames, array_wav_bytes, load_audio, resample_stream
+from wenet_udps.dataset.features import OnlineFeatures
 from wenet_udps.utils.cli import UserError
 
-RESAMPLE_MARGIN_SECONDS = 0.05
 SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio", "length_bonus",
                   "lm_search", "context", "context_weight")
 
@@ -46,7 +48,8 @@ def _one_caller(method: Callable) -> Callable:
 
 
 class StreamingDecoder:
-    """The state of one utterance: samples so far, the next chunk's first feature frame, the encoder caches."""
+    """The state of one utterance: the resampler and feature extractor, the features of the next chunk's window,
+    the encoder caches and outputs, the partial text's CTC path."""
 
     def __init__(self, model: Any, chunk_size: int, left_chunks: int = -1, mode: str = "attention_rescoring",
                  **options: Any):
@@ -55,6 +58,11 @@ class StreamingDecoder:
             "stream", mode, options, {"decoding_chunk_size": chunk_size, "num_decoding_left_chunks": left_chunks,
                                       "simulate_streaming": True, "batch_size": 1})
         self.model, self.mode = model, modes[0]
+        processor = model.processor
+        if processor.speeds != [1.0] or processor.wave_augmentations or processor.augmentations:
+            # eval_dataset_conf turns them all off; a whole-utterance transform has no piece-by-piece twin
+            raise ValueError("a stream decodes with evaluation features: no speed perturbation or augmentation")
+        self.processor = processor
         self.search_options = {k: v for k, v in kwargs.items() if k in SEARCH_OPTIONS}
         encoder = model.model.encoder
         self.encoder = encoder
@@ -63,13 +71,20 @@ class StreamingDecoder:
         self.stride = subsampling * chunk_size
         self.window = (chunk_size - 1) * subsampling + self.context
         self.required_cache_size = chunk_size * left_chunks
-        self.samples: List[np.ndarray] = []
         self.sample_rate: Optional[int] = None
-        self.cur = 0          # first feature frame of the next chunk
+        self.channels: Optional[int] = None
+        self.num_samples = 0  # received, at the stream's rate
+        self.resampler: Any = None
+        self.online: Optional[OnlineFeatures] = None
+        # (T, F) features from the next chunk's first frame on: at most a window and a piece's frames
+        self.pending = torch.zeros(0, processor.feat_dim, device=model.device)
         self.offset = 0       # encoder frames produced so far
         self.att_cache = torch.zeros((0, 0, 0, 0), device=model.device)
         self.cnn_cache = torch.zeros((0, 0, 0, 0), device=model.device)
         self.outputs: List[torch.Tensor] = []
+        self.scanned = 0      # outputs the partial text's CTC path has read
+        self.last_id: Optional[int] = None
+        self.tokens: List[int] = []
         self.finished = False
         self._busy = threading.Lock()  # held by the thread inside accept_waveform, partial or finish
 
@@ -87,68 +102,71 @@ class StreamingDecoder:
         frames = array_frames(samples, "the chunk")
         if frames.size == 0:
             return
-        if self.samples and frames.shape[1] != self.samples[0].shape[1]:
-            raise UserError(f"the chunk has {frames.shape[1]} channels, the stream {self.samples[0].shape[1]}")
-        feats = self._features(self.samples + [frames], sample_rate)  # the checks of a file, before it is kept
-        self.samples.append(frames)
-        self.sample_rate = sample_rate
-        if feats is None:
-            return
-        settled = feats.size(0)
-        if sample_rate != self.model.sample_rate:
-            settled -= int(np.ceil(RESAMPLE_MARGIN_SECONDS / self._frame_shift_seconds()))
-        while self.cur + self.window <= settled:
-            self._chunk(feats[self.cur:self.cur + self.window])
+        if self.channels is not None and frames.shape[1] != self.channels:
+            raise UserError(f"the chunk has {frames.shape[1]} channels, the stream {self.channels}")
+        try:  # the checks of a file (rate, channel policy), on this piece alone, before anything is kept
+            wav, _ = load_audio(array_wav_bytes(frames, sample_rate), name="stream", channel=self.processor.channel)
+        except UnusableUtterance as e:
+            raise UserError(f"the stream: {e}") from None
+        if self.online is None:
+            self.sample_rate, self.channels = sample_rate, frames.shape[1]
+            self.resampler = resample_stream(sample_rate, self.model.sample_rate)
+            self.online = OnlineFeatures(self.model.sample_rate, self.processor.conf)
+        self.num_samples += len(wav)
+        self._add(wav, last=False)
+        while self.pending.size(0) >= self.window:
+            self._chunk()
 
     def partial(self) -> str:
-        """CTC greedy text of the chunks encoded so far (a thread may ask while another feeds the stream: it
-        waits for the accept_waveform under way)."""
+        """CTC greedy text of the chunks encoded so far (the path of the new chunks only is searched; a thread may
+        ask while another feeds the stream: it waits for the accept_waveform under way)."""
         with self._busy:
-            if not self.outputs:
-                return ""
-            out = torch.cat(self.outputs, dim=1)
-        with torch.no_grad():
-            logp = self.model.model.ctc_logprobs(out, self.search_options.get("blank_penalty", 0.0))
-        tokens = ctc_greedy_search(logp, torch.tensor([out.size(1)]), self.model.model.ctc.blank_id)[0].tokens
-        return self.model.tokenizer.detokenize(tokens)[0]
+            if self.scanned < len(self.outputs):
+                out = torch.cat(self.outputs[self.scanned:], dim=1)
+                self.scanned = len(self.outputs)
+                with torch.no_grad():
+                    logp = self.model.model.ctc_logprobs(out, self.search_options.get("blank_penalty", 0.0))
+                blank = self.model.model.ctc.blank_id
+                for token in logp[0].argmax(dim=1).tolist():  # ctc_greedy_search's collapse, carried across chunks
+                    if token != self.last_id and token != blank:
+                        self.tokens.append(token)
+                    self.last_id = token
+            tokens = list(self.tokens)
+        return self.model.tokenizer.detokenize(tokens)[0] if tokens else ""
 
     @_one_caller
     def finish(self) -> str:
         """Encode what is left (the last chunk may be short) and return the text of ``mode``."""
         if not self.finished:
-            feats = self._features(self.samples, self.sample_rate)
             self.finished = True
-            if feats is None:
-                name = "the stream" if not self.samples else f"the stream ({sum(map(len, self.samples))} samples)"
+            if self.online is not None:
+                self._add(np.zeros(0, dtype=np.float32), last=True)
+            if self.online is None or self.online.frames < self.processor.min_frames:
+                name = "the stream" if not self.num_samples else f"the stream ({self.num_samples} samples)"
                 raise UserError(f"{name}: too short to decode")
-            while self.cur <= feats.size(0) - self.context:
-                self._chunk(feats[self.cur:min(self.cur + self.window, feats.size(0))])
+            while self.pending.size(0) >= self.context:  # full windows, then a short last one
+                self._chunk()
         out = torch.cat(self.outputs, dim=1) if self.outputs else torch.zeros(1, 0, self.encoder.output_size())
         mask = torch.ones(1, 1, out.size(1), dtype=torch.bool, device=out.device)
         result = self.model.model.search([self.mode], out, mask, self.beam_size, **self.search_options)
         return self.model.tokenizer.detokenize(result[self.mode][0].tokens)[0]
 
-    def _frame_shift_seconds(self) -> float:
-        return self.model.frame_seconds / self.encoder.embed.subsampling_rate
+    def _add(self, wav: np.ndarray, last: bool) -> None:
+        """Resample ``wav`` (N,) (int16 scale, the stream's rate) and append the feature frames it completes."""
+        if self.resampler is not None:
+            wav = self.resampler.resample_chunk(wav, last=last)
+        feats = self.online.accept(wav, last=last)
+        if not np.isfinite(feats).all():  # the processor's check of a whole file
+            raise UserError("the stream: non-finite features")
+        if len(feats):
+            self.pending = torch.cat([self.pending, torch.from_numpy(feats).to(self.pending.device)])
 
-    def _features(self, samples: List[np.ndarray], sample_rate: Optional[int]) -> Optional[torch.Tensor]:
-        """(T, F) features of ``samples`` (frames (n, C) in full scale, in order) on the model's device; None while
-        too few for one frame. UserError for audio the reader refuses (the rate, the channel policy)."""
-        if not samples:
-            return None
-        sample = {"key": "stream", "audio": array_wav_bytes(np.concatenate(samples), sample_rate), "txt": ""}
-        try:
-            out = self.model.processor(sample, np.random.default_rng(0))
-        except UnusableUtterance as e:
-            raise UserError(f"the stream: {e}") from None
-        if isinstance(out, str):
-            return None
-        return torch.from_numpy(out["feat"]).to(self.model.device)
-
-    def _chunk(self, xs: torch.Tensor) -> None:
+    def _chunk(self) -> None:
+        """Encode the window at the head of ``pending`` (the last one may be short) and move on by one stride."""
         with torch.no_grad():
             y, self.att_cache, self.cnn_cache = self.encoder.forward_chunk(
-                xs.unsqueeze(0), self.offset, self.required_cache_size, self.att_cache, self.cnn_cache)
+                self.pending[:self.window].unsqueeze(0), self.offset, self.required_cache_size, self.att_cache,
+                self.cnn_cache)
         self.outputs.append(y)
         self.offset += y.size(1)
-        self.cur += self.stride
+        self.pending = self.pending[self.stride:]
