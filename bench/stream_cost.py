@@ -36,6 +36,7 @@ import torch
 from wenet_udps.config import apply_overrides, finalize_config, load_config
 from wenet_udps.decode.api import RecognitionModel
 from wenet_udps.model_builder import build_model
+from wenet_udps.text import write_symbol_table
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
@@ -49,7 +50,7 @@ def build(conf: str, overrides: List[str], units: int, workdir: Path) -> Recogni
     config = apply_overrides(load_config(conf), overrides)
     table = workdir / "units.txt"
     names = ["<blank>", "<unk>"] + [chr(0x4E00 + i) for i in range(units)] + ["<sos/eos>"]
-    table.write_text("".join(f"{t} {i}\n" for i, t in enumerate(names)), encoding="utf-8")
+    write_symbol_table({t: i for i, t in enumerate(names)}, str(table))  # the units writer (atomic)
     config["cmvn"], config["cmvn_conf"] = None, {}
     config = finalize_config(config, symbol_table=str(table))
     torch.manual_seed(0)

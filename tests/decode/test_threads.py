@@ -180,15 +180,15 @@ def test_one_stream_fed_from_two_threads_at_once_is_refused(setup):
     want = plain.finish()
     stream = model.stream(CHUNK, mode="ctc_greedy_search")
     inside, release = threading.Event(), threading.Event()
-    processor = model.processor
+    add = stream._add
 
-    def slow_processor(*args, **kwargs):  # the first thread waits inside accept_waveform
+    def slow_add(*args, **kwargs):  # the first thread waits inside accept_waveform (which feeds each piece to _add)
         if threading.current_thread().name == "first":
             inside.set()
             assert release.wait(30)
-        return processor(*args, **kwargs)
+        return add(*args, **kwargs)
 
-    model.processor = slow_processor
+    stream._add = slow_add
     first = threading.Thread(target=stream.accept_waveform, args=(audio[:half], rate), name="first")
     first.start()
     assert inside.wait(30)
@@ -200,6 +200,6 @@ def test_one_stream_fed_from_two_threads_at_once_is_refused(setup):
     finally:
         release.set()
         first.join(30)
-    model.processor = processor
+    del stream._add
     stream.accept_waveform(audio[half:], rate)
     assert stream.finish() == want
