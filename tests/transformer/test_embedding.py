@@ -127,3 +127,25 @@ def test_forward_backward_shapes(name):
 def test_constructor_is_keyword_only():
     with pytest.raises(TypeError):
         PositionalEncoding(D, 0.1)
+
+
+@pytest.mark.parametrize("name", ["abs_pos", "abs_pos_whisper", "rel_pos"])
+def test_positions_past_the_saved_table_cost_their_own_rows(name):
+    """Issue 80 B: a stream asks for a chunk's positions at a growing offset; past ``max_len`` the encodings were
+    computed from position 0 on every call (5.4 ms a chunk at 10 min of rel_pos). Now only the chunk's rows are
+    computed, and they are the full table's rows bit for bit."""
+    module = POS_ENC_CLASSES[name](d_model=64, dropout_rate=0.0, max_len=100)
+    computed = []
+    formula = module.table
+
+    def counted(length, d_model, start=0):
+        computed.append(length - start)
+        return formula(length, d_model, start)
+
+    module.table = counted
+    full = formula(5000, 64)
+    for offset in (90, 100, 1234, 4980):
+        computed.clear()
+        rows = module.position_encoding(offset, 20, apply_dropout=False)
+        assert torch.equal(rows[0], full[offset:offset + 20])
+        assert sum(computed) <= 20

@@ -11,24 +11,26 @@ import torch
 from torch import nn
 
 
-def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
-    """(length, d_model): ``[t, 2i] = sin(t / 10000^(2i/d))``, ``[t, 2i+1] = cos(t / 10000^(2i/d))``."""
-    position = torch.arange(0, length, dtype=torch.float32).unsqueeze(1)
+def sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
+    """(length - start, d_model), the rows of positions ``start .. length-1``: ``[t, 2i] = sin(t / 10000^(2i/d))``,
+    ``[t, 2i+1] = cos(t / 10000^(2i/d))``."""
+    position = torch.arange(start, length, dtype=torch.float32).unsqueeze(1)
     div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model))
-    pe = torch.zeros(length, d_model)
+    pe = torch.zeros(length - start, d_model)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
     return pe
 
 
-def whisper_sinusoid_table(length: int, d_model: int) -> torch.Tensor:
-    """(length, d_model): Whisper's encoder sinusoids, ``[t, i] = sin(t * r^i)`` and ``[t, d/2 + i] = cos(t * r^i)``
-    for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``; d_model must be even and at least 4."""
+def whisper_sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
+    """(length - start, d_model), positions ``start .. length-1``: Whisper's encoder sinusoids, ``[t, i] = sin(t *
+    r^i)`` and ``[t, d/2 + i] = cos(t * r^i)`` for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``; d_model must be
+    even and at least 4."""
     if d_model % 2 or d_model < 4:
         raise ValueError(f"encoder_conf.pos_enc_layer_type abs_pos_whisper needs an even output_size >= 4, "
                          f"got {d_model}")
     rate = math.log(10000.0) / (d_model // 2 - 1)
-    angle = torch.arange(length, dtype=torch.float32).unsqueeze(1) * torch.exp(
+    angle = torch.arange(start, length, dtype=torch.float32).unsqueeze(1) * torch.exp(
         -rate * torch.arange(d_model // 2, dtype=torch.float32))
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
 
@@ -71,12 +73,20 @@ class PositionalEncoding(nn.Module):
             start = int(offset)
             if start < 0:
                 raise ValueError(f"positional encoding offset must be >= 0, got {start}")
-            pos_emb = self._table(start + size)[:, start:start + size]
+            pos_emb = self._rows(start, size)
         else:
             index = (offset.unsqueeze(1) + torch.arange(0, size, device=offset.device)).clamp_min(0)
             pos_emb = nn.functional.embedding(index, self._table(int(index.max()) + 1)[0])
         return self.dropout(pos_emb) if apply_dropout else pos_emb
 
+
+    def _rows(self, start: int, size: int) -> torch.Tensor:
+        """(1, size, D), positions ``start .. start+size-1``: the saved buffer's rows, or past ``max_len`` the
+        formula's rows of these positions alone (a stream asks for a chunk's rows at a growing offset: a table from
+        position 0 cost it time in its length, 5.4 ms a chunk at 10 min)."""
+        if start + size <= self.max_len:
+            return self.pe[:, start:start + size]
+        return self.table(start + size, self.d_model, start).to(self.pe).unsqueeze(0)
 
     def _table(self, length: int) -> torch.Tensor:
         """(1, >= length, D): the saved buffer, or the formula's longer table when ``length > max_len``."""
