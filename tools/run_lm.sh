@@ -71,14 +71,19 @@ lm_binarize() {  # the KenLM binary of lm.arpa, and its words file (bound to the
   arpa=$(lm_arpa)
   bin=$(lm_file)
   # The writer's checksum too: a pair an older wenet_udps wrote (words not bound to their binary) is written again.
+  # The binary's checksum too (another binary copied over it is stale), and the skip only when the pair verifies as
+  # a load checks it (binarize_lm --verify: read_lm), so an edited words file is written again, not skipped.
   key=$(stamp_text arpa="$(file_sum "${arpa}")" tool="$(file_sum wenet_udps/lm/binary.py)")
-  if [[ -f ${bin} && -f ${bin}.words ]] && stamp_ok "${bin}.stamp" "${key}"; then
-    log "stage 2: ${bin} is up to date, skipping"
-    return 0
+  if [[ -f ${bin} && -f ${bin}.words ]] && stamp_ok "${bin}.stamp" "${key}"$'\n'"bin=$(file_sum "${bin}")"; then
+    if python3 -m wenet_udps.bin.binarize_lm --arpa "${arpa}" --out "${bin}" --verify > /dev/null 2>&1; then
+      log "stage 2: ${bin} is up to date, skipping"
+      return 0
+    fi
+    log "stage 2: ${bin} and its words file do not verify (binarize_lm --verify), writing them again"
   fi
   log "stage 2: KenLM binary ${bin} of ${arpa}"
   python3 -m wenet_udps.bin.binarize_lm --arpa "${arpa}" --out "${bin}"
-  stamp_write "${bin}.stamp" "${key}"
+  stamp_write "${bin}.stamp" "${key}"$'\n'"bin=$(file_sum "${bin}")"
 }
 
 lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev/test sentence in --lm_text

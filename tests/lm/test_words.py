@@ -9,7 +9,7 @@ from tests.lm.lm_helpers import emissions, need_flashlight, write_units
 from tests.lm.test_search import small_bpe, write_arpa
 from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
-from wenet_udps.text import CharTokenizer
+from wenet_udps.text import BpeTokenizer, CharTokenizer
 from wenet_udps.lm.words import word_rule
 from wenet_udps.transformer.decoder import TransformerDecoder
 from wenet_udps.transformer.joint_search import joint_beam_search
@@ -100,11 +100,24 @@ def mandarin(tmp_path):
     return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
 
 
+def bpe_noise(tmp_path):
+    """small_bpe's model with the non-language symbol ``<noise>`` a unit (a word of its own, with no '▁')."""
+    small_bpe(tmp_path)
+    units = (tmp_path / "units.txt").read_text().splitlines()
+    (tmp_path / "units.txt").write_text("\n".join(units[:-1] + [f"<noise> {len(units) - 1}",
+                                                               f"<sos/eos> {len(units)}"]) + "\n")
+    (tmp_path / "non_lang_syms.txt").write_text("<noise>\n")
+    return BpeTokenizer(symbol_table_path=str(tmp_path / "units.txt"), bpe_path=str(tmp_path / "bpe.model"),
+                        non_lang_syms_path=str(tmp_path / "non_lang_syms.txt"))
+
+
 # (units, LM words, the sentence the CTC emissions spell, its word count as text)
 UNIT_KINDS = {
     "letters with '▁'": (lambda p: CharTokenizer(symbol_table_path=str(p / "units.txt")), ["ab", "ba", "b"],
                          "ab b ba", 3),
     "BPE": (small_bpe, ["A", "B", "C", "ONE", "TWO"], "B ONE TWO A", 4),
+    # a non-language symbol after a word (hostile round: 'B<noise> ONE A' from the lexicon search, never from joint)
+    "BPE with <noise>": (bpe_noise, ["A", "B", "C", "ONE", "TWO", "<noise>"], "B <noise> ONE <noise> A", 5),
     "Mandarin characters": (mandarin, ["你", "好", "世", "界"], "你好世界", 1),
     "words with '▁'": (lambda p: word_units(p, True), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE CAT", 4),
     "words spaced": (lambda p: word_units(p, False), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE", 3),
@@ -149,3 +162,15 @@ def test_units_whose_words_read_back_glued_are_refused_naming_them(tmp_path, cap
         search.word_scorer()
     assert "do not mark where the LM's words end" in str(e.value) and "'CATGOOD'" in str(e.value)
     assert str(tmp_path / "units.txt") in str(e.value)
+
+
+def test_every_non_language_symbol_is_read_back_as_a_word(tmp_path, monkeypatch):
+    """The read-back check takes each non-language symbol and a word of each spelling class, not the lexicon's
+    first two words: a detokeniser gluing ``<noise>`` to the word before it is named (hostile round: unchecked)."""
+    need_flashlight()
+    tok = bpe_noise(tmp_path)
+    lm = write_arpa(tmp_path / "lm.arpa", {"A": -0.5, "B": -0.5, "ONE": -0.7, "<noise>": -0.7})
+    assert LmSearch(lm, tok, 0, LmSearchConfig()).glued == ""
+    monkeypatch.setattr(BpeTokenizer, "tokens2text", lambda self, tokens: "".join(tokens).replace("▁", " ").strip())
+    glued = LmSearch(lm, tok, 0, LmSearchConfig()).glued
+    assert "<noise>" in glued and "read back as" in glued, glued

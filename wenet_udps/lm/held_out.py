@@ -5,7 +5,9 @@ WER meaningless.
 Sentences are compared as a reader sees them, in :func:`wenet_udps.utils.text_norm.match_form` (NFKC, format
 characters such as a zero-width space removed, lower case, punctuation removed, white space collapsed: ``The cat
 ran.`` and fullwidth ``ＴＨＥ ＣＡＴ`` are the dev sentences ``THE CAT RAN`` and ``THE CAT``), as tokens: words, or
-characters for a character LM (Mandarin has no spaces). Held-out texts are Kaldi texts read by the one reader
+characters for a character LM (Mandarin has no spaces), and for a word holding CJK characters in any LM (a
+Mandarin text built without ``--char_lm`` is a character LM all the same), non-language symbols (``<noise>``) dropped
+by the scorer's tag rule (:func:`tokens_of`). Held-out texts are Kaldi texts read by the one reader
 (``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming it). A letter
 that only looks like the recipe's (a Cyrillic ``А`` in English text) is no match; :meth:`HeldOut.refuse` refuses an
 LM text line holding a letter of a script that is not the recipe's (``text_norm.foreign_letter``).
@@ -38,7 +40,7 @@ from typing import Counter, Deque, Dict, Iterable, List, Optional, Sequence, Set
 from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.options import DEFAULT_ORDER
 from wenet_udps.utils.kaldi_files import read_table
-from wenet_udps.utils.text_norm import foreign_letter, match_form, text_scripts
+from wenet_udps.utils.text_norm import CJK, foreign_letter, is_symbol, match_form, strip_tags, text_scripts
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,17 @@ class Match:
 
 
 def tokens_of(text: str, char: bool) -> Tuple[str, ...]:
-    """The comparison tokens of a sentence: words of its match form, or its characters (spaces dropped)."""
-    form = match_form(text)
-    return tuple(form.replace(" ", "")) if char else tuple(form.split())
+    """The comparison tokens of a sentence: words of its match form, or its characters (spaces dropped).
+
+    Non-language symbols (``<noise>``, ``[laughter]``, ``{NOISE}``) are dropped and ``<...>`` tags cut out of words,
+    by the scorer's rule (``text_norm.strip_tags``): they are no words of the sentence, and a dev line ``<noise> SHE
+    SELLS ...`` is the sentence ``SHE SELLS ...`` of an LM text. A word holding CJK characters is compared character
+    by character whatever ``char`` says: ``我们 今天`` and ``我 们 今 天`` are one sentence to a reader (and to a
+    character LM, which a Mandarin text built without ``--char_lm`` is)."""
+    words = [strip_tags(w) for w in match_form(text).split() if not is_symbol(w)]
+    if char:
+        return tuple("".join(words))
+    return tuple(t for w in words if w for t in (tuple(w) if CJK.search(w) else (w,)))
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Set[Tuple[str, ...]]:

@@ -30,6 +30,7 @@ from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
 from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.search import DecodeResult
+from wenet_udps.utils.text_norm import CJK
 
 
 @dataclass
@@ -95,6 +96,7 @@ class LmSearch:
         self.info: LmInfo = read_lm(lm_path)
         self.conf, self.blank_id = conf, blank_id
         self.char_lm = is_char_lm(self.info.words)
+        self.non_lang_syms = frozenset(getattr(tokenizer, "non_lang_syms", ()))  # units that are words of their own
         lexicon = spell_lexicon(self.info.words, tokenizer)
         real = [w for w in self.info.words if w not in SPECIAL_WORDS]
         if not lexicon:
@@ -132,18 +134,30 @@ class LmSearch:
             word_score=conf.word_score))
 
     def _words_read_back(self, lexicon: Dict[str, List[int]], tokenizer: Any) -> str:
-        """"" when the one detokeniser (the tokenizer's ``detokenize``, that of every mode) reads two LM words, as the
-        LM modes emit them (:meth:`units`), back as those two words (a character LM's run together); else why not.
+        """"" when the one detokeniser (the tokenizer's ``detokenize``, that of every mode) reads each pair of LM
+        words of the kinds below, as the LM modes emit them (:meth:`units`), back as those two words (a character
+        LM's run together); else why not, naming the first pair that does not.
 
         Why: every ``*_lm`` mode emits its words as :meth:`units` spells them, so on units that do not mark where a
-        word ends (letters or word units without the space unit '▁') a hypothesis of several words reads as one."""
-        pair = (list(lexicon) * 2)[:2]
-        text = tokenizer.detokenize(self.units([self.word_dict.get_index(w) for w in pair]))[0]
-        read = [text.replace(" ", "")] if self.char_lm else text.split()
-        if read == (["".join(pair)] if self.char_lm else pair):
-            return ""
-        return (f"the units {tokenizer.symbol_table_path} do not mark where the LM's words end: the LM words "
-                f"{' '.join(pair)!r}, spelled with them, read back as {text!r}")
+        word ends (letters or word units without the space unit '▁') a hypothesis of several words reads as one.
+        The kinds: every non-language symbol (``<noise>``: a unit with no '▁', glued to the word before it by a
+        detokeniser that only reads '▁'), the lexicon's first two words, and the first word of each spelling class
+        (one unit or several, its first unit with or without '▁', CJK or not), each pair in both orders."""
+        kinds: Dict[Any, str] = {}
+        for word, ids in lexicon.items():
+            first = tokenizer.ids2tokens(ids[:1])[0]
+            key = word if word in self.non_lang_syms else (len(ids) == 1, first.startswith(SPACE),
+                                                           bool(CJK.search(word)))
+            kinds.setdefault(key, word)
+        sample = list(dict.fromkeys(list(lexicon)[:2] + list(kinds.values())))
+        pairs = [(a, b) for a in sample for b in sample if a != b] + [(a, a) for a in sample]
+        for pair in pairs:
+            text = tokenizer.detokenize(self.units([self.word_dict.get_index(w) for w in pair]))[0]
+            read = [text.replace(" ", "")] if self.char_lm else text.split()
+            if read != (["".join(pair)] if self.char_lm else list(pair)):
+                return (f"the units {tokenizer.symbol_table_path} do not mark where the LM's words end: the LM words "
+                        f"{' '.join(pair)!r}, spelled with them, read back as {text!r}")
+        return ""
 
     def word_scorer(self) -> WordScorer:
         """The word LM of ``joint_ctc_attention_lm`` (``lm.words``): this search's LM, lexicon and weights."""
@@ -154,7 +168,8 @@ class LmSearch:
                 if self.glued:
                     raise LmError(f"joint_ctc_attention_lm scores a word when it ends, and {self.glued}; use units "
                                   f"with the space unit '▁' (or BPE pieces marking word starts)")
-                starts = [i for s, i in self.symbols.items() if s.startswith(SPACE)]
+                # a word starts at a '▁' piece, or at a non-language symbol (a word of its own, with no '▁')
+                starts = [i for s, i in self.symbols.items() if s.startswith(SPACE) or s in self.non_lang_syms]
                 self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
                                          starts, self.conf.lm_weight, self.conf.word_score)
             return self._words

@@ -14,16 +14,14 @@ Unlike WeNet, a text is first put in the read form of the one normaliser (``wene
 format characters removed, NFKC), as the units and the LM text were, and so are the ignored words: the same words
 typed in NFC and in NFD, or with a zero-width space, score as equal.
 """
-import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Set
 
 from wenet_udps.utils.kaldi_files import ListError, read_map, utf8_lines
-from wenet_udps.utils.text_norm import read_form
+from wenet_udps.utils.text_norm import read_form, strip_tags
 
 SKIPPED_PUNCTUATION = frozenset("!,?、。！，；？：「」︰『』《》")
 SPACES = frozenset(" \t\r\n")
-TAG = re.compile(r"<[^>]*(?:>|$)")
 
 # Unicode-name prefixes of the per-cluster lines (Mandarin / English / Number / Japanese; anything else is Other).
 CLUSTER_PREFIXES = (("DIGIT", "Number"), ("CJK UNIFIED IDEOGRAPH", "Mandarin"),
@@ -65,11 +63,6 @@ def char_tokens(text: str) -> List[str]:
             tokens.append(text[i:end])
             i = end
     return tokens
-
-
-def strip_tags(token: str) -> str:
-    """Cut every ``<...>`` span out of a token (an unclosed ``<`` runs to the end)."""
-    return TAG.sub("", token)
 
 
 def tokenize(text: str, *, char: bool, case_sensitive: bool = False, ignore: Iterable[str] = (),

@@ -56,4 +56,7 @@ class BpeTokenizer(BaseTokenizer):
         return tokens
 
     def tokens2text(self, tokens: List[str]) -> str:
-        return "".join(tokens).replace(SPACE, " ").strip()
+        """The pieces joined, '▁' read as a space; a non-language symbol is a word of its own (``HELLO <noise>
+        WORLD``, not ``HELLO<noise> WORLD``: it carries no '▁', and glued it is no word of the text or of an LM)."""
+        text = "".join(f" {t} " if t in self.non_lang_syms else t for t in tokens).replace(SPACE, " ")
+        return " ".join(text.split()) if any(t in self.non_lang_syms for t in tokens) else text.strip()

@@ -57,6 +57,9 @@ CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 CJK = re.compile(f"[{CJK_RANGES}]")
 BRACKETED = re.compile(r"(\[[^\[\]]+\]|<[^<>]+>|\{[^{}]+\})")
 APOSTROPHES = "'\u2019"
+# The scorer's tag rule (``wenet_udps.scoring.tokens``, compute-wer's ``remove_tag``), here so that every layer uses
+# the one rule: the LM's held-out check drops tags as the scorer does.
+TAG = re.compile(r"<[^>]*(?:>|$)")
 REPORTED_LINES = 5  # lines named in a refusal (and the total count)
 
 
@@ -191,6 +194,17 @@ def read_form(text: str) -> str:
     if text.isascii():  # the common case: ASCII has no format character and is its own NFKC form
         return text
     return unicodedata.normalize("NFKC", "".join(c for c in text if unicodedata.category(c) != "Cf"))
+
+
+def strip_tags(token: str) -> str:
+    """Cut every ``<...>`` span out of a token (an unclosed ``<`` runs to the end): the scorer's ``remove_tag``."""
+    return TAG.sub("", token)
+
+
+def is_symbol(token: str) -> bool:
+    """A non-language symbol: a whole ``<...>``, ``[...]`` or ``{...}`` token (``<noise>``, ``[laughter]``,
+    ``{NOISE}``), as the normaliser and the tokenizers keep them whole."""
+    return BRACKETED.fullmatch(token) is not None
 
 
 def match_form(text: str) -> str:
