@@ -185,7 +185,7 @@ def test_an4_recipe(tmp_path):
     assert "refs_sha256: " in info.read_text() and "refs_decoded: 3\n" in info.read_text()
     info.write_text("".join(x for x in info.read_text().splitlines(True) if not x.startswith("refs_")))
     again = ok(run_sh("--corpus", "an4", "--data", tmp_path / "data", "--dir", tmp_path / "exp" / "an4", "--families",
-                      "false", "--train_override", TINY, "--stage", 5, "--stop_stage", 5))
+                      "scaled_dot", "--train_override", TINY, "--stage", 5, "--stop_stage", 5))
     assert f"stage 5: decode test with {exp}/avg_1.pt" in again and "refs_sha256: " in info.read_text()
     # Stage 7 (14 s; stage 6's export left out): RESULTS.md has our WER, then ESPnet's published rows with their
     # source (settings.sh's peer_results), then our letter CER.

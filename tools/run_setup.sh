@@ -288,7 +288,7 @@ enc_init_of() {  # enc_init_of VARIANT -> its --enc_init file ({attention} repla
   echo "${enc_init//\{attention\}/${exp_of[${1}]#"${exp_prefix}_"}}"
 }
 run_exp() {  # run_exp VARIANT:SEED -> its exp dir
-  if [[ ${1#*:} == none ]]; then echo "${exp_of[${1%%:*}]}"; else echo "${exp_of[${1%%:*}]}_seed${1#*:}"; fi
+  if [[ ${1##*:} == none ]]; then echo "${exp_of[${1%:*}]}"; else echo "${exp_of[${1%:*}]}_seed${1##*:}"; fi
 }
 first_seed() { local s; read -r -a s <<< "${seeds}"; echo "${s[0]:-none}"; }
 checkpoint_of() { echo "${checkpoint//\{seed\}/$1}"; }  # checkpoint_of SEED -> --checkpoint for it ({seed} replaced)

@@ -109,7 +109,7 @@ train_key() {
 # On several nodes every node starts every run (a node that skipped one would leave the others waiting at the
 # rendezvous), and rank 0 decides in the job, for all nodes: resume, refusal, or nothing left to train.
 train_run() {
-  local udps=${1%%:*} seed=${1#*:} exp init= newest trained=false args o resume
+  local udps=${1%:*} seed=${1##*:} exp init= newest trained=false args o resume
   exp=$(run_exp "$1")
   [[ -z ${enc_init} ]] || init=$(enc_init_of "${udps}")
   resume=$(checkpoint_of "${seed}")
