@@ -119,6 +119,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         tail = rt.tail_seconds(args.export_dir, args.chunk_size)
     else:
         rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    problem = rt.export_problem(args.export_dir)   # last: a tampered file gets its own check's message first
+    if problem:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
+        parser.error(f"--export_dir {args.export_dir}: {problem}")
     try:
         rows = scp_utterances(args.wav_scp)
     except ValueError as e:  # the readers' messages name the file and line
