@@ -38,7 +38,7 @@ from torch import nn
 from wenet_udps.export.exporter import _onnx
 from wenet_udps.export.wrappers import chunk_window, initial_caches
 from wenet_udps.utils.atomic import open_atomic, write_bytes
-from wenet_udps.utils.cli import UserError, regular_file
+from wenet_udps.utils.cli import UserError, open_input, regular_file
 from wenet_udps.utils.source_info import file_sha256, write_source
 
 # The files of an export (the module docstring); those of an earlier export are replaced by a new one's as a set.
@@ -181,7 +181,7 @@ def _write_set(model: nn.Module, input_dim: int, units: str, output_dir: str, ch
     vocab = model.ctc.ctc_lo.out_features
     common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
     paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}
-    with open(units, "rb") as f:
+    with open_input(units, "rb") as f:
         write_bytes(paths["tokens.txt"], f.read())
     g = torch.Generator().manual_seed(0)
     parts = {"model": (SherpaOffline(model),
