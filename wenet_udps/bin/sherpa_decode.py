@@ -49,7 +49,7 @@ def get_parser() -> cli.ArgumentParser:
                    help="--streaming: the export's chunk size (default: the one the export recorded)")
     p.add_argument("--left_chunks", type=cli.int_range(1, CHUNK_MAX, why=LEFT_CHUNKS_WHY), default=None,
                    help="--streaming: the export's left chunks (default: the ones the export recorded)")
-    p.add_argument("--num_threads", type=cli.positive_int, default=1)
+    p.add_argument("--num_threads", type=cli.threads_int, default=1)
     return p
 
 
