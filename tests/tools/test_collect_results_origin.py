@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.tools.load import load_tool
-from wenet_udps.scoring.bound import ScoreError, check_counts, read_score
+from wenet_udps.scoring.bound import ScoreError, check_counts, check_rescored, read_score
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.utils.source_info import file_sha256
 
@@ -144,6 +144,7 @@ def test_n_is_counted_as_compute_wer_counts_it(tmp_path):
                 check_counts(read_score(str(wer)))
         else:
             check_counts(read_score(str(wer)))
+        check_rescored(read_score(str(wer)), str(hyp), str(ref))   # scored again: compute-wer's counts, each option
 
 
 def decode_info_writers():
