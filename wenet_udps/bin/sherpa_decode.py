@@ -129,6 +129,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
+    source.pop("files", None)   # the export's own file list (checked above), not the result's
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
