@@ -216,3 +216,22 @@ def test_every_size_of_every_encoder_and_decoder_has_a_ceiling():
                 except ConfigError:
                     pass
     assert unbounded == []
+
+
+@pytest.mark.parametrize("override, message", [
+    # issue 80 round 7, I: accepted (max_epoch), or a ValueError / MemoryError traceback in features.py
+    ("max_epoch=1000000000000", r"max_epoch: must be <= 100000, got 1000000000000 \(an epoch is a pass"),
+    ("dataset_conf.fbank_conf.frame_length=1000000000000", r"dataset_conf.fbank_conf.frame_length: must be <= 1000, "
+                                                           r"got 1000000000000"),
+    ("dataset_conf.resample_conf.resample_rate=1000000000000", r"dataset_conf.resample_conf.resample_rate: must be "
+                                                               r"<= 192000, got 1000000000000 \(Hz"),
+    ("dataset_conf.fbank_conf.frame_length=0.001", r"dataset_conf.fbank_conf: num_mel_bins 80, frame_length 0.001 ms "
+                                                   r"and frame_shift 10 ms do not fit audio at 16000 Hz"),
+    ("dataset_conf.resample_conf.resample_rate=100", r"dataset_conf.fbank_conf: num_mel_bins 80, frame_length 25 ms "
+                                                     r"and frame_shift 10 ms do not fit audio at 100 Hz \(dataset_conf."
+                                                     r"resample_conf.resample_rate\): Kaldi's fbank says 'You may have "
+                                                     r"set num_mel_bins too large"),
+])
+def test_data_and_loop_sizes_have_a_ceiling_and_features_fit_the_rate(override, message):
+    with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):
+        load_config(CONF, [override])

@@ -49,7 +49,7 @@ from wenet_udps.transformer.attention import FAMILIES
 from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
 from wenet_udps.results.origin import origin_problem
-from wenet_udps.scoring.bound import RESCORE, ScoreError, check_scored, read_score
+from wenet_udps.scoring.bound import RESCORE, Score, ScoreError, check_scored, options_problem, read_score
 from wenet_udps.scoring.references import ReferencesError
 from wenet_udps.utils import cli
 from wenet_udps.utils.atomic import write_text
@@ -113,7 +113,7 @@ def result_dirs(exp_dir: Path) -> List[Path]:
     return sorted(dirs)
 
 
-def bound_score(mode_dir: Path, sums: Dict[str, str]) -> float:
+def bound_score(mode_dir: Path, sums: Dict[str, str]) -> Score:
     """The error rate of ``mode_dir/wer``, which must be the score of the ``text`` beside it and of the references
     it names, where they still exist (``--data_dir``'s texts are checked against what was decoded:
     scoring.references); ScoreError otherwise."""
@@ -122,7 +122,7 @@ def bound_score(mode_dir: Path, sums: Dict[str, str]) -> float:
                          f"before scoring?); {RESCORE}")
     score = read_score(str(mode_dir / "wer"))
     check_scored(score, str(mode_dir / "text"), sums=sums)
-    return score.rate
+    return score
 
 
 def collect(exp_dir: Path) -> List[Experiment]:
@@ -131,6 +131,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
     experiments: Dict[Path, Experiment] = {}
     sums: Dict[str, str] = {}
     problems: List[str] = []
+    scores: List[Score] = []
     for mode_dir in result_dirs(exp_dir):
         test_dir = mode_dir.parent
         exp_path = test_dir.parent
@@ -145,10 +146,12 @@ def collect(exp_dir: Path) -> List[Experiment]:
             problems.append(f"{mode_dir}: {problem}; decode it into its own folder (run.sh --stage 5)")
             continue
         try:
-            value = bound_score(mode_dir, sums)
+            score = bound_score(mode_dir, sums)
         except ScoreError as e:
             problems.append(str(e))
             continue
+        scores.append(score)
+        value = score.rate
         if exp_path not in experiments:
             exp = Experiment(name=exp_path.name, path=exp_path)
             train_yaml = exp_path / "train.yaml"
@@ -167,6 +170,9 @@ def collect(exp_dir: Path) -> List[Experiment]:
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
+    mixed = options_problem(scores)
+    if mixed:
+        problems.append(mixed)
     for problem in problems:
         print(f"collect_results.py: {problem}", file=sys.stderr)
     if problems:

@@ -80,7 +80,7 @@ def _stats(task: Tuple[List[Utt], Dict[str, Any], int, Optional[int]]
 
 def main(argv=None) -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_workers", type=cli.non_negative_int, default=1, help="processes (0: one)")
+    parser.add_argument("--num_workers", type=cli.workers_int, default=1, help="processes (0: one)")
     parser.add_argument("--train_config", default=None, type=cli.existing_file,
                         help="train.yaml whose dataset_conf sets the features")
     parser.add_argument("--in_scp", required=True, type=cli.existing_file, help="wav.scp or data.list")

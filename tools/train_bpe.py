@@ -12,6 +12,7 @@ upper) and the bpe tokenizer upper-cases its input the same way (tokenizer_conf.
 import argparse
 import logging
 import os
+import re
 import tempfile
 
 import sentencepiece as spm
@@ -21,6 +22,17 @@ from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.atomic import write_bytes
 from wenet_udps.utils.counts import check_pass, counts_line
 from wenet_udps.utils.kaldi_files import sentences
+
+
+def sentencepiece_problem(message: str, text: str, nbpe: int) -> str:
+    """sentencepiece's reason, on one line, naming the option it is about: ``--nbpe`` too high for ``text``, with
+    the largest that fits where sentencepiece says it."""
+    reason = cli.one_line(message)
+    largest = re.search(r"value <= (\d+)", message)
+    if largest or "Vocabulary size" in message:
+        fits = f"; the largest that fits is --nbpe {largest.group(1)}" if largest else ""
+        return f"--nbpe {nbpe} is too high for {text} (sentencepiece: {reason}){fits}"
+    return f"sentencepiece training on {text} failed: {reason}"
 
 
 def main(argv=None) -> None:
@@ -57,8 +69,8 @@ def main(argv=None) -> None:
                 input=corpus, model_prefix=prefix, vocab_size=args.nbpe, model_type=args.bpe_mode,
                 character_coverage=1.0, input_sentence_size=100000000, unk_id=1, bos_id=-1, eos_id=-1,
                 minloglevel=2)
-        except RuntimeError as e:
-            raise SystemExit(f"sentencepiece training on {args.text} failed: {e}")
+        except RuntimeError as e:   # a user error (exit 2, one line): mostly a --nbpe the text cannot fill
+            raise cli.UserError(sentencepiece_problem(str(e), args.text, args.nbpe)) from None
         for ext in (".model", ".vocab"):
             with open(prefix + ext, "rb") as f:
                 write_bytes(args.model_prefix + ext, f.read())

@@ -26,8 +26,9 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 import yaml
 
 from wenet_udps.dataset.dataset import DataConfig
-from wenet_udps.dataset.features import feature_dim
+from wenet_udps.dataset.features import extractor_problem, feature_dim
 from wenet_udps.dataset.processor import batch_plan
+from wenet_udps.dataset.transforms import ResampleConf
 from wenet_udps.model_builder import SELECTION_KEYS, SITES, ModelConfig, check_written_sites, resolve_model_config
 from wenet_udps.text import TokenizerConfig, init_tokenizer
 from wenet_udps.train.executor import TrainLoopConfig
@@ -64,6 +65,7 @@ def validate_config(config: Mapping[str, Any], source: str = "", *, check_sites:
             checked[f"{part}_conf"] = {**(checked.get(f"{part}_conf") or {}), key: resolved[f"{part}_conf"][key]}
         batch_plan((checked.get("dataset_conf") or {}).get("batch_conf"))
         _check_feature_dim(checked)
+        _check_feature_frames(checked)
     except ConfigError as e:
         raise e.in_source(source) from None
     except ValueError as e:  # a registry look-up (unknown part name): already names the key and the choices
@@ -88,6 +90,16 @@ def _check_feature_dim(config: Mapping[str, Any]) -> None:
     stats = f", and its CMVN stats {cmvn} are of {input_dim}" if cmvn else ""
     raise ConfigError(key, f"makes {dim}-dim features, but the model takes {input_dim} (input_dim){stats}: decode "
                            f"with the features it was trained on (train a new model for other features)")
+
+
+def _check_feature_frames(config: Mapping[str, Any]) -> None:
+    """ConfigError naming the feature keys and the rate when the extractor cannot be made at the rate every
+    utterance is resampled to (a ValueError traceback in features.py at the first utterance otherwise)."""
+    dataset_conf = config.get("dataset_conf") or {}
+    rate = int((dataset_conf.get("resample_conf") or {}).get("resample_rate", ResampleConf.resample_rate))
+    problem = extractor_problem(dataset_conf, rate)
+    if problem:
+        raise ConfigError("", problem)
 
 
 def load_config(path: str, overrides: Iterable[str] = ()) -> Dict[str, Any]:

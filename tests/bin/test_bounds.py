@@ -51,3 +51,16 @@ def test_a_cut_onnx_model_is_one_line_naming_it(tmp_path):
                           "sherpa_decode")
     assert f"{export / 'model.onnx'} cannot be loaded (" in line and "INVALID_PROTOBUF" in line
     assert "cut short or not an ONNX graph; export again" in line
+
+
+@pytest.mark.parametrize("module, option", [("wenet_udps.bin.train", "--num_workers"),
+                                            ("wenet_udps.bin.recognize", "--num_workers"),
+                                            ("wenet_udps.bin.average_model", "--num_workers"),
+                                            ("wenet_udps.bin.sherpa_decode", "--num_threads")])
+def test_workers_and_threads_have_a_ceiling_of_the_cpus(module, option):
+    """Issue 80 round 7, I: ``train --num_workers 100000`` and ``sherpa_decode --num_threads 100000`` hung."""
+    from wenet_udps.utils.cli import CPU_CEILING
+    proc = run(module, option, "100000")
+    line = one_error_line(proc, module.rsplit(".", 1)[1])
+    assert f"{option}: must be in " in line and f"..{CPU_CEILING}, got 100000" in line, line
+    assert f"this machine's {os.cpu_count()} CPUs" in line

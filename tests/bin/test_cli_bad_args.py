@@ -205,7 +205,7 @@ ISSUE_CASES = [
     ("bin/recognize", ["--beam_size", "-3"], "--beam_size: must be in 1..1000, got -3"),
     ("bin/recognize", ["--decoding_chunk_size", "0"], "--decoding_chunk_size: must be in 1..10000 or -1, got 0"),
     ("bin/recognize", ["--blank_penalty", "-1"], "--blank_penalty: must be >= 0, got -1"),
-    ("bin/recognize", ["--num_workers", "-1"], "--num_workers: must be >= 0, got -1"),
+    ("bin/recognize", ["--num_workers", "-1"], "--num_workers: must be in 0.."),
     ("bin/recognize", ["--simulate_streaming"], "--simulate_streaming decodes one utterance at a time: use "
                                                 "--batch_size 1, not 16"),
     ("bin/recognize", ["--config", CONF, "--modes", "attention_rescoring", "--reverse_weight", "0.5"],

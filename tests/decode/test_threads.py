@@ -189,7 +189,14 @@ def test_one_stream_fed_from_two_threads_at_once_is_refused(setup):
         return add(*args, **kwargs)
 
     stream._add = slow_add
-    first = threading.Thread(target=stream.accept_waveform, args=(audio[:half], rate), name="first")
+    got = []
+
+    def feed():   # the stream's own thread: the first half (held inside), then the rest
+        stream.accept_waveform(audio[:half], rate)
+        stream.accept_waveform(audio[half:], rate)
+        got.append(stream.finish())
+
+    first = threading.Thread(target=feed, name="first")
     first.start()
     assert inside.wait(30)
     try:
@@ -200,6 +207,36 @@ def test_one_stream_fed_from_two_threads_at_once_is_refused(setup):
     finally:
         release.set()
         first.join(30)
-    del stream._add
-    stream.accept_waveform(audio[half:], rate)
+    assert got == [want]
+
+
+def test_one_stream_fed_in_turn_from_two_threads_is_refused(setup):
+    """Issue 80 round 7, C: a stream fed alternately from two threads (never at once) was accepted, giving text of
+    interleaved audio. It is bound to the first thread that feeds it; partial() may be read from any thread."""
+    audio, rate = sf.read(setup["clips"][0], dtype="float32")
+    half = audio.size // 2
+    model = load(setup["dir"])
+    plain = model.stream(CHUNK, mode="ctc_greedy_search")
+    plain.accept_waveform(audio[:half], rate)
+    plain.accept_waveform(audio[half:], rate)
+    want = plain.finish()
+    stream = model.stream(CHUNK, mode="ctc_greedy_search")
+    stream.accept_waveform(audio[:half], rate)
+    errors, partial = [], []
+
+    def other():
+        partial.append(stream.partial())
+        for call in (lambda: stream.accept_waveform(audio[half:], rate), stream.finish):
+            try:
+                call()
+            except UserError as e:
+                errors.append(str(e))
+
+    thread = threading.Thread(target=other, name="other")
+    thread.start()
+    thread.join(30)
+    assert partial == [stream.partial()]
+    assert len(errors) == 2 and all("this stream is fed by the thread 'MainThread', not 'other'" in e and "\n" not in e
+                                    for e in errors), errors
+    stream.accept_waveform(audio[half:], rate)   # the refused calls left it as it was
     assert stream.finish() == want

@@ -364,3 +364,57 @@ def test_sherpa_decode_that_used_nothing_fails_with_its_counts(exported, tmp_pat
         sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(out), "--wav_scp", str(scp),
                             "--result_dir", str(tmp_path / "res")])
     assert err.value.exit_status == 1 and not (tmp_path / "res" / "text").exists()
+
+
+def test_an_export_onto_a_full_disk_leaves_the_earlier_export_whole(exported, tmp_path, monkeypatch):
+    """Issue 80 round 7, F: every file of the earlier export was deleted first, and a full disk half way left a
+    mix that sherpa_decode decoded. The set is written into a temporary folder and moved in whole."""
+    import errno
+    from wenet_udps.decode.data_list import model_from_checkpoint
+    from wenet_udps.export import sherpa
+    name, tmp, config, out, _ = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    earlier = tmp_path / "sherpa"
+    shutil.copytree(out, earlier)
+    before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+
+    def full_disk(src, dst):
+        with open(dst, "wb") as f:   # the test's stand-in for the quantizer, cut by a full disk
+            f.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device", dst)
+
+    monkeypatch.setattr(sherpa, "quantize_int8", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        sherpa.export_sherpa(model_from_checkpoint(config, str(tmp / "avg.pt")), config["input_dim"],
+                             str(tmp / "units.txt"), str(earlier))
+    assert {p.name: p.read_bytes() for p in earlier.iterdir()} == before   # nothing partial beside it
+    monkeypatch.undo()
+    paths = sherpa.export_sherpa(model_from_checkpoint(config, str(tmp / "avg.pt")), config["input_dim"],
+                                 str(tmp / "units.txt"), str(tmp_path / "new"), source={"checkpoint": "x"})
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == sorted([*paths, "export.info"])
+    assert rt.export_problem(str(tmp_path / "new")) is None
+
+
+def test_sherpa_decode_refuses_an_export_cut_short_or_mixed(exported, tmp_path, capsys):
+    """Issue 80 round 7, F: a folder without export.info (moved in last), or with a file of another export."""
+    from wenet_udps.bin import sherpa_decode
+    name, tmp, config, out, data = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    items = [json.loads(line) for line in data.read_text().splitlines()][:1]
+    (tmp_path / "wav.scp").write_text("".join(f"{i['key']} {i['wav']}\n" for i in items))
+    cut, mixed = tmp_path / "cut", tmp_path / "mixed"
+    shutil.copytree(out, cut)
+    (cut / "export.info").unlink()
+    shutil.copytree(out, mixed)
+    (mixed / "model.int8.onnx").write_bytes((out / "model.onnx").read_bytes())   # another file of that name
+    for folder, why in ((cut, "it has no export.info, which an export moves in last"),
+                        (mixed, "export.info records model.int8.onnx with SHA-256 .*model.int8.onnx has other "
+                                "contents")):
+        with pytest.raises(SystemExit) as e:
+            sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(folder), "--wav_scp",
+                                str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
+        assert e.value.code == 2
+        assert re.search(f"--export_dir {folder}: .*{why}", capsys.readouterr().err)
+    assert not (tmp_path / "res").exists()

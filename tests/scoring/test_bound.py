@@ -73,3 +73,44 @@ def test_a_score_of_other_text_names_both_files(tmp_path):
     (tmp_path / "text").unlink()
     with pytest.raises(ScoreError, match=f"{tmp_path / 'text'} does not exist"):
         check_scored(score, str(tmp_path / "text"))
+
+
+@pytest.mark.parametrize("verbose", ["--v=1", "--v=0"])
+def test_a_score_whose_numbers_were_edited_is_refused(tmp_path, verbose):
+    """Issue 80 round 7, G: `sed` on the Overall line (the counts still add up) is not the score of the text."""
+    wer = score_files(tmp_path, verbose)
+    check_scored(read_score(str(wer)), str(tmp_path / "text"))   # the real score passes the rescoring check
+    wer.write_text(wer.read_text(encoding="utf-8").replace("Overall -> 40.00 % N=5 C=4 S=1 D=0 I=1",
+                                                           "Overall -> 0.00 % N=5 C=5 S=0 D=0 I=0"), encoding="utf-8")
+    score = read_score(str(wer))
+    assert score.rate == 0.0
+    with pytest.raises(ScoreError, match=f"{wer} records N=5 C=5 S=0 D=0 I=0, but {tmp_path / 'text'} scored "
+                                         f"against {tmp_path / 'ref'} under its options gives N=5 C=4 S=1 D=0 I=1"):
+        check_scored(score, str(tmp_path / "text"))
+
+
+def test_a_hypothesis_edited_by_hand_and_rescored_is_refused(tmp_path):
+    """Issue 80 round 7, G: decode.info records the SHA-256 of the text that was decoded (write_results)."""
+    from wenet_udps.decode.data_list import write_results
+    from wenet_udps.scoring.references import reference_record
+    from wenet_udps.utils.source_info import read_source
+
+    (tmp_path / "data.list").write_text("{}\n", encoding="utf-8")
+    source = {"checkpoint": "/x/final.pt", **reference_record(str(tmp_path / "data.list"),
+                                                              {"u1": "A B C", "u2": "D E"}, 0)}
+    paths = write_results({"attention": {"u1": "A X C", "u2": "D E F"}}, str(tmp_path / "res"), source=source)
+    text = Path(paths[0])
+    assert read_source(str(text.parent / "decode.info"))["text_sha256"]
+    (tmp_path / "ref").write_text("u1 A B C\nu2 D E\n", encoding="utf-8")
+
+    def rescore() -> Path:
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compute-wer.py"), str(tmp_path / "ref"),
+                               str(text)], capture_output=True, text=True, check=True)
+        (text.parent / "wer").write_text(proc.stdout, encoding="utf-8")
+        return text.parent / "wer"
+
+    check_scored(read_score(str(rescore())), str(text))
+    text.write_text("u1 A B C\nu2 D E\n", encoding="utf-8")   # the hypotheses made perfect by hand
+    with pytest.raises(ScoreError, match=f"{text} is not the text that was decoded: {text.parent / 'decode.info'} "
+                                         f"records SHA-256"):
+        check_scored(read_score(str(rescore())), str(text))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.tools.load import load_tool
-from wenet_udps.scoring.bound import ScoreError, check_counts, read_score
+from wenet_udps.scoring.bound import ScoreError, check_counts, check_rescored, read_score
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.utils.source_info import file_sha256
 
@@ -144,6 +144,7 @@ def test_n_is_counted_as_compute_wer_counts_it(tmp_path):
                 check_counts(read_score(str(wer)))
         else:
             check_counts(read_score(str(wer)))
+        check_rescored(read_score(str(wer)), str(hyp), str(ref))   # scored again: compute-wer's counts, each option
 
 
 def decode_info_writers():
@@ -171,3 +172,19 @@ def test_every_writer_of_a_decode_info_records_its_mode():
     assert {(f, name) for f, name, _ in writers} >= {("wenet_udps/decode/data_list.py", "write_results"),
                                                      ("wenet_udps/bin/sherpa_decode.py", "main")}
     assert [w for w in writers if not w[2]] == []
+
+
+def test_columns_scored_under_different_options_are_refused(tmp_path, capsys):
+    """Issue 80 round 7, G: one ``wer`` rescored with ``--rt=0`` (another number on byte-identical text) may not
+    sit beside the others; ``char`` alone may differ (a recipe scores words or characters)."""
+    exp = decoded_exp(tmp_path)
+    refs = tmp_path / "data" / "test" / "text"
+    a, b = exp / "m" / "test" / "attention", exp / "m" / "test" / "attention_rescoring"
+    (b / "wer").write_text(score(refs, b / "text", "--char=1"), encoding="utf-8")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 0, out.err
+    (b / "wer").write_text(score(refs, b / "text", "--rt=0"), encoding="utf-8")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1
+    assert (f"{a / 'wer'} and {b / 'wer'} were scored under different options (remove_tag=1 vs remove_tag=0)"
+            in out.err), out.err

@@ -129,6 +129,31 @@ def test_units_of_a_text_without_transcripts_fail(tmp_path, tool):
     assert not (tmp_path / "units.txt").exists()
 
 
+def test_train_bpe_with_nbpe_too_high_is_one_line_saying_what_fits(tmp_path):
+    """Issue 80 round 7, I: sentencepiece's failure was printed without ``train_bpe.py: error:``, exit 1. Now the one
+    line of a user error (exit 2) naming --nbpe and the largest that fits, which then trains."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "text").write_text("u1 HELLO WORLD\nu2 GOOD DAY\n", encoding="utf-8")
+
+    def train(nbpe: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(root / "tools" / "train_bpe.py"), "--text", str(tmp_path / "text"),
+                               "--model_prefix", str(tmp_path / "bpe"), "--units", str(tmp_path / "units.txt"),
+                               "--nbpe", nbpe], capture_output=True, text=True, env=dict(os.environ,
+                                                                                        PYTHONPATH=str(root)))
+    proc = train("5000")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+    assert len(errors) == 1 and errors[0].startswith(f"train_bpe.py: error: --nbpe 5000 is too high for "
+                                                     f"{tmp_path / 'text'} (sentencepiece: "), proc.stderr
+    assert not (tmp_path / "units.txt").exists()
+    fits = errors[0].rsplit("the largest that fits is --nbpe ", 1)[1]
+    assert train(fits).returncode == 0 and (tmp_path / "units.txt").is_file()
+
+
 @pytest.mark.parametrize("wav_scp, text, words", [
     ("a /x.wav\nb\n", "a hi\n", r"wav.scp:2: expected '<key> <value>', got 'b'"),
     ("a /x.wav\na /y.wav\n", "a hi\n", r"wav.scp:2: duplicate key 'a'"),

@@ -49,7 +49,7 @@ def get_parser() -> cli.ArgumentParser:
                    help="uniform average of the selected checkpoints, or a greedy soup of them")
     p.add_argument("--soup_metric", default="wer", choices=["wer", "cv_loss"])
     p.add_argument("--num_look", type=cli.positive_int, default=1, help="greedy soup look-ahead window")
-    p.add_argument("--num_workers", type=cli.non_negative_int, default=1,
+    p.add_argument("--num_workers", type=cli.workers_int, default=1,
                    help="parallel evaluation processes (greedy soup)")
     p.add_argument("--config", default=None, type=cli.existing_file,
                    help="train.yaml (greedy soup; default SRC_PATH/train.yaml)")

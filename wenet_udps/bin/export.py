@@ -18,7 +18,6 @@ parity check then compares the fp32 graphs' CTC log-probs with eager PyTorch.
 """
 import argparse
 import logging
-import os
 from typing import Dict, List, Optional
 
 import torch
@@ -31,7 +30,7 @@ from wenet_udps.dataset.dataset import DataError
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
-from wenet_udps.utils.source_info import model_source, write_source
+from wenet_udps.utils.source_info import model_source
 
 # The chunk of the streaming graphs of a dynamic-chunk model (and of encoder_chunk for a non-streaming one).
 DEFAULT_CHUNK = 16
@@ -130,8 +129,8 @@ def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.M
     from wenet_udps.export.sherpa import export_sherpa, sherpa_parity
     left_chunks = 4 if args.left_chunks is None else args.left_chunks
     paths = export_sherpa(model, config["input_dim"], config["tokenizer_conf"]["symbol_table_path"], args.output_dir,
-                          chunk_size=args.chunk_size, left_chunks=left_chunks)
-    write_source(os.path.join(args.output_dir, "export.info"), model_source(args.checkpoint, args.config))
+                          chunk_size=args.chunk_size, left_chunks=left_chunks,
+                          source=model_source(args.checkpoint, args.config))
     print("wrote " + ", ".join(sorted(paths)))
     feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
     report = sherpa_parity(model, args.output_dir, feats, lens, args.chunk_size, left_chunks)

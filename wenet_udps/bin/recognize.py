@@ -53,7 +53,7 @@ def get_parser() -> cli.ArgumentParser:
     # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults; their checks are the
     # Python API's (decode_options.DECODE_OPTIONS).
     add_decode_arguments(p, DECODE_FLAGS)
-    p.add_argument("--num_workers", type=cli.non_negative_int, default=0)
+    p.add_argument("--num_workers", type=cli.workers_int, default=0)
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change a train.yaml value (e.g. dataset_conf.fbank_conf.dither)")

@@ -32,7 +32,7 @@ from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import ListError, read_table
-from wenet_udps.utils.source_info import read_record, stale_reason, write_source
+from wenet_udps.utils.source_info import file_sha256, read_record, stale_reason, write_source
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -49,7 +49,7 @@ def get_parser() -> cli.ArgumentParser:
                    help="--streaming: the export's chunk size (default: the one the export recorded)")
     p.add_argument("--left_chunks", type=cli.int_range(1, CHUNK_MAX, why=LEFT_CHUNKS_WHY), default=None,
                    help="--streaming: the export's left chunks (default: the ones the export recorded)")
-    p.add_argument("--num_threads", type=cli.positive_int, default=1)
+    p.add_argument("--num_threads", type=cli.threads_int, default=1)
     return p
 
 
@@ -119,6 +119,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         tail = rt.tail_seconds(args.export_dir, args.chunk_size)
     else:
         rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    problem = rt.export_problem(args.export_dir)   # last: a tampered file gets its own check's message first
+    if problem:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
+        parser.error(f"--export_dir {args.export_dir}: {problem}")
     try:
         rows = scp_utterances(args.wav_scp)
     except ValueError as e:  # the readers' messages name the file and line
@@ -126,6 +129,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
+    source.pop("files", None)   # the export's own file list (checked above), not the result's
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
@@ -165,6 +169,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                                sum(skipped.values()))}
     if source:  # its variant's name: tools/collect_results checks it against the folder (results.origin)
         source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
+        source["text_sha256"] = file_sha256(os.path.join(args.result_dir, "text"))   # scoring.bound checks it
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}

@@ -75,7 +75,7 @@ def get_parser() -> cli.ArgumentParser:
                         "although the data or conf differ from the checkpoint's (the differences are recorded)")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="change one config value (checked: key must exist, type must match); repeatable")
-    p.add_argument("--num_workers", type=cli.non_negative_int, default=0, help="DataLoader workers per process")
+    p.add_argument("--num_workers", type=cli.workers_int, default=0, help="DataLoader workers per process")
     p.add_argument("--prefetch", type=cli.positive_int, default=2, help="batches prefetched per worker")
     p.add_argument("--symbol_table", default=None, type=cli.existing_file,
                    help="units file (default: tokenizer_conf.symbol_table_path)")

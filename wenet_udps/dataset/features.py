@@ -106,6 +106,23 @@ def compute_features(wav: np.ndarray, sr: int, dataset_conf: Dict[str, Any],
     return func(wav, sr, dataset_conf.get(conf_key), rng)
 
 
+def extractor_problem(dataset_conf: Dict[str, Any], sr: int) -> Optional[str]:
+    """Why the feature extractor of ``dataset_conf`` cannot be made for audio at ``sr`` Hz, or None: Kaldi's own
+    check (a frame of no sample, more mel bins than the frame's FFT bins can fill), made once so that a config is
+    refused before any audio is read."""
+    _, conf_key, spec, make = lookup(FEATURE_FUNCS, dataset_conf.get("feats_type", "fbank"), "dataset_conf.feats_type")
+    conf = _checked(dataset_conf.get(conf_key), spec, f"dataset_conf.{conf_key}")
+    try:
+        make(conf, sr)
+    except ValueError as e:
+        return (f"dataset_conf.{conf_key}: num_mel_bins {conf['num_mel_bins']}, frame_length "
+                f"{float(conf['frame_length']):g} ms and frame_shift {float(conf['frame_shift']):g} ms do not fit "
+                f"audio at {sr} Hz (dataset_conf.resample_conf.resample_rate): Kaldi's fbank says '{e}' (a frame "
+                f"must hold samples, and its FFT at least one bin per mel bin: fewer num_mel_bins, a longer "
+                f"frame_length or a higher rate)")
+    return None
+
+
 class OnlineFeatures:
     """:func:`compute_features` of a waveform given piece by piece (a stream): the same frames, bitwise (a Kaldi
     frame depends on its own window only), each computed once, so a piece costs its own length, not the stream's.

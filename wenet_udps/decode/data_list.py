@@ -22,7 +22,7 @@ from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.train.checkpoint import load_model_state
 from wenet_udps.transformer.modes import LM_METHODS
 from wenet_udps.utils.atomic import open_atomic
-from wenet_udps.utils.source_info import write_source
+from wenet_udps.utils.source_info import file_sha256, write_source
 
 
 def frame_shift_ms(dataset_conf: Mapping[str, Any]) -> float:
@@ -177,6 +177,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
             lines = {**source, **(lm_source or {})} if mode in LM_METHODS else dict(source)
             lines.update((per_mode or {}).get(mode, {}))
             lines["mode"] = mode   # the folder's own mode: tools/collect_results checks it (results.origin)
+            lines["text_sha256"] = file_sha256(path)   # the text decoded: a hand-edited one is refused (scoring.bound)
             try:
                 write_source(os.path.join(result_dir, mode, "decode.info"), lines)
             except OSError:  # a text without its record would be scored as another toolkit's: not kept

@@ -32,15 +32,24 @@ SEARCH_OPTIONS = ("ctc_weight", "reverse_weight", "length_penalty", "blank_penal
 
 
 def _one_caller(method: Callable) -> Callable:
-    """A stream is one utterance fed in order: a call of ``method`` while another thread is inside one of the
-    stream's methods is refused (its audio would interleave with the other's; or ``finish`` would end an utterance
-    still being fed); the stream goes on as if it had not come. One stream per thread decodes in parallel."""
+    """A stream is one utterance fed in order by one thread: a call of ``method`` while another thread is inside one
+    of the stream's methods is refused (its audio would interleave with the other's; or ``finish`` would end an
+    utterance still being fed), and so is one from any thread but the one that fed the stream first (fed in turn
+    from two threads, the audio interleaves as well); the stream goes on as if it had not come. One stream per
+    thread decodes in parallel; ``partial`` (reading) may be called from any thread."""
     @functools.wraps(method)
     def one_caller(self, *args: Any, **kwargs: Any) -> Any:
         if not self._busy.acquire(blocking=False):
             raise UserError(f"stream.{method.__name__}(): another thread is in this stream (a stream decodes one "
                             f"utterance, fed in order by one thread); start one model.stream(...) per thread")
         try:
+            caller = threading.current_thread()
+            if self._feeder is None:
+                self._feeder = caller   # bound to the first thread that feeds it
+            elif self._feeder is not caller:
+                raise UserError(f"stream.{method.__name__}(): this stream is fed by the thread {self._feeder.name!r}, "
+                                f"not {caller.name!r} (a stream decodes one utterance, fed in order by one thread); "
+                                f"start one model.stream(...) per thread")
             return method(self, *args, **kwargs)
         finally:
             self._busy.release()
@@ -87,6 +96,7 @@ class StreamingDecoder:
         self.tokens: List[int] = []
         self.finished = False
         self._busy = threading.Lock()  # held by the thread inside accept_waveform, partial or finish
+        self._feeder: Optional[threading.Thread] = None   # the first feeder: it alone feeds or finishes it
 
     @_one_caller
     def accept_waveform(self, samples: Any, sample_rate: int) -> None:

@@ -12,17 +12,24 @@ Files written to ``output_dir``:
   ``next_conv_cache``. Metadata: ``head``, ``num_blocks``, ``output_size``, ``cnn_module_kernel``,
   ``right_context``, ``subsampling_factor``, ``vocab_size``, ``chunk_size``, ``left_chunks``.
 - ``tokens.txt``: the model's units (``<blank>`` is the blank the runtime looks for).
-- ``export.info`` (written by ``bin.export``): the checkpoint and config exported (wenet_udps.utils.source_info).
+- ``export.info``: the checkpoint and config exported (``source``, wenet_udps.utils.source_info), and ``files``:
+  the SHA-256 of every other file of the export (``name=sha256 ...``), which sherpa_decode checks.
 
-Every file of this list left in ``output_dir`` by an earlier export is deleted first, so a non-streaming export
-over a streaming one leaves no stale ``model-streaming*.onnx`` for the runtime to load. Other files are kept.
+The set is whole or not there: every file is written into a temporary folder beside them in ``output_dir``, and
+only when all are written are they moved in (``export.info`` removed first and moved in last, so that a folder
+without it is an export cut short, which sherpa_decode refuses); a full disk half way leaves the earlier export as
+it was. Every file of this list left in ``output_dir`` by an earlier export and not in the new set is deleted then,
+so a non-streaming export over a streaming one leaves no stale ``model-streaming*.onnx`` for the runtime to load.
+Other files are kept.
 
 The int8 files are onnxruntime's dynamic quantisation of the MatMul weights. The graphs are traced, so scaled-dot and
 UDPS attention export alike. Features are not part of the model: see :mod:`wenet_udps.export.sherpa_runtime`.
 """
 import logging
 import os
-from typing import Dict
+import shutil
+import tempfile
+from typing import Dict, Mapping, Optional
 
 import numpy as np
 import torch
@@ -31,9 +38,10 @@ from torch import nn
 from wenet_udps.export.exporter import _onnx
 from wenet_udps.export.wrappers import chunk_window, initial_caches
 from wenet_udps.utils.atomic import open_atomic, write_bytes
-from wenet_udps.utils.cli import UserError, regular_file
+from wenet_udps.utils.cli import UserError, open_input, regular_file
+from wenet_udps.utils.source_info import file_sha256, write_source
 
-# The files of an export (the module docstring); all of them are removed before a new export writes its own.
+# The files of an export (the module docstring); those of an earlier export are replaced by a new one's as a set.
 OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
                "export.info")
 
@@ -135,21 +143,45 @@ def quantize_int8(src: str, dst: str) -> None:
 
 
 def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str, *, chunk_size: int = 16,
-                  left_chunks: int = 4) -> Dict[str, str]:
-    """Write the files listed in the module docstring; returns file name -> path."""
+                  left_chunks: int = 4, source: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Write the files listed in the module docstring, as one set (``source``: export.info's record of the
+    checkpoint, ``source_info.model_source``); returns file name -> path."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
     owned = [os.path.join(output_dir, name) for name in OWNED_FILES]
     if any(os.path.isfile(path) and os.path.samefile(path, units) for path in owned):
         raise UserError(f"--output_dir {output_dir}: the units file {units} is one of the files an export replaces; "
                         f"export into another directory")
+    staging = tempfile.mkdtemp(prefix=".export.partial-", dir=output_dir)   # same file system: renames move it in
+    try:
+        written = _write_set(model, input_dim, units, staging, chunk_size, left_chunks)
+        write_source(os.path.join(staging, "export.info"), {
+            **(source or {}), "files": " ".join(f"{n}={file_sha256(p)}" for n, p in sorted(written.items()))})
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)   # the earlier export untouched
+        raise
+    info = os.path.join(output_dir, "export.info")
+    if os.path.isfile(info):
+        os.unlink(info)   # first: a folder cut short from here on has no export.info, and is refused
     for path in owned:
-        if os.path.isfile(path):
+        if os.path.basename(path) not in written and os.path.basename(path) != "export.info" and os.path.isfile(path):
             os.unlink(path)
+    paths = {}
+    for name in sorted(written) + ["export.info"]:
+        paths[name] = os.path.join(output_dir, name)
+        os.replace(os.path.join(staging, name), paths[name])
+    os.rmdir(staging)
+    del paths["export.info"]
+    return paths
+
+
+def _write_set(model: nn.Module, input_dim: int, units: str, output_dir: str, chunk_size: int,
+               left_chunks: int) -> Dict[str, str]:
+    """The export's graphs and tokens.txt in ``output_dir`` (a fresh folder); file name -> path."""
     vocab = model.ctc.ctc_lo.out_features
     common = {"model_type": "wenet_ctc", "version": "1", "model_author": "wenet_udps", "vocab_size": vocab}
     paths = {"tokens.txt": os.path.join(output_dir, "tokens.txt")}
-    with open(units, "rb") as f:
+    with open_input(units, "rb") as f:
         write_bytes(paths["tokens.txt"], f.read())
     g = torch.Generator().manual_seed(0)
     parts = {"model": (SherpaOffline(model),

@@ -19,13 +19,14 @@ The offline runtime forces ``dither=1`` (int16 scale) for WeNet models whatever 
 that changes. The streaming runtime keeps the config's dither (0 here).
 """
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from wenet_udps.dataset.features import FbankConf, feature_dim
 from wenet_udps.text.base_tokenizer import UnitsError, read_symbol_table
 from wenet_udps.utils.cli import UserError, one_line, regular_file
+from wenet_udps.utils.source_info import file_sha256, read_source
 
 # sherpa's feature config has no frame length/shift keys: it always uses Kaldi's 25 ms / 10 ms.
 SHERPA_FRAME = {"frame_length": 25.0, "frame_shift": 10.0}
@@ -161,3 +162,20 @@ def transcribe_online(rec, wav: np.ndarray, sample_rate: int, tail_seconds: floa
     while rec.is_ready(s):
         rec.decode_stream(s)
     return rec.get_result(s)
+
+
+def export_problem(export_dir: str) -> Optional[str]:
+    """Why ``export_dir`` is not one whole export, or None: no ``export.info`` (an export cut short: it is moved in
+    last, wenet_udps.export.sherpa), or a file whose SHA-256 is not the one export.info records."""
+    info = os.path.join(export_dir, "export.info")
+    if not os.path.isfile(info):
+        return ("it has no export.info, which an export moves in last: an export cut short (a full disk?) or not "
+                "made by wenet_udps.bin.export; export again (run.sh --stage 6)")
+    for item in read_source(info).get("files", "").split():
+        name, _, digest = item.partition("=")
+        path = os.path.join(export_dir, name)
+        if not os.path.isfile(path) or file_sha256(path) != digest:
+            what = "is missing" if not os.path.isfile(path) else "has other contents"
+            return (f"{info} records {name} with SHA-256 {digest[:12]}, but {path} {what} (files of two exports "
+                    f"mixed, or changed since); export again (run.sh --stage 6)")
+    return None

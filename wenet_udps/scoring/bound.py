@@ -21,17 +21,22 @@ recorded options give, every reference counted and no word ignored. A ``wer`` re
 ``--missing skip`` with hypotheses missing) scores fewer tokens than the references hold, so its rate cannot stand
 beside the others in a table: refused, naming the file, both counts and the option (docs/failure_behaviour.md).
 A ``wer`` without the third line (written before 2026-12-02) has its ``N`` left unchecked.
+:func:`check_rescored` binds the score's numbers to the text (issue 80 round 7): the counts are computed again
+from the ``text`` and the references under the recorded options (the scorer compute-wer uses, one pass), so a
+``wer`` whose ``Overall`` line was edited is refused; and the ``text`` must be the one its ``decode.info`` says was
+decoded (``text_sha256``, written by recognize and sherpa_decode), so a hypothesis edited by hand and rescored is
+refused too. A ``decode.info`` without ``text_sha256`` (written before 2026-12-02) leaves the text unchecked.
 """
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
-from wenet_udps.scoring.tokens import read_text, tokenize
-from wenet_udps.scoring.wer import SEPARATOR
+from wenet_udps.scoring.tokens import read_ignore_words, read_text, tokenize
+from wenet_udps.scoring.wer import SEPARATOR, score as score_texts
 from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.text_norm import TextNorm
-from wenet_udps.utils.source_info import file_sha256
+from wenet_udps.utils.source_info import file_sha256, read_source
 
 BOUND = re.compile(r"^Scored (hypotheses|references): (.+) \(SHA-256 ([0-9a-f]{64})\)$")
 OPTIONS = re.compile(r"^Scored with: (.+)$")
@@ -124,8 +129,7 @@ def read_score(path: str) -> Score:
 def reference_tokens(refs: Dict[str, str], options: Dict[str, str]) -> int:
     """How many tokens ``refs`` hold as compute-wer scores them under ``options`` (normalised as declared, split,
     tags cut), every utterance counted and no word ignored."""
-    norm = TextNorm(case=options["case"], punctuation="keep" if options["punctuation"] == "refuse"
-                    else options["punctuation"])
+    norm = _norm(options)
     return sum(len(tokenize(norm(text), char=options["char"] == "1", case_sensitive=options["case_sensitive"] == "1",
                             remove_tags=options["remove_tag"] == "1")) for text in refs.values())
 
@@ -153,6 +157,43 @@ def check_counts(score: Score) -> None:
                      f"{how}: a table compares scores of every reference token; {RESCORE}")
 
 
+def _norm(options: Dict[str, str]) -> TextNorm:
+    """The normaliser compute-wer applied under ``options`` (a ``refuse``d reference holds no mark: ``keep``)."""
+    return TextNorm(case=options["case"], punctuation="keep" if options["punctuation"] == "refuse"
+                    else options["punctuation"])
+
+
+def check_rescored(score: Score, hyp: str, ref: Optional[str]) -> None:
+    """ScoreError, naming the file, unless ``hyp`` is the ``text`` its ``decode.info`` records (``text_sha256``)
+    and ``score``'s counts are those the scorer gives ``hyp`` against ``ref`` under the recorded options: an
+    edited ``Overall`` line, or a hypothesis edited by hand and rescored, is not the score of what was decoded."""
+    info_path = os.path.join(os.path.dirname(os.path.abspath(hyp)), "decode.info")
+    decoded = read_source(info_path).get("text_sha256")
+    if decoded and decoded != score.hyp_sha256:
+        raise ScoreError(f"{hyp} is not the text that was decoded: {info_path} records SHA-256 {decoded[:12]}, the "
+                         f"text scored in {score.path} has SHA-256 {score.hyp_sha256[:12]} (edited by hand and "
+                         f"rescored?); decode it again (run.sh --stage 5 --stop_stage 5)")
+    if score.options is None or ref is None:
+        return
+    options = score.options
+    try:
+        norm = _norm(options)
+        refs = {k: norm(v) for k, v in read_text(ref).items()}
+        hyps = {k: norm(v) for k, v in read_text(hyp).items()}
+        ignore = read_ignore_words(None if options["ignore_words"] == "none" else options["ignore_words"],
+                                   options["case_sensitive"] == "1")
+    except (OSError, ValueError) as e:
+        raise ScoreError(f"{score.path}: what it scored cannot be scored again ({e}); {RESCORE}") from None
+    total = score_texts(refs, hyps, char=options["char"] == "1", case_sensitive=options["case_sensitive"] == "1",
+                        ignore=ignore, remove_tags=options["remove_tag"] == "1", missing=options["missing"]).total
+    counts = dict(zip("NCSDI", (total.N, total.C, total.S, total.D, total.I)))
+    if counts != score.counts:
+        shown = " ".join(f"{k}={v}" for k, v in score.counts.items())
+        real = " ".join(f"{k}={v}" for k, v in counts.items())
+        raise ScoreError(f"{score.path} records {shown}, but {hyp} scored against {ref} under its options gives "
+                         f"{real} (its numbers were edited?); {RESCORE}")
+
+
 def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Optional[Dict[str, str]] = None) -> None:
     """ScoreError, naming both files, unless ``hyp`` (the hypotheses that count: the ``text`` beside the ``wer``)
     and ``ref`` (the references that count, e.g. ``--data_dir``'s; None: those the score names, where they still
@@ -174,3 +215,19 @@ def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Option
                              f"SHA-256 {digest[:12]}, but {path} has SHA-256 {sums[path][:12]} (decoded or prepared "
                              f"again, and not rescored); {RESCORE}")
     check_counts(score)   # and of every reference token (issue 80: not a score by hand with --ig)
+    check_rescored(score, hyp, ref)   # and its numbers are those of the text decoded (issue 80 round 7)
+
+
+def options_problem(scores: Sequence[Score]) -> Optional[str]:
+    """Why ``scores`` cannot sit in one table, or None: two ``wer`` files whose ``Scored with:`` options differ
+    (``char`` aside: a recipe scores characters or words), named with the options that differ. A ``wer`` of
+    another option gives another number on the same text (``--remove_tag 0`` counts ``<unk>``)."""
+    recorded = [s for s in scores if s.options is not None]
+    for other in recorded[1:]:
+        first = recorded[0]
+        differ = [k for k in first.options if k != "char" and first.options[k] != other.options.get(k)]
+        if differ:
+            return (f"{first.path} and {other.path} were scored under different options ("
+                    + ", ".join(f"{k}={first.options[k]} vs {k}={other.options.get(k)}" for k in differ)
+                    + "), so their numbers do not compare; score every result with the recipe's options")
+    return None

@@ -195,6 +195,14 @@ def float_range(low: Optional[float] = None, high: Optional[float] = None, *, lo
 
 positive_int = int_range(1)
 non_negative_int = int_range(0)
+# Workers and threads share this machine's CPUs: more than CPU_MULTIPLE a CPU only wait (and 100000 of them hung,
+# each a process or thread started before any work; issue 80 round 7).
+CPU_MULTIPLE = 4
+CPU_CEILING = CPU_MULTIPLE * (os.cpu_count() or 1)
+_CPU_WHY = (f"each is a process or thread on this machine's {os.cpu_count() or 1} CPUs; more than {CPU_MULTIPLE} a "
+            f"CPU only wait for one")
+workers_int = int_range(0, CPU_CEILING, why=_CPU_WHY)   # DataLoader workers, processes: 0 is the main process
+threads_int = int_range(1, CPU_CEILING, why=_CPU_WHY)
 finite_float = float_range()
 
 

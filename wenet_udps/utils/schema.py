@@ -217,6 +217,14 @@ MODEL_PARAMS_MAX = 2 * 10 ** 9
 SIZE_WHY = "a model's weights are allocated at once; this is far above any speech model's"
 # (key name pattern, low, high, low inclusive[, high inclusive[, why]]): the valid range of every key whose name
 # matches (fullmatch), and why a ceiling is where it is; a list value (``betas``) is checked item by item.
+# Ceilings of the data and training loop (issue 80 round 7: 1e12 was accepted, then hung or failed far inside).
+EPOCHS_MAX = 100_000
+EPOCHS_WHY = "an epoch is a pass over the training data; WeNet's recipes train 100 to 400"
+FRAME_MS_MAX = 1000.0
+FRAME_WHY = "milliseconds; Kaldi's frame is 25 ms long every 10 ms, and a frame of over 1 s is no frame"
+RATE_MAX = 192_000
+RATE_WHY = "Hz; 192 kHz is the highest audio rate in use, and every utterance is resampled to this rate"
+
 RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
     (r"batch_size", 0.0, BATCH_SIZE_MAX, False, True, BATCH_WHY),
@@ -225,8 +233,11 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r"output_size|linear_units", 0.0, WIDTH_MAX, False, True, SIZE_WHY),
     (r"attention_heads|num_blocks|r_num_blocks|cnn_module_kernel|positionwise_conv_kernel_size", 0.0, DEPTH_MAX, False,
      True, SIZE_WHY),
+    (r"max_epoch", 0.0, EPOCHS_MAX, False, True, EPOCHS_WHY),
+    (r"frame_shift|frame_length", 0.0, FRAME_MS_MAX, False, True, FRAME_WHY),
+    (r"resample_rate", 0.0, RATE_MAX, False, True, RATE_WHY),
     (r"lr|grad_clip|max_frames_in_batch"
-     r"|accum_grad|max_epoch|num_mel_bins|num_ceps|frame_shift|frame_length|resample_rate|sample_rate"
+     r"|accum_grad|num_mel_bins|num_ceps|sample_rate"
      r"|shuffle_size|sort_size|log_interval|max_length|token_max_length"
      r"|max_output_input_ratio", 0.0, math.inf, False),
     (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
