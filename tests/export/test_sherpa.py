@@ -189,10 +189,18 @@ def test_feature_kwargs_follow_training_and_refuse_what_sherpa_cannot_do():
 
 
 def _usage_error(capsys, argv) -> str:
-    """The one stderr line of a sherpa_decode usage error (exit 2)."""
+    """The one stderr line of a sherpa_decode user error (exit 2), as its command line runs it (``run_cli``: a usage
+    error of the parser, or a UserError of the checks, such as the conf's own feature check)."""
+    import sys
     from wenet_udps.bin import sherpa_decode
-    with pytest.raises(SystemExit) as exit_info:
-        sherpa_decode.main(argv)
+    from wenet_udps.utils.cli import run_cli
+    saved = sys.argv
+    sys.argv = ["sherpa_decode", *argv]
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            run_cli(sherpa_decode.main, "sherpa_decode")
+    finally:
+        sys.argv = saved
     assert exit_info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
