@@ -42,6 +42,8 @@ BUILD = {
 # Functions that change module state while the module is imported, before any thread decodes: name -> why.
 IMPORT_TIME = {
     "wenet_udps.transformer.attention.register_attention": "the attention classes' decorator (the registry)",
+    "wenet_udps.decode.soup._init_worker": "the soup's pool initialiser: runs once in each spawned worker process, "
+                                            "before it evaluates anything",
     "wenet_udps.transformer.attention.register_family": "the attention families' registry, filled as each family's "
                                                         "module is imported",
     "wenet_udps.train.distributed.init_distributed": "a training process's setup, before it trains",
