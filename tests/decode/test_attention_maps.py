@@ -33,7 +33,7 @@ def test_recorded_weights_reproduce_every_site_output(tmp_path, family):
         model(feats, lens, text, text_lens)
     assert set(records) == set(outputs) and len(records) == 3  # one block each: enc self, dec self, dec src
     for name, (module, args, out) in outputs.items():
-        w = records[name][0]
+        w = records[name][0].weights
         v = module._heads(module.linear_v, args[2])
         expected = module.linear_out((w @ v).transpose(1, 2).reshape(v.size(0), -1, module.h * module.d_k))
         torch.testing.assert_close(expected, out[0], atol=1e-5, rtol=1e-4, msg=name)
@@ -103,7 +103,7 @@ def test_recordings_in_threads_stay_apart_and_leave_other_threads_alone(tmp_path
         assert set(got[i]) == set(alone)
         for site, calls in alone.items():
             assert len(got[i][site]) == 3 * len(calls), site
-            assert all(torch.equal(w, calls[0]) for w in got[i][site]), site
+            assert all(torch.equal(c.weights, calls[0].weights) for c in got[i][site]), site
     assert attention_module.scaled_dot_attention is dispatch.scaled_dot_attention
     assert udps_module.udps_attention is dispatch.udps_attention
     assert udps_module.udps_attention_from_keys is dispatch.udps_attention_from_keys

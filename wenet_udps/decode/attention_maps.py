@@ -3,14 +3,15 @@ row entropy, and the figures of bin/plot_attention: one heat-map per site with i
 
 The weights are recomputed from each site's q, k (and positions) by the plain formulas (softmax of q.k/sqrt(d) with
 the position terms for scaled-dot, of the UDPS scores for UDPS, of unit q and scaled unit keys for cosine), so they
-are what the kernels compute.
+are what the kernels compute. Each call is recorded as an :class:`AttentionCall`: the weights, the keep-mask and, for
+UDPS, the two norms of its denominator (wenet_udps.decode.norm_ratio reads them).
 """
 import contextlib
 import logging
 import math
 import os
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import torch
 
@@ -25,11 +26,28 @@ from wenet_udps.utils.atomic import open_atomic
 from wenet_udps.utils.cli import UserError
 
 
-def _weights(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over keys with masked keys at 0; scores (B, H, T1, T2), mask (B, 1|T1, T2) or empty."""
-    if mask.numel():
-        scores = scores.masked_fill(~mask.unsqueeze(1), -math.inf)
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+class AttentionCall(NamedTuple):
+    """One attention call as recorded: ``weights`` (B, H, T1, T2), masked keys at 0; ``mask`` the keep-mask
+    (B, 1|T1, T2), None for none; for UDPS the norms of its denominator (|q| + n)^2 in float32 or wider, ``q_norm``
+    (B, H, T1) and ``k_norm`` (B|1, H, T2) (None for the other families)."""
+    weights: torch.Tensor
+    mask: Optional[torch.Tensor]
+    q_norm: Optional[torch.Tensor] = None
+    k_norm: Optional[torch.Tensor] = None
+
+
+def _keep(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """A kernel's mask argument (B, 1|T1, T2), empty or None -> the keep-mask, or None for none."""
+    return None if mask is None or mask.numel() == 0 else mask
+
+
+def _call(scores: torch.Tensor, mask: Optional[torch.Tensor], q_norm: Optional[torch.Tensor] = None,
+          k_norm: Optional[torch.Tensor] = None) -> AttentionCall:
+    """The record of a call: softmax of ``scores`` (B, H, T1, T2) over the kept keys, masked keys at 0."""
+    keep = _keep(mask)
+    if keep is not None:
+        scores = scores.masked_fill(~keep.unsqueeze(1), -math.inf)
+    return AttentionCall(torch.softmax(scores, dim=-1).nan_to_num(0.0), keep, q_norm, k_norm)
 
 
 # The kernel entries are replaced while any thread records (_PATCH); what a call records goes to the recording of
@@ -39,22 +57,22 @@ _PATCH = {"lock": threading.Lock(), "open": 0, "originals": []}
 _OWN = threading.local()
 
 
-def _recorded(entry, weights):
-    """``entry`` (a kernel function) that first adds ``weights(*args, **kwargs)`` to the calling thread's
-    recording, if it has one, under the attention site running in that thread."""
+def _recorded(entry, record):
+    """``entry`` (a kernel function) that first adds ``record(*args, **kwargs)`` (an :class:`AttentionCall`) to the
+    calling thread's recording, if it has one, under the attention site running in that thread."""
     def recorder(*args, **kwargs):
         stack = getattr(_OWN, "stack", None)
         if stack and stack[-1][1]:
             records, current = stack[-1]
-            records.setdefault(current[-1], []).append(weights(*args, **kwargs))
+            records.setdefault(current[-1], []).append(record(*args, **kwargs))
         return entry(*args, **kwargs)
     return recorder
 
 
 @contextlib.contextmanager
 def recording(model: torch.nn.Module):
-    """Yield ``{site name: [weights (B, H, T1, T2) per call]}`` filled while the model runs in this thread."""
-    records: Dict[str, List[torch.Tensor]] = {}
+    """Yield ``{site name: [AttentionCall per call]}`` filled while the model runs in this thread."""
+    records: Dict[str, List[AttentionCall]] = {}
     current: List[str] = []
     me = threading.get_ident()
 
@@ -110,28 +128,31 @@ def _recorders() -> List[tuple]:
 
     def scaled_dot(q, k, v, mask, dropout_p, scale=None):
         s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else q.size(-1) ** -0.5)
-        return _weights(s, mask)
+        return _call(s, mask)
 
+    # UDPS: the denominator's norms are |q| and the key norms the entry is given (|k|, never |k~|; see
+    # kernels/reference.py), computed as udps_scores computes them.
     def udps_fn(q, k_num, k_norm, v, mask=None, bias=None, eps=1e-6, **kwargs):
         s = udps_scores(q, k_num, k_norm, eps) + (0.0 if bias is None else bias)
-        return _weights(s, mask if mask is not None else torch.empty(0))
+        return _call(s, mask, torch.linalg.vector_norm(upcast(q), dim=-1), upcast(k_norm))
 
     def udps_keys_fn(q, k, scale, v, mask=None, eps=1e-6, **kwargs):
-        s = udps_scores(q, scale * k, torch.linalg.vector_norm(upcast(k), dim=-1), eps)
-        return _weights(s, mask if mask is not None else torch.empty(0))
+        k_norm = torch.linalg.vector_norm(upcast(k), dim=-1)
+        return _call(udps_scores(q, scale * k, k_norm, eps), mask, torch.linalg.vector_norm(upcast(q), dim=-1),
+                     k_norm)
 
     cosine = cosine_module.cosine_attention
 
     def cosine_fn(q, k_tilde, v, mask, dropout_p=0.0, eps=1e-6):
         s = torch.matmul(upcast(unit_rows(q, eps)), upcast(k_tilde).transpose(-2, -1))
-        return _weights(s, mask)
+        return _call(s, mask)
 
     replaced = [(attention_module, "scaled_dot_attention", sdpa, scaled_dot),
                 (udps_module, "udps_attention", udps, udps_fn),
                 (udps_module, "udps_attention_from_keys", udps_keys, udps_keys_fn),
                 (cosine_module, "cosine_attention", cosine, cosine_fn)]
-    for owner, entry, original, weights in replaced:
-        setattr(owner, entry, _recorded(original, weights))
+    for owner, entry, original, record in replaced:
+        setattr(owner, entry, _recorded(original, record))
     return [(owner, entry, original) for owner, entry, original, _ in replaced]
 
 
@@ -157,7 +178,7 @@ def collect(exp_dir: str, checkpoint: str, test_data: str, utt: Optional[str], d
             take = key is None and (utt is None or batch["keys"][0] == utt)
             key = batch["keys"][0] if take else key
             for site, calls in records.items():
-                w = calls[0][0]  # batch size 1: (H, T1, T2)
+                w = calls[0].weights[0]  # batch size 1: (H, T1, T2)
                 sums[site] = sums.get(site, 0) + row_entropy(w).sum(-1)
                 rows[site] = rows.get(site, 0) + w.size(1)
                 if take:
