@@ -9,7 +9,8 @@
 # joint modes at λ 0.3, the LM modes with weights tuned on dev), then, on hard-linked copies of the three models,
 # the joint modes at λ 0.1 0.2 0.5 0.7 (the dev grid; test is decoded at each λ too because the models do not
 # outlive the machine, and the verdict reads only the λ that dev chose), and copies every decode's text, wer and
-# decode.info (and the LM tuning grids' wer) to recipes/an4/hypotheses/issue81/<family>_seed<N>/. A rerun resumes:
+# decode.info (and the LM tuning grids' wer) to recipes/an4/hypotheses/issue81/<family>_seed<N>/, with the UDPS
+# model's r statistics (norm_ratio.json, .txt: this checkout's wenet_udps.bin.norm_ratio). A rerun resumes:
 # run.sh skips what its stamps show done.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,6 +87,14 @@ for family in ${families}; do
   rm -rf "${dest}.partial"
   keep "${work}/exp/${model}" "${dest}.partial" ""
   for lambda in 0.1 0.2 0.5 0.7; do keep "${work}/lambda_${lambda}/exp/${model}" "${dest}.partial" "_lambda${lambda}"; done
+  if [[ ${family} == udps ]]; then
+    # r = |q|/|k| of every UDPS site (docs/an4.md, "r statistics"): a tool that only reads the model, run from this
+    # checkout (the pin predates it), into the seed's folder before it is moved in
+    log "r statistics of ${model}"
+    PYTHONPATH=${here} python3 -m wenet_udps.bin.norm_ratio --config "${work}/exp/${model}/train.yaml" \
+      --checkpoint "${work}/exp/${model}/avg_5.pt" --test_data "${work}/data/test/data.list" \
+      --out "${dest}.partial/norm_ratio.json" > "${dest}.partial/norm_ratio.txt"
+  fi
   rm -rf "${dest}"
   mv "${dest}.partial" "${dest}"
   log "kept ${dest}"
