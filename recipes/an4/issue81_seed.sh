@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 81's three-way AN4 verdict (docs/an4.md, "Does UDPS beat cosine attention?"), one seed per call.
 #
-#   bash recipes/an4/issue81_seed.sh --pin PIN_WORKTREE --seed N --work WORK --download_dir AN4_DIR
+#   bash recipes/an4/issue81_seed.sh --pin PIN_WORKTREE --seed N --work WORK --download_dir AN4_DIR [--out DIR]
 #
 # PIN_WORKTREE is a checkout of the verdict's one commit (recipes/an4/hypotheses/issue81/COMMIT): every model of
 # every seed is trained and decoded by that commit's run.sh and package, whatever session runs this. For seed N it
@@ -9,23 +9,23 @@
 # joint modes at λ 0.3, the LM modes with weights tuned on dev), then, on hard-linked copies of the three models,
 # the joint modes at λ 0.1 0.2 0.5 0.7 (the dev grid; test is decoded at each λ too because the models do not
 # outlive the machine, and the verdict reads only the λ that dev chose), and copies every decode's text, wer and
-# decode.info (and the LM tuning grids' wer) to recipes/an4/hypotheses/issue81/<family>_seed<N>/, with the UDPS
+# decode.info (and the LM tuning grids' wer and best) to recipes/an4/hypotheses/issue81/<family>_seed<N>/, with the UDPS
 # model's r statistics (norm_ratio.json, .txt: this checkout's wenet_udps.bin.norm_ratio). A rerun resumes:
 # run.sh skips what its stamps show done.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 pin= seed= work= download_dir=
+out_root=${here}/recipes/an4/hypotheses/issue81   # --out: where the decodes are kept, and COMMIT read
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --pin) pin=$2 ;; --seed) seed=$2 ;; --work) work=$2 ;; --download_dir) download_dir=$2 ;;
-    *) echo "issue81_seed.sh: unknown option '$1' (--pin --seed --work --download_dir)" >&2; exit 2 ;;
+    --pin) pin=$2 ;; --seed) seed=$2 ;; --work) work=$2 ;; --download_dir) download_dir=$2 ;; --out) out_root=$2 ;;
+    *) echo "issue81_seed.sh: unknown option '$1' (--pin --seed --work --download_dir --out)" >&2; exit 2 ;;
   esac
   shift 2
 done
 [[ -n ${pin} && -n ${seed} && -n ${work} && -n ${download_dir} ]] \
   || { echo "issue81_seed.sh: --pin, --seed, --work and --download_dir are all needed" >&2; exit 2; }
 [[ ${seed} =~ ^([1-9]|10)$ ]] || { echo "issue81_seed.sh: --seed ${seed}: the verdict's seeds are 1-10" >&2; exit 2; }
-out_root=${here}/recipes/an4/hypotheses/issue81
 want=$(cat "${out_root}/COMMIT")
 have=$(git -C "${pin}" rev-parse HEAD)
 [[ ${have} == "${want}" ]] || { echo "issue81_seed.sh: ${pin} is at ${have}, the verdict's commit is ${want}" >&2; exit 2; }
@@ -73,12 +73,12 @@ keep() {
       done
     done
   done
-  # the LM weight grids on dev (lm_tune/<dev>[_joint]/<weights>/wer)
+  # the LM weight grids on dev (lm_tune/<dev>[_joint]/<weights>/wer) and what each chose (best)
   if [[ -d ${from}/lm_tune ]]; then
     while IFS= read -r f; do
       mkdir -p "$(dirname "${to}/lm_tune${suffix}/${f#"${from}"/lm_tune/}")"
       cp "${f}" "${to}/lm_tune${suffix}/${f#"${from}"/lm_tune/}"
-    done < <(find "${from}/lm_tune" -name wer -type f)
+    done < <(find "${from}/lm_tune" \( -name wer -o -name best \) -type f)
   fi
 }
 for family in ${families}; do
