@@ -1,4 +1,4 @@
-"""run.sh --loso true end to end: two speakers' FSDD recordings, one tiny model per fold, variant and seed."""
+"""run.sh --loso true end to end: two speakers' FSDD recordings, one tiny model per fold, family and seed."""
 import re
 import subprocess
 
@@ -19,7 +19,7 @@ def test_loso_over_two_speakers(tmp_path, fsdd_dir):
             "--download_dir", str(tmp_path / "dl"), "--data", str(data), "--dir", str(exp),
             "--prepare_opts", "--num_train 12 --num_dev 2 --num_test 2 --num_test_unseen 4",
             "--train_override", TINY_MODEL, "--average_num", "1", "--beam_size", "2", "--num_workers", "1",
-            "--decode_batch_size", "4"]
+            "--decode_batch_size", "4", "--families", "scaled_dot udps cosine"]
     proc = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -31,18 +31,21 @@ def test_loso_over_two_speakers(tmp_path, fsdd_dir):
             assert not any(k.startswith(spk + "_") for k in keys)
         unseen = (data / spk / "test_unseen" / "text").read_text().splitlines()
         assert {line.split("_")[0] for line in unseen} == {spk}
-        for variant in ("scaled_dot", "udps"):
+        for variant in ("scaled_dot", "udps", "cosine"):
             assert (exp / f"{spk}_{variant}_seed1" / "test_unseen" / "attention_rescoring" / "text").is_file()
     results = (exp / "RESULTS.md").read_text()
     assert re.search(r"^\| attention_rescoring \| udps \|", results, re.M)
     assert "pooled over folds and seeds" in results and "over 8 utterances x 1 seeds" in results
+    # issue 81 item 5: each family against scaled-dot, and UDPS against cosine
+    for pair in ("cosine - scaled_dot", "udps - scaled_dot", "udps - cosine"):
+        assert f"- {pair}, attention_rescoring: " in results
     assert (exp / "loso.png").stat().st_size > 0
     # Rerun: every fold is done, nothing is retrained.
     again = subprocess.run(["bash", str(ROOT / "run.sh"), *args], cwd=ROOT, capture_output=True, text=True,
                            timeout=900)
     assert again.returncode == 0, again.stderr[-2000:]
     log = (exp / "george_seed1.log").read_text()
-    assert log.count("final.pt exists, skipping") == 2 and log.count("stage 4: train ") == 2
+    assert log.count("final.pt exists, skipping") == 3 and log.count("stage 4: train ") == 3
     # --stage 7 alone (the report, e.g. with --loso_compare) starts no fold job.
     (exp / "RESULTS.md").unlink()
     report = subprocess.run(["bash", str(ROOT / "run.sh"), *args, "--stage", "7"], cwd=ROOT, capture_output=True,

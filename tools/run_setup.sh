@@ -166,7 +166,7 @@ pick_variants() {
 # run_loso: --loso true hands the whole run to recipes/fsdd/loso.sh (one run.sh per fold).
 run_loso() {
   [[ ${corpus} == fsdd ]] || die "--loso true needs speakers to hold out: only --corpus fsdd has them"
-  [[ -z ${udps_sites} ]] || die "--loso true compares scaled-dot with UDPS; it does not take --udps_sites"
+  [[ -z ${udps_sites} ]] || die "--loso true compares attention families (--families, default scaled_dot udps); it does not take --udps_sites"
   check_seeds
   exec bash recipes/fsdd/loso.sh --stage "${stage}" --stop_stage "${stop_stage}" --seeds "${seeds:-1 2}" \
     --cpu_jobs "${cpu_jobs}" --exp_root "${dir:-exp/fsdd_loso/$(basename "${config}" .yaml)}" \

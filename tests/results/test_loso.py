@@ -121,3 +121,27 @@ def test_a_mode_decoded_with_a_replaced_checkpoint_is_an_error(tmp_path):
     with pytest.raises(ValueError, match=r"bob_scaled_dot_seed1/test_unseen/attention/text is stale, its checkpoint "
                                          r".*avg_2.pt has been replaced since"):
         loso.load(exp, data, ["attention"])
+
+
+def test_three_families_each_against_scaled_dot_and_udps_against_cosine(tmp_path):
+    """Issue 81 item 5: with cosine beside the two, the report pairs cosine and UDPS with scaled-dot, and UDPS with
+    cosine (the length factor alone), each under its own name."""
+    hyps = {}
+    for fold in REFS:
+        hyps[(fold, "scaled_dot", 1)] = ["ONE", "THREE"] if fold == "ann" else perfect(fold)   # 2 errors of 8
+        hyps[(fold, "cosine", 1)] = ["ONE TOO", "THREE FOUR"] if fold == "ann" else perfect(fold)  # 1 of 8
+        hyps[(fold, "udps", 1)] = perfect(fold)
+    exp, data = make(tmp_path, hyps)
+    run = loso.load(exp, data, ["attention"])
+    assert run.variants() == ["scaled_dot", "cosine", "udps"]
+    text = loso.report(run, ["attention"])
+    assert "- cosine - scaled_dot, attention: cosine 12.50 % vs scaled_dot 25.00 %" in text
+    assert "- udps - scaled_dot, attention: udps 0.00 % vs scaled_dot 25.00 %" in text
+    assert "- udps - cosine, attention: udps 0.00 % vs cosine 12.50 %" in text
+    assert "scaled_dot - cosine" not in text and "cosine - udps" not in text
+
+
+def test_udps_against_cosine_without_a_scaled_dot_model(tmp_path):
+    exp, data = make(tmp_path, {(f, v, 1): perfect(f) for f in REFS for v in ("cosine", "udps")})
+    text = loso.report(loso.load(exp, data, ["attention"]), ["attention"])
+    assert "- udps - cosine, attention: udps 0.00 % vs cosine 0.00 %" in text

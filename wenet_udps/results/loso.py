@@ -6,7 +6,8 @@
 Layout (``run.sh --loso true`` makes it): fold ``<speaker>`` has its data in ``<data_root>/<speaker>/test_unseen``
 and its models in ``<exp_root>/<speaker>_<variant>_seed<N>``, each decoded into ``test_unseen/<mode>/text``.
 The report gives, per mode, each fold's unseen-speaker WER (mean ± std over seeds) and the pooled WER over all
-folds, and the paired test of UDPS against scaled-dot pooled over folds and seeds
+folds, and the paired tests of every family against scaled-dot and of UDPS against cosine
+(wenet_udps.results.seeds.CONTRASTS), pooled over folds and seeds
 (:mod:`wenet_udps.scoring.significance`: an utterance is one unit, its errors summed over seeds; utterance keys
 are unique across folds because they start with the speaker). ``--compare_root`` adds the same test between two
 LOSO runs over the same folds (an old conf against a new one), per variant and mode.
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from wenet_udps.results.seeds import BASELINE_SUFFIX, group_by_seed
+from wenet_udps.results.seeds import BASELINE_SUFFIX, CONTRASTS, group_by_seed
 from wenet_udps.scoring.significance import Comparison, compare, mean_std, rate, sign_count, utterance_errors
 from wenet_udps.scoring.references import read_hypotheses
 from wenet_udps.scoring.tokens import read_text
@@ -175,12 +176,15 @@ def report(run: LosoRun, modes: Sequence[str], old: Optional[LosoRun] = None, ol
            + ". Each cell: mean ± std over seeds (ddof 1); pooled: all folds' utterances scored together.\n",
            table(run, modes)]
     base = [v for v in variants if v == BASELINE]
-    if base and len(variants) > 1:
-        out.append("## UDPS - scaled-dot, paired over utterances, pooled over folds and seeds\n")
-        for v in (v for v in variants if v != base[0]):
+    contrasts = [(a, b) for a, b in CONTRASTS if a in variants and b in variants]
+    if (base and len(variants) > 1) or contrasts:
+        out.append("## Each family - scaled-dot, and UDPS - cosine, paired over utterances, pooled over folds and "
+                   "seeds\n")
+        pairs = [(base[0], v) for v in variants if base and v != base[0]] + contrasts
+        for a, b in pairs:
             for mode in modes:
-                out.append(f"- {mode}: " + paired(run, base[0], run, v, mode).describe(base[0], v)
-                           + f"; {per_fold(run, base[0], v, mode)}")
+                out.append(f"- {b} - {a}, {mode}: " + paired(run, a, run, b, mode).describe(a, b)
+                           + f"; {per_fold(run, a, b, mode)}")
         out.append("")
     mode = "attention_rescoring" if "attention_rescoring" in modes else modes[-1]
     out += [f"## The most frequent errors on each held-out speaker ({mode}, summed over seeds)\n",
