@@ -201,6 +201,30 @@ def test_stage2_refuses_lm_text_with_a_test_sentence(tmp_path):
     assert not (data / "lm" / "lm.arpa").exists()
 
 
+def test_stage5_refuses_a_set_the_lm_was_not_checked_against(tmp_path):
+    """The attack on issue 80's H: an LM built (stage 2) with --test_sets dev, from --lm_text holding test
+    sentences, was then used by stage 5 on test, which stage 2 never checked. Stage 5 refuses before any decoding,
+    naming the text, and the rebuild it asks for (stage 2 with test among the sets) refuses the leak."""
+    need_lmplz()
+    need_build_binary()
+    need_flashlight()
+    data = tmp_path / "data"
+    make_texts(data)
+    leak = tmp_path / "books.txt"
+    leak.write_text("SOME OTHER WORDS\n" + (data / "test" / "text").read_text().splitlines()[1].split(" ", 1)[1] + "\n")
+    proc = run_lm_stage(data, "--lm_text", str(leak), "--test_sets", "dev")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.run(["bash", str(ROOT / "run.sh"), "--corpus", "an4", "--stage", "5", "--stop_stage", "5",
+                           "--data", str(data), "--dir", str(tmp_path / "exp" / "an4"), "--lm", "true",
+                           "--lm_text", str(leak), "--families", "scaled_dot"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and f"without checking {data / 'test' / 'text'} for held-out sentences" in lines[-1]
+    assert "stage 5: decode" not in proc.stderr
+    rebuilt = run_lm_stage(data, "--lm_text", str(leak))
+    assert rebuilt.returncode != 0 and "held-out sentence" in rebuilt.stderr
+
+
 def test_lm_without_the_tools_stops_first(tmp_path):
     # python3 linked from a folder without lmplz (its site-packages passed on PYTHONPATH, as a link leaves the venv)
     # and a PATH of system folders: the one-line install hint, before stage 2 does any work.

@@ -113,6 +113,7 @@ stage5_recognize() {
 
 stage_decode() {  # stage 5: average each run's checkpoints, decode and score every test set
   local run exp x
+  [[ ${lm} == false ]] || lm_check_held_out   # before any decoding: every set the LM decodes was checked against it
   for run in "${runs[@]}"; do
     exp=$(run_exp "${run}")
     require "${exp}/final.pt" 4

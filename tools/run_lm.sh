@@ -171,6 +171,23 @@ lm_decode() {
     || lm_decode_modes "$1" joint_ctc_attention_lm joint_ctc_attention_lm decode_joint_lm
 }
 
+# lm_check_held_out: an LM that stage 2 built from text was checked for held-out sentences against the texts of the
+# sets it was given then (its stamp's held_out); stage 5 decodes ${dev_set} and every test set with it, so each of
+# their texts must be among them, else a set added after the LM was built (--test_sets) is decoded with an LM that
+# may hold its sentences. A published LM (lm_unpack) has its own split, not checked here (docs/lm.md).
+lm_check_held_out() {
+  local stamp x sum
+  [[ -z ${lm_names} ]] || return 0
+  stamp=$(lm_arpa).stamp
+  require "${stamp}" 2
+  for x in $(printf '%s\n' ${dev_set} ${test_sets} | awk '!seen[$0]++'); do
+    sum=$(file_sum "${data}/${x}/text")
+    grep -q "^held_out=.*${sum}" "${stamp}" || die "stage 5: $(lm_arpa) was built (stage 2) without checking" \
+      "${data}/${x}/text for held-out sentences (that text is new, or was not among the sets then): run stage 2" \
+      "again with these --test_sets, which rebuilds it"
+  done
+}
+
 # lm_decode_modes EXP MODES TUNE_MODE STAMP: MODES decoded on every test set with the LM weights tuned for TUNE_MODE,
 # into <set>/<mode><lm_suffix> (decoded beside them, then moved in: an interrupted decode leaves the old results).
 lm_decode_modes() {

@@ -43,6 +43,19 @@ def test_transcripts_holding_a_dev_sentence_build_and_say_how_many(tmp_path):
     assert "\\1-grams:" in (tmp_path / "lm.arpa").read_text()
 
 
+def test_a_held_out_text_given_as_transcripts_is_refused(tmp_path):
+    """The attack on issue 80's H: the test text passed as --text (beside the training text) built an LM of the test
+    sentences with only the note above, which said they were kept because the acoustic model trained on them.
+    A transcript with a held-out utterance's key is that utterance: refused, naming both files."""
+    (tmp_path / "train").write_text("a1 the cat sat\n")
+    (tmp_path / "test").write_text("t1 A DOG RAN\nt2 NO\n")
+    proc = run_lm("--text", str(tmp_path / "train"), "--text", str(tmp_path / "test"),
+                  "--held_out", str(tmp_path / "test"), "--out", str(tmp_path / "lm.arpa"))
+    line = one_error_line(proc)
+    assert f"--text {tmp_path / 'test'}: 2 of its 2 utterances are in --held_out {tmp_path / 'test'} (e.g. t1)" in line
+    assert not (tmp_path / "lm.arpa").exists()
+
+
 def one_error_line(proc):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr

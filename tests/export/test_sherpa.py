@@ -417,12 +417,56 @@ def test_sherpa_decode_refuses_an_export_cut_short_or_mixed(exported, tmp_path, 
     (cut / "export.info").unlink()
     shutil.copytree(out, mixed)
     (mixed / "model.int8.onnx").write_bytes((out / "model.onnx").read_bytes())   # another file of that name
+    # the attack on F: a streaming export's model copied beside a non-streaming one, which export.info does not list
+    added = tmp_path / "added"
+    shutil.copytree(out, added)
+    (added / "model-streaming.onnx").write_bytes((out / "model.onnx").read_bytes())
     for folder, why in ((cut, "it has no export.info, which an export moves in last"),
                         (mixed, "export.info records model.int8.onnx with SHA-256 .*model.int8.onnx has other "
-                                "contents")):
+                                "contents"),
+                        (added, "model-streaming.onnx is not one of the files .*export.info records "
+                                "\\(model.int8.onnx, model.onnx, tokens.txt\\): another export's file copied in")):
         with pytest.raises(SystemExit) as e:
             sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(folder), "--wav_scp",
                                 str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
         assert e.value.code == 2
         assert re.search(f"--export_dir {folder}: .*{why}", capsys.readouterr().err)
     assert not (tmp_path / "res").exists()
+
+
+def test_a_failing_parity_check_leaves_the_earlier_export(exported, tmp_path):
+    """The attack on issue 80's F: the parity check ran after the new set was moved in, so an export that failed it
+    (exit 1) stayed in place, export.info and all, for sherpa_decode to load. The check runs on the new set first."""
+    from wenet_udps.decode.data_list import model_from_checkpoint
+    from wenet_udps.export import sherpa
+    name, tmp, config, out, _ = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    earlier = tmp_path / "sherpa"
+    shutil.copytree(out, earlier)
+    before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+    seen = []
+
+    def failing(folder):
+        seen.append(sorted(p for p in __import__("os").listdir(folder)))
+        raise SystemExit(1)
+
+    with pytest.raises(SystemExit):
+        sherpa.export_sherpa(model_from_checkpoint(config, str(tmp / "avg.pt")), config["input_dim"],
+                             str(tmp / "units.txt"), str(earlier), check=failing)
+    assert seen == [["export.info", "model.int8.onnx", "model.onnx", "tokens.txt"]]   # it saw the whole new set
+    assert {p.name: p.read_bytes() for p in earlier.iterdir()} == before
+
+
+def test_a_streaming_export_without_test_data(exported, tmp_path, capsys):
+    """The attack on issue 80's F: without --test_data the parity input (120 random frames) was shorter than one
+    chunk window (chunk 32 of a conv2d model: 131 frames), and the streaming check crashed with a traceback after
+    the export was in place. A short input is repeated to two windows; the check runs and passes."""
+    name, tmp, _, _, _ = exported
+    if not VARIANTS[name]["streaming"]:
+        pytest.skip("needs a streaming model")
+    report = export.main(["--format", "sherpa-onnx", "--config", str(tmp / "train.yaml"), "--checkpoint",
+                          str(tmp / "avg.pt"), "--output_dir", str(tmp_path / "x"), "--chunk_size", "32",
+                          "--left_chunks", "2"])
+    assert report["model-streaming.onnx"] < 1e-4 and "parity OK" in capsys.readouterr().out
+    assert rt.export_problem(str(tmp_path / "x")) is None

@@ -21,6 +21,7 @@ from typing import List, Optional
 from wenet_udps.lm.arpa import LmError
 from wenet_udps.lm.build import build_arpa, lm_sentences
 from wenet_udps.lm.held_out import HeldOut
+from wenet_udps.scoring.tokens import read_text
 from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.cli import run_cli
@@ -43,6 +44,23 @@ def get_parser() -> cli.ArgumentParser:
     return p
 
 
+def refuse_held_out_utterances(texts: List[str], held_out: List[str]) -> None:
+    """A ``--text`` transcript whose utterance key is a ``--held_out`` one is that dev/test utterance itself, not
+    a training sentence that happens to read alike (those are kept: the acoustic model trained on them too), so it
+    is refused, naming both files: a held-out text given as ``--text`` was built into an LM with only a note."""
+    if not texts or not held_out:
+        return
+    held = {path: set(read_text(path)) for path in held_out}
+    for path in texts:
+        keys = read_text(path)
+        for other, other_keys in held.items():
+            shared = [k for k in keys if k in other_keys]
+            if shared:
+                raise cli.UserError(f"--text {path}: {len(shared)} of its {len(keys)} utterances are in --held_out "
+                                    f"{other} (e.g. {shared[0]}): a dev/test transcript in the LM's text; give the "
+                                    "training transcripts as --text")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -55,6 +73,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     norm = text_norm.from_args(args)
     held_out = HeldOut(args.held_out, char=args.char_lm, order=args.order)
+    refuse_held_out_utterances(args.text, args.held_out)
     read = {path: lm_sentences(path, keyed, norm) for keyed, paths in ((True, args.text), (False, args.lm_text))
             for path in paths}
     transcripts = [(path, read[path][0]) for path in args.text]

@@ -128,13 +128,18 @@ def _print_parity(report: Dict[str, float], num_utts: int, tolerance: float) -> 
 def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.Module) -> Dict[str, float]:
     from wenet_udps.export.sherpa import export_sherpa, sherpa_parity
     left_chunks = 4 if args.left_chunks is None else args.left_chunks
+    feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
+    report: Dict[str, float] = {}
+
+    def parity(folder: str) -> None:   # on the new set before it is moved in: a failure leaves the old export
+        report.update(_print_parity(sherpa_parity(model, folder, feats, lens, args.chunk_size, left_chunks),
+                                    feats.size(0), args.tolerance))
+
     paths = export_sherpa(model, config["input_dim"], config["tokenizer_conf"]["symbol_table_path"], args.output_dir,
                           chunk_size=args.chunk_size, left_chunks=left_chunks,
-                          source=model_source(args.checkpoint, args.config))
+                          source=model_source(args.checkpoint, args.config), check=parity)
     print("wrote " + ", ".join(sorted(paths)))
-    feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
-    report = sherpa_parity(model, args.output_dir, feats, lens, args.chunk_size, left_chunks)
-    return _print_parity(report, feats.size(0), args.tolerance)
+    return report
 
 
 if __name__ == "__main__":

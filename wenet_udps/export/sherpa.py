@@ -16,11 +16,11 @@ Files written to ``output_dir``:
   the SHA-256 of every other file of the export (``name=sha256 ...``), which sherpa_decode checks.
 
 The set is whole or not there: every file is written into a temporary folder beside them in ``output_dir``, and
-only when all are written are they moved in (``export.info`` removed first and moved in last, so that a folder
-without it is an export cut short, which sherpa_decode refuses); a full disk half way leaves the earlier export as
-it was. Every file of this list left in ``output_dir`` by an earlier export and not in the new set is deleted then,
-so a non-streaming export over a streaming one leaves no stale ``model-streaming*.onnx`` for the runtime to load.
-Other files are kept.
+only when all are written and the parity check given passes are they moved in (``export.info`` removed first and
+moved in last, so that a folder without it is an export cut short, which sherpa_decode refuses); a full disk half
+way, or a failed parity check, leaves the earlier export as it was. Every file of this list left in ``output_dir``
+by an earlier export and not in the new set is deleted then, so a non-streaming export over a streaming one leaves
+no stale ``model-streaming*.onnx`` for the runtime to load. Other files are kept.
 
 The int8 files are onnxruntime's dynamic quantisation of the MatMul weights. The graphs are traced, so scaled-dot and
 UDPS attention export alike. Features are not part of the model: see :mod:`wenet_udps.export.sherpa_runtime`.
@@ -29,21 +29,19 @@ import logging
 import os
 import shutil
 import tempfile
-from typing import Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional
 
 import numpy as np
 import torch
 from torch import nn
 
 from wenet_udps.export.exporter import _onnx
+from wenet_udps.export.sherpa_runtime import OWNED_FILES
 from wenet_udps.export.wrappers import chunk_window, initial_caches
 from wenet_udps.utils.atomic import open_atomic, write_bytes
 from wenet_udps.utils.cli import UserError, open_input, regular_file
 from wenet_udps.utils.source_info import file_sha256, write_source
 
-# The files of an export (the module docstring); those of an earlier export are replaced by a new one's as a set.
-OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
-               "export.info")
 
 
 class SherpaOffline(nn.Module):
@@ -143,9 +141,11 @@ def quantize_int8(src: str, dst: str) -> None:
 
 
 def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str, *, chunk_size: int = 16,
-                  left_chunks: int = 4, source: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+                  left_chunks: int = 4, source: Optional[Mapping[str, str]] = None,
+                  check: Optional[Callable[[str], None]] = None) -> Dict[str, str]:
     """Write the files listed in the module docstring, as one set (``source``: export.info's record of the
-    checkpoint, ``source_info.model_source``); returns file name -> path."""
+    checkpoint, ``source_info.model_source``); returns file name -> path. ``check(folder)`` runs on the new set
+    before it is moved in (the parity check): when it raises, the earlier export stays as it was."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
     owned = [os.path.join(output_dir, name) for name in OWNED_FILES]
@@ -157,6 +157,8 @@ def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str,
         written = _write_set(model, input_dim, units, staging, chunk_size, left_chunks)
         write_source(os.path.join(staging, "export.info"), {
             **(source or {}), "files": " ".join(f"{n}={file_sha256(p)}" for n, p in sorted(written.items()))})
+        if check is not None:
+            check(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)   # the earlier export untouched
         raise
@@ -251,7 +253,14 @@ def sherpa_parity(model: nn.Module, output_dir: str, feats: torch.Tensor, lens: 
         report["model.onnx"] = float((ref - torch.from_numpy(got)).abs()[valid].max())
         report["model.onnx_lens"] = float((ref_lens - torch.from_numpy(got_lens)).abs().max())
         if is_streaming(model):
-            one = feats[:1, :int(lens[0])]
+            longest = int(lens.argmax())
+            one = feats[longest:longest + 1, :int(lens[longest])]
+            window, stride = chunk_window(model.encoder, chunk_size)
+            if one.size(1) < window + stride:
+                # Shorter than two chunk windows (a short first utterance, the random input): the runtime would
+                # run the graph once or never, so the utterance is repeated to that length. What is compared is
+                # the graph against eager PyTorch on one input, which any input serves.
+                one = one.repeat(1, -(-(window + stride) // one.size(1)), 1)
             stream = _stream_ort(session("model-streaming.onnx"), model, one, chunk_size, left_chunks)
             eager, _ = model.encoder.forward_chunk_by_chunk(one, chunk_size, left_chunks)
             eager = model.ctc_activation(eager)[0, :stream.size(0)]

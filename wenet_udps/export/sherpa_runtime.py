@@ -164,14 +164,28 @@ def transcribe_online(rec, wav: np.ndarray, sample_rate: int, tail_seconds: floa
     return rec.get_result(s)
 
 
+# The files an export writes (wenet_udps.export.sherpa): an export replaces them as a set, and a folder holding one
+# that its export.info does not list holds two exports' files.
+OWNED_FILES = ("tokens.txt", "model.onnx", "model.int8.onnx", "model-streaming.onnx", "model-streaming.int8.onnx",
+               "export.info")
+
+
 def export_problem(export_dir: str) -> Optional[str]:
     """Why ``export_dir`` is not one whole export, or None: no ``export.info`` (an export cut short: it is moved in
-    last, wenet_udps.export.sherpa), or a file whose SHA-256 is not the one export.info records."""
+    last, wenet_udps.export.sherpa), a file whose SHA-256 is not the one export.info records, or a file of an
+    export's set (:data:`OWNED_FILES`) that export.info does not list (another export's, copied in)."""
     info = os.path.join(export_dir, "export.info")
     if not os.path.isfile(info):
         return ("it has no export.info, which an export moves in last: an export cut short (a full disk?) or not "
                 "made by wenet_udps.bin.export; export again (run.sh --stage 6)")
-    for item in read_source(info).get("files", "").split():
+    items = read_source(info).get("files", "").split()
+    listed = {item.partition("=")[0] for item in items}
+    for name in OWNED_FILES:
+        if name != "export.info" and name not in listed and os.path.isfile(os.path.join(export_dir, name)):
+            return (f"{os.path.join(export_dir, name)} is not one of the files {info} records "
+                    f"({', '.join(sorted(listed))}): another export's file copied in; remove it or export again "
+                    "(run.sh --stage 6)")
+    for item in items:
         name, _, digest = item.partition("=")
         path = os.path.join(export_dir, name)
         if not os.path.isfile(path) or file_sha256(path) != digest:
