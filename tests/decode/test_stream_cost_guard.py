@@ -260,7 +260,9 @@ def drive_forward_chunk(work: Work) -> Iterator[Dict[str, int]]:
 
 def _drive_graph(work: Work, sherpa: bool) -> Iterator[Dict[str, int]]:
     """One exported step graph, in eager mode, as its runtime calls it: fixed-size caches, a (1,) offset. Driven
-    within the saved positions (the graph's traced table): the full 5000, not the fixture's 64."""
+    within the saved positions, the full 5000, not the fixture's 64: the traced graph holds that table as a
+    constant, and past it a (1,) offset is not encoded from the chunk's rows (eager mode computes the table from
+    position 0; onnxruntime refuses the graph's Gather at position 5000, 2026-12-02), which is not this test's."""
     model = work.model
     pos = model.model.encoder.embed.pos_enc
     pos.max_len, pos.pe = 5000, type(pos).table(5000, pos.d_model).unsqueeze(0)
