@@ -186,9 +186,10 @@ def work(monkeypatch, tiny):
     model = wenet_udps.load_model(str(tiny), checkpoint="avg.pt")
     pos = model.model.encoder.embed.pos_enc
     pos.max_len, pos.pe = 64, pos.pe[:, :64]
-    formula, lookup = pos.table, pos.position_encoding
+    formula, at, lookup = pos.table, pos.rows, pos.position_encoding
     pos.table = lambda length, d_model, start=0: counts.add("positions_computed", length - start) or \
         formula(length, d_model, start)
+    pos.rows = lambda position, d_model: counts.add("positions_computed", position.numel()) or at(position, d_model)
     pos.position_encoding = lambda offset, size, *a, **k: counts.add("positions", size) or lookup(offset, size, *a, **k)
     monkeypatch.setattr(soxr, "ResampleStream", functools.partial(_Resampler, counts, soxr.ResampleStream))
     monkeypatch.setattr(knf, "OnlineFbank", functools.partial(_Extractor, counts, knf.OnlineFbank))
@@ -259,13 +260,10 @@ def drive_forward_chunk(work: Work) -> Iterator[Dict[str, int]]:
 
 
 def _drive_graph(work: Work, sherpa: bool) -> Iterator[Dict[str, int]]:
-    """One exported step graph, in eager mode, as its runtime calls it: fixed-size caches, a (1,) offset. Driven
-    within the saved positions, the full 5000, not the fixture's 64: the traced graph holds that table as a
-    constant, and past it a (1,) offset is not encoded from the chunk's rows (eager mode computes the table from
-    position 0; onnxruntime refuses the graph's Gather at position 5000, 2026-12-02), which is not this test's."""
+    """One exported step graph, in eager mode, as its runtime calls it: fixed-size caches, a (1,) offset, past the
+    fixture's 64 saved positions as the others (a (1,) offset past them computed the table from position 0;
+    tests/export/test_positions_past_the_table.py runs the exported graphs there)."""
     model = work.model
-    pos = model.model.encoder.embed.pos_enc
-    pos.max_len, pos.pe = 5000, type(pos).table(5000, pos.d_model).unsqueeze(0)
     _, window = _geometry(model)
     att, cnn = initial_caches(model.model, CHUNK, LEFT)
     size, produced = CHUNK * LEFT, 0

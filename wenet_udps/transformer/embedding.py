@@ -11,28 +11,39 @@ import torch
 from torch import nn
 
 
-def sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
-    """(length - start, d_model), the rows of positions ``start .. length-1``: ``[t, 2i] = sin(t / 10000^(2i/d))``,
+def sinusoid_rows(position: torch.Tensor, d_model: int) -> torch.Tensor:
+    """(N, d_model), the encodings of the float32 positions ``position`` (N,): ``[t, 2i] = sin(t / 10000^(2i/d))``,
     ``[t, 2i+1] = cos(t / 10000^(2i/d))``."""
-    position = torch.arange(start, length, dtype=torch.float32).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * -(math.log(10000.0) / d_model))
-    pe = torch.zeros(length - start, d_model)
+    position = position.unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device=position.device)
+                         * -(math.log(10000.0) / d_model))
+    pe = torch.zeros(position.size(0), d_model, device=position.device)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
     return pe
 
 
-def whisper_sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
-    """(length - start, d_model), positions ``start .. length-1``: Whisper's encoder sinusoids, ``[t, i] = sin(t *
+def sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
+    """(length - start, d_model), the :func:`sinusoid_rows` of positions ``start .. length-1``."""
+    return sinusoid_rows(torch.arange(start, length, dtype=torch.float32), d_model)
+
+
+def whisper_sinusoid_rows(position: torch.Tensor, d_model: int) -> torch.Tensor:
+    """(N, d_model), Whisper's encoder sinusoids of the float32 positions ``position`` (N,): ``[t, i] = sin(t *
     r^i)`` and ``[t, d/2 + i] = cos(t * r^i)`` for ``i < d/2``, with ``r = 10000^(-1/(d/2 - 1))``; d_model must be
     even and at least 4."""
     if d_model % 2 or d_model < 4:
         raise ValueError(f"encoder_conf.pos_enc_layer_type abs_pos_whisper needs an even output_size >= 4, "
                          f"got {d_model}")
     rate = math.log(10000.0) / (d_model // 2 - 1)
-    angle = torch.arange(start, length, dtype=torch.float32).unsqueeze(1) * torch.exp(
-        -rate * torch.arange(d_model // 2, dtype=torch.float32))
+    angle = position.unsqueeze(1) * torch.exp(
+        -rate * torch.arange(d_model // 2, dtype=torch.float32, device=position.device))
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
+def whisper_sinusoid_table(length: int, d_model: int, start: int = 0) -> torch.Tensor:
+    """(length - start, d_model), the :func:`whisper_sinusoid_rows` of positions ``start .. length-1``."""
+    return whisper_sinusoid_rows(torch.arange(start, length, dtype=torch.float32), d_model)
 
 
 class PositionalEncoding(nn.Module):
@@ -44,6 +55,7 @@ class PositionalEncoding(nn.Module):
     """
 
     table = staticmethod(sinusoid_table)  # (length, d_model) -> encodings; a subclass may swap the formula
+    rows = staticmethod(sinusoid_rows)    # the same formula at given positions (N,) -> (N, d_model)
 
     def __init__(self, *, d_model: int, dropout_rate: float, max_len: int = 5000):
         super().__init__()
@@ -76,9 +88,19 @@ class PositionalEncoding(nn.Module):
             pos_emb = self._rows(start, size)
         else:
             index = (offset.unsqueeze(1) + torch.arange(0, size, device=offset.device)).clamp_min(0)
-            pos_emb = nn.functional.embedding(index, self._table(int(index.max()) + 1)[0])
+            pos_emb = self._at(index)
         return self.dropout(pos_emb) if apply_dropout else pos_emb
 
+    def _at(self, index: torch.Tensor) -> torch.Tensor:
+        """(B, size, D), the encodings of the positions ``index`` (B, size): the saved buffer's rows, or the
+        formula's rows of these positions alone when any is past ``max_len``, and always in a traced graph (the
+        exported streaming step graphs take the offset as a tensor: a table gathered there is a constant of
+        ``max_len`` rows, and a deployed stream failed past them, about 200 s; eagerly a table from position 0
+        cost each chunk time in the stream's length)."""
+        if torch.jit.is_tracing() or int(index.max()) >= self.max_len:
+            flat = self.rows(index.reshape(-1).to(torch.float32), self.d_model).to(self.pe)
+            return flat.view(index.size(0), index.size(1), self.d_model)
+        return nn.functional.embedding(index, self.pe[0])
 
     def _rows(self, start: int, size: int) -> torch.Tensor:
         """(1, size, D), positions ``start .. start+size-1``: the saved buffer's rows, or past ``max_len`` the
@@ -88,11 +110,6 @@ class PositionalEncoding(nn.Module):
             return self.pe[:, start:start + size]
         return self.table(start + size, self.d_model, start).to(self.pe).unsqueeze(0)
 
-    def _table(self, length: int) -> torch.Tensor:
-        """(1, >= length, D): the saved buffer, or the formula's longer table when ``length > max_len``."""
-        if length <= self.max_len:
-            return self.pe
-        return self.table(length, self.d_model).to(self.pe).unsqueeze(0)
 
 
 class WhisperPositionalEncoding(PositionalEncoding):
@@ -105,6 +122,7 @@ class WhisperPositionalEncoding(PositionalEncoding):
     """
 
     table = staticmethod(whisper_sinusoid_table)
+    rows = staticmethod(whisper_sinusoid_rows)
 
     def __init__(self, *, d_model: int, dropout_rate: float, max_len: int = 1500):
         super().__init__(d_model=d_model, dropout_rate=dropout_rate, max_len=max_len)
