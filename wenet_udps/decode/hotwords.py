@@ -18,9 +18,10 @@ lines.
 import logging
 import math
 import os
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from wenet_udps.scoring.biasing import split_score
+from wenet_udps.scoring.context_lists import check_keys, read_context_lists
 from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.decode_options import CONTEXT_SCORE_MAX
 from wenet_udps.utils.cli import UserError
@@ -67,39 +68,48 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
     out: List[Tuple[List[int], float]] = []
     for lineno, raw in rows:
         where = _where(name, lineno, listed)
-        text, given = split_score(raw)
-        own = None
-        if not text:
+        phrase = _phrase(raw, where, tokenizer, score, banned, norm)
+        if phrase is None:
             continue
-        if given is not None:
-            try:
-                own = float(given)
-            except ValueError:
-                own = math.nan
-            if not (math.isfinite(own) and 0.0 < own <= CONTEXT_SCORE_MAX):
-                raise UserError(f"{where}: score {given!r} after ' :' must be a number in (0, "
-                                f"{CONTEXT_SCORE_MAX:g}] (a bonus per unit)")
-        counts = NormCounts()
-        text = norm(text, counts, lineno)
-        if counts.refused:
-            raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw.strip()!r}: "
-                            f"the units spell no punctuation; remove it")
-        units = _spell(text, tokenizer, banned, where)
+        units, own = phrase
         key = tuple(units)
         if key in seen:
             first, index = seen[key]
             logging.warning("%s: the phrase %r is the same units as %s; merged (keeping the higher score)", where,
-                            text, first)
-            out[index] = (units, max(out[index][1], own or score))
+                            split_score(raw)[0], first)
+            out[index] = (units, max(out[index][1], own))
             continue
         seen[key] = (where, len(out))
-        out.append((units, own if own is not None else score))
+        out.append((units, own))
         if len(out) > PHRASES_MAX:
             raise UserError(f"{name}: more than {PHRASES_MAX} phrases: {PHRASES_WHY}")
     if not out:
         raise UserError(f"{name}: no phrase (empty, or blank lines only); give one phrase a line, or leave the "
                         f"hotwords out to decode without biasing")
     return out
+
+
+def _phrase(raw: str, where: str, tokenizer: Any, score: float, banned: set,
+            norm: TextNorm) -> Optional[Tuple[List[int], float]]:
+    """(unit ids, per-unit score) of one hotword line, None for a blank one; UserError naming ``where``."""
+    text, given = split_score(raw)
+    if not text:
+        return None
+    own = score
+    if given is not None:
+        try:
+            own = float(given)
+        except ValueError:
+            own = math.nan
+        if not (math.isfinite(own) and 0.0 < own <= CONTEXT_SCORE_MAX):
+            raise UserError(f"{where}: score {given!r} after ' :' must be a number in (0, "
+                            f"{CONTEXT_SCORE_MAX:g}] (a bonus per unit)")
+    counts = NormCounts()
+    text = norm(text, counts, 1)
+    if counts.refused:
+        raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw.strip()!r}: "
+                        f"the units spell no punctuation; remove it")
+    return _spell(text, tokenizer, banned, where), own
 
 
 def _spell(text: str, tokenizer: Any, banned: set, where: str) -> List[int]:
@@ -126,3 +136,45 @@ def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
     graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved))
     logging.info("hotwords: %d phrases, %d graph states", graph.phrases, len(graph))
     return graph
+
+
+class UtteranceContexts:
+    """Each utterance's own hotword list, from a context list (``wenet_udps.scoring.context_lists``: a line per
+    utterance, its key, then its phrases after tabs): ``recognize --context_list``.
+
+    Every distinct phrase is spelled once, at construction, so a phrase the units cannot spell is refused naming the
+    file and the first line holding it before any decoding; so is a key that ``keys`` (the utterances decoded) does
+    not hold, or an utterance without a line. A phrase given twice for one utterance is kept once (Le et al.'s
+    lists are sets). Graphs are built per utterance as it is decoded (:meth:`graph`; 2,000 phrases take
+    milliseconds), so memory holds the units of the distinct phrases, not a graph per utterance.
+    """
+
+    def __init__(self, path: str, tokenizer: Any, score: float, reserved: Iterable[int], keys: Iterable[str],
+                 what: str):
+        self.path = path
+        lists = read_context_lists(path)
+        check_keys(lists, path, keys, what)
+        norm = TextNorm(case="keep", punctuation="refuse")
+        banned = set(reserved) | {tokenizer.unk_id}
+        spelled: Dict[str, Tuple[List[int], float]] = {}
+        self.lists: Dict[str, List[Tuple[List[int], float]]] = {}
+        for key, (lineno, phrases) in lists.items():
+            merged: Dict[Tuple[int, ...], Tuple[List[int], float]] = {}
+            for raw in phrases:
+                if raw not in spelled:
+                    spelled[raw] = _phrase(raw, f"{path}:{lineno}", tokenizer, score, banned, norm)
+                units, own = spelled[raw]
+                old = merged.get(tuple(units))
+                merged[tuple(units)] = (units, max(own, old[1]) if old else own)
+            if len(merged) > PHRASES_MAX:
+                raise UserError(f"{path}:{lineno}: more than {PHRASES_MAX} phrases for {key}: {PHRASES_WHY}")
+            self.lists[key] = list(merged.values())
+        self.phrases = len(spelled)
+        sizes = [len(v) for v in self.lists.values()]
+        logging.info("context list %s: %d utterances, %d to %d phrases each, %d distinct", path, len(sizes),
+                     min(sizes), max(sizes), self.phrases)
+
+    def graph(self, key: str) -> Optional[ContextGraph]:
+        """The context graph of utterance ``key``'s list, None for an utterance without phrases."""
+        phrases = self.lists[key]
+        return ContextGraph(phrases) if phrases else None
