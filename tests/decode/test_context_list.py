@@ -75,4 +75,22 @@ def test_refusals_name_the_file_line_and_option(exp, tmp_path, capsys):
     shards.write_text("x.tar\n", encoding="utf-8")
     refused(base(exp, tmp_path / "res") + ["--test_data", str(shards), "--data_type", "shard", "--context_list",
                                            str(context)], "--context_list needs --data_type raw")
+    refused(base(exp, tmp_path / "res") + ["--test_data", str(exp["list"]), "--context_unspellable", "drop"],
+            "--context_unspellable drop decides on the phrases of a list: give --context_file or --context_list")
     assert json.loads(exp["list"].read_text(encoding="utf-8").splitlines()[0])["key"] == keys[0]
+
+
+def test_unspellable_phrases_dropped_when_asked(exp, tmp_path, capsys):
+    keys = [p.stem for p in exp["clips"]]
+    with_quiz, without = tmp_path / "with", tmp_path / "without"
+    with_quiz.write_text("".join(f"{k}\tONE\tQUIZ\tNINE\n" for k in keys), encoding="utf-8")
+    without.write_text("".join(f"{k}\tONE\tNINE\n" for k in keys), encoding="utf-8")
+    for name, lists, extra in (("a", with_quiz, ["--context_unspellable", "drop"]), ("b", without, [])):
+        recognize.main(base(exp, tmp_path / name, "ctc_prefix_beam_search") + [
+            "--test_data", str(exp["list"]), "--context_list", str(lists), "--context_score", "6", *extra])
+    assert read_hyps(tmp_path / "a" / "ctc_prefix_beam_search" / "text") == \
+        read_hyps(tmp_path / "b" / "ctc_prefix_beam_search" / "text")
+    info = (tmp_path / "a" / "ctc_prefix_beam_search" / "decode.info").read_text(encoding="utf-8")
+    assert "context_dropped: 1\n" in info and "context_phrases: 2\n" in info
+    assert f"1 hotword phrase(s) dropped (--context_unspellable drop), the units spell none of them; the first: " \
+        f"{with_quiz}:1: the phrase 'QUIZ'" in capsys.readouterr().err   # (recognize's logging goes to stderr)

@@ -57,6 +57,10 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--context_list", type=cli.existing_file, default=None,
                    help="per-utterance hotwords: a line per utterance of --test_data, its key, then its phrases "
                         "after tabs (wenet_udps.scoring.context_lists); raw lists only; not with --context_file")
+    p.add_argument("--context_unspellable", choices=["refuse", "drop"], default="refuse",
+                   help="a hotword the model's units cannot spell: refuse the list, naming its line (default), or "
+                        "drop it with a warning and its count in decode.info (a public list may hold a character "
+                        "the training transcripts lack)")
     p.add_argument("--num_workers", type=cli.workers_int, default=0)
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -78,6 +82,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         if args.data_type != "raw":
             parser.error("--context_list needs --data_type raw (a shard list's keys are inside its tars)")
         given["hotwords"] = args.context_list
+    if args.context_unspellable != "refuse" and args.hotwords is None and args.context_list is None:
+        parser.error(f"--context_unspellable {args.context_unspellable} decides on the phrases of a list: give "
+                     f"--context_file or --context_list too, or leave it out")
     try:  # the one check of the values, the modes that use them and the LM the *_lm modes need
         args.modes, options = resolve_decode_options(args.modes, given, flags=True)
     except UserError as e:
@@ -112,10 +119,11 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
     kwargs = decode_kwargs_from_args(args)
+    dropped = None if args.context_unspellable == "refuse" else []
     if args.hotwords is not None:  # refused here, naming the line, before any decoding
         try:
             kwargs["context"] = context_graph(args.hotwords, tokenizer, args.context_score,
-                                              [model.ctc.blank_id, model.sos, model.eos])
+                                              [model.ctc.blank_id, model.sos, model.eos], dropped)
         except UserError as e:
             parser.error(str(e))
         source.update({"context_file": str(args.hotwords), "context_sha256": content_sha256(args.hotwords),
@@ -125,11 +133,17 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         try:
             keys = [item["key"] for item in read_raw_list(args.test_data)]
             contexts = UtteranceContexts(args.context_list, tokenizer, args.context_score,
-                                         [model.ctc.blank_id, model.sos, model.eos], keys, args.test_data)
+                                         [model.ctc.blank_id, model.sos, model.eos], keys, args.test_data,
+                                         dropped)
         except UserError as e:
             parser.error(str(e))
         source.update({"context_list": str(args.context_list), "context_sha256": content_sha256(args.context_list),
                        "context_phrases": str(contexts.phrases), "context_score": f"{args.context_score:g}"})
+    if dropped is not None and (args.hotwords or args.context_list):
+        source["context_dropped"] = str(len(dropped))
+        if dropped:
+            logging.warning("%d hotword phrase(s) dropped (--context_unspellable drop), the units spell none of "
+                            "them; the first: %s", len(dropped), dropped[0])
     lm_source = None
     if needs_lm:
         lm_search = LmSearch(args.lm, tokenizer, model.ctc.blank_id,
