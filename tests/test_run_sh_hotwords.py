@@ -73,7 +73,7 @@ def test_aishell_hotword_subsets(tmp_path):
         for name in ("all", "r1"):
             d = exp / s / f"hot_{name}" / "attention_rescoring"
             info = (d / "decode.info").read_text(encoding="utf-8")
-            assert "context_file: " in info and "context_score: 4\n" in info
+            assert "context_file: " in info and "context_score: 4\n" in info and "context_dropped: 0\n" in info
             assert re.search(r"^B-WER -> [0-9.]+ % N=2 ", (d / "biased_wer").read_text(encoding="utf-8"), re.M)
     ok(run_sh(*common, "--stage", 7, "--stop_stage", 7))
     results = (tmp_path / "exp" / "RESULTS.md").read_text(encoding="utf-8")
