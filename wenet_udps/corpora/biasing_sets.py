@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.corpora.common import boolean
-from wenet_udps.scoring.biasing import read_phrase_list
 from wenet_udps.utils import cli
 from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError
@@ -145,7 +144,8 @@ def prepare_aishell(src: Path, data: Path, allow_partial: bool) -> List[Path]:
         write_text(out / "wav.scp", "".join(f"{k} {wavs[k][0]}\n" for k in sorted(keys)))
         write_text(out / "text", "".join(f"{k} {ours[k][0]}\n" for k in sorted(keys)))
         for name, f in AISHELL_LISTS.items():
-            read_phrase_list(str(src / split / f))   # a list without a phrase is refused here, naming it
+            if not any(line.strip() for _, line in utf8_lines(str(src / split / f))):
+                raise UserError(f"{src / split / f}: no phrase (one a line)")
             write_text(out / "biasing" / name, (src / split / f).read_text(encoding="utf-8"))
             written.append(out / "biasing" / name)
         written += [out / "wav.scp", out / "text"]
