@@ -24,6 +24,7 @@ cd "$(dirname "$0")"
 . tools/run_train.sh  # stage 4
 . tools/run_eval.sh   # stages 5..7
 . tools/run_lm.sh     # --lm true: the word LM of stages 2 and 5
+. tools/run_hotwords.sh  # --hotwords true: the biasing test sets of stages -1, 0, 3, 5 and 7
 
 corpus=tiny_zh          # recipes/<corpus>: tiny_zh tiny_en fsdd aishell librispeech mini_librispeech an4 (times: each recipe's README)
 stage=-1                # first stage to run
@@ -111,6 +112,12 @@ lm_tag=                 # --lm true: a name for this LM, so that LMs of other te
                         # empty: <data>/lm, <exp>/lm_tune, <exp>/<set>/<mode>
 lm_weights="0.3 0.6 1.0"   # LM weights tried on dev (stage 5)
 word_scores="0 1 2"     # word scores (bonus per word) tried on dev with each LM weight
+hotwords=false          # aishell, librispeech: true = stage -1 also downloads the public biasing test sets (AISHELL-1:
+                        # SeACo-Paraformer's hotword subsets and lists; LibriSpeech: Le et al.'s per-utterance lists
+                        # of 100-2000 words), stage 0 prepares them, stage 5 decodes them with each list in the modes
+                        # that take hotwords and scores B-WER, U-WER and phrase recall/precision/F1 with and without
+                        # the list, stage 7 puts them in RESULTS.md (docs/hotwords.md)
+context_score=3.0       # --hotwords true: bonus per matched unit of a listed phrase (recognize --context_score)
 loso=false              # fsdd: true = leave-one-speaker-out; 5 speakers x 2 variants x 2 seeds: about 4 h on 2 cores
                         # (two folds at a time, 48 min per fold's pair of trainings). A model per held-out speaker,
                         # variant and seed (--seeds, default "1 2"), scored on that speaker; <dir>/RESULTS.md, loso.png
@@ -118,8 +125,10 @@ loso_compare=           # with --loso: an earlier LOSO exp dir over the same fol
 declare -r help_message="Usage: bash run.sh [options]   (the main job: bash run.sh)
 Stages (--stage N --stop_stage N reruns one):
   -1  download the corpus (recipes/<corpus>/download.sh; tiny_* synthesise it with espeak-ng); with --lm true
-      also the corpus' published LM where it has one (librispeech: OpenSLR 11's --lm_name, download_lm.sh)
-   0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh)
+      also the corpus' published LM where it has one (librispeech: OpenSLR 11's --lm_name, download_lm.sh); with
+      --hotwords true also the biasing lists (recipes/<corpus>/download_hotwords.sh -> <download_dir>/biasing)
+   0  prepare wav.scp and text per set (recipes/<corpus>/prepare.sh); with --hotwords true also the biasing sets
+      and lists (<data>/<set>/biasing/, wenet_udps/corpora/biasing_sets.py)
    1  global CMVN statistics of the training set (global_cmvn)
    2  units: characters (dict/lang_char.txt) or a sentencepiece BPE model; with --lm true also a word n-gram LM
       (<data>/lm/lm.arpa; <data>/lm_<tag> with --lm_tag) from <data>/<train_set>/text and --lm_text, refusing
@@ -136,6 +145,8 @@ Stages (--stage N --stop_stage N reruns one):
       --lm true the LM weight and word score chosen on <dev_set> (<exp>/lm_tune), then the *_lm modes on every set
       (<exp>/<set>/<mode>_<tag> with --lm_tag)
    6  export TorchScript/ONNX (<exp>/export) and sherpa-onnx (<exp>/sherpa), parity checked
+      With --hotwords true also each biasing test set decoded with each of its lists (<exp>/<set>/hot_<list>),
+      the decodes with and without a list scored on the list (B-WER, U-WER, recall, precision, F1)
    7  sherpa-onnx CER and RTF, RESULTS.md (one row per model; with --seeds also mean ± std and paired tests of
       each family - scaled-dot and UDPS - cosine over utterances and seeds) and plots"
 args_given=("$@")
@@ -144,6 +155,7 @@ args_given=("$@")
 
 resolve_user_paths
 check_options
+check_hotword_options
 check_nodes
 load_corpus_settings
 pick_variants
@@ -162,8 +174,12 @@ if runs_stage 4 7; then tmp=$(mktemp -d); describe_variants; fi
 plan_runs
 cpu_threads=$(train_threads)
 
-if runs_stage -1; then stage_download; [[ ${lm} == false ]] || stage_lm_download; fi
-if runs_stage 0; then stage_prepare; fi
+if runs_stage -1; then
+  stage_download
+  [[ ${lm} == false ]] || stage_lm_download
+  [[ ${hotwords} == false ]] || stage_hotwords_download
+fi
+if runs_stage 0; then stage_prepare; [[ ${hotwords} == false ]] || stage_hotwords_prepare; fi
 pick_units
 if runs_stage 1; then stage_cmvn; fi
 if runs_stage 2; then stage_units; [[ ${lm} == false ]] || stage_lm; fi

@@ -80,3 +80,26 @@ check_kaldi_dir() {
   n=$(python3 -m wenet_udps.corpora.common "$@") || exit 1
   log "$1: ${n} utterances"
 }
+
+# blob_id FILE: FILE's Git blob id (SHA-1 of "blob <size>\0" and its bytes), what a repository's tree records for it.
+blob_id() {
+  python3 -c 'import hashlib, sys
+data = open(sys.argv[1], "rb").read()
+print(hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest())' "$1"
+}
+
+# fetch_blob URL DIR BLOB: download URL (a file of a Git repository at a pinned commit) into DIR, checked against
+# BLOB, the id the repository's tree records for it (the checksum such a repository publishes). A file already
+# there with that id is not downloaded again; one with another id stops the script naming both ids.
+fetch_blob() {
+  local url=$1 dir=$2 blob=$3 file="$2/${1##*/}" got
+  if [[ -f ${file} && $(blob_id "${file}") == "${blob}" ]]; then
+    log "${file} already downloaded (Git blob ${blob:0:12} ok)"
+    return 0
+  fi
+  rm -f "${file}"   # a raw file server does not resume: a partial file is fetched again
+  fetch "${url}" "${dir}"
+  got=$(blob_id "${file}")
+  [[ ${got} == "${blob}" ]] || die "Git blob mismatch for ${file} (from ${url}): got ${got}, expected ${blob};" \
+    "delete it and rerun"
+}

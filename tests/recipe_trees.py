@@ -111,3 +111,48 @@ def make_an4(root: Path, train=(("fash", ("an251", "an253", "cen1")), ("mabc", (
         (an4 / "etc").mkdir(parents=True, exist_ok=True)
         (an4 / "etc" / f"an4_{name}.transcription").write_text("".join(lines[::-1]))   # unsorted, as CMU's
     return root
+
+
+# Distractors per utterance of each fake Le et al. list (the real ones hold the list size minus the rare words).
+FAKE_LIST_DISTRACTORS = {100: 1, 500: 2, 1000: 3, 2000: 4}
+
+
+def make_le_lists(root: Path, libri_root: Path) -> Path:
+    """``root/biasing/test-{clean,other}.biasing_{100,500,1000,2000}.tsv`` for the test parts of a fake LibriSpeech
+    tree, as fbai-speech's is21_deep_bias/ref lays them out: id, lower-case reference, a JSON list of its rare words
+    (here its second word), a JSON list of biasing words (the rare ones and distractors, sorted)."""
+    import json
+    out = root / "biasing"
+    out.mkdir(parents=True, exist_ok=True)
+    for part in ("test-clean", "test-other"):
+        utts = []
+        for trans in sorted((libri_root / "LibriSpeech" / part).rglob("*.trans.txt")):
+            utts += [line.split(" ", 1) for line in trans.read_text().splitlines()]
+        for size, extra in FAKE_LIST_DISTRACTORS.items():
+            lines = []
+            for i, (key, ref) in enumerate(utts):
+                rare = [ref.split()[1].lower()]
+                distractors = [WORDS[(7 * i + j) % len(WORDS)].lower() for j in range(extra)]
+                biasing = sorted(set(rare + distractors))
+                lines.append(f"{key}\t{ref.lower()}\t{json.dumps(rare)}\t{json.dumps(biasing)}\n")
+            (out / f"{part}.biasing_{size}.tsv").write_text("".join(lines[::-1]))   # not in key order
+    return root
+
+
+def make_seaco_lists(root: Path, aishell_root: Path, per_split: int = 1) -> Path:
+    """``root/biasing/{dev,test}/{text,hotword.txt,r1-hotword.txt}`` for a fake AISHELL-1 tree, as
+    SeACo-Paraformer's data/ lays them out: the first ``per_split`` utterances of each split and one id AISHELL's
+    split lacks (dev's lines tab-separated, test's space-separated, as published); hotwords of two characters of
+    those transcripts, R1's the first of them."""
+    transcript = (aishell_root / "data_aishell" / "transcript" / "aishell_transcript_v0.8.txt").read_text(
+        encoding="utf-8").splitlines()
+    for split, spk, sep in (("dev", "S0724", "\t"), ("test", "S0764", " ")):
+        ours = [line.split(" ", 1) for line in transcript if line.startswith(f"BAC009{spk}")][:per_split]
+        d = root / "biasing" / split
+        d.mkdir(parents=True, exist_ok=True)
+        rows = [(k, t.replace(" ", "")) for k, t in ours] + [(f"BAC009{spk}W9999", "的一")]
+        (d / "text").write_text("".join(f"{k}{sep}{t}\n" for k, t in rows), encoding="utf-8")
+        words = [t[:2] for _, t in rows[:-1]]
+        (d / "hotword.txt").write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
+        (d / "r1-hotword.txt").write_text(f"{words[0]}\n", encoding="utf-8")
+    return root

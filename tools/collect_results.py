@@ -22,8 +22,9 @@ ablation (run.sh --udps_sites) get their own table with the paired test of every
 their own with their sources (wenet_udps.results.peers; a malformed line is a usage error naming it).
 ``--data_dir``: its texts must be those the hypotheses were decoded with (wenet_udps.scoring.references: a user
 error naming both otherwise), and a data dir made from a partial corpus copy (its sets' ``partial_corpus``) is said
-under the title. Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the learned UDPS α/β
-(wenet_udps/results/plots.py).
+under the title. With run.sh --hotwords true, a section of the biasing test sets, each decoded without and with
+each list (wenet_udps.results.biasing). Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set,
+and the learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import os
 import re
@@ -37,6 +38,7 @@ import yaml
 from wenet_udps.model_builder import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
+from wenet_udps.results.biasing import collect_biasing, section as biasing_section
 from wenet_udps.results.preflight import gpu_check_lines
 from wenet_udps.corpora.common import partial_notes
 from wenet_udps.results.peers import partial_note, read_peer_results, section as peer_section
@@ -295,6 +297,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         experiments = collect(args.exp_dir)
         ablation = ablation_section(experiments, args)
         sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
+        bias_rows, bias_problems = collect_biasing(args.exp_dir)
+        for problem in bias_problems:
+            print(f"collect_results.py: {problem}", file=sys.stderr)
+        if bias_problems:
+            raise ScoreError(f"{len(bias_problems)} biasing report(s) named above are not scores of what they name; "
+                             f"no results table written")
     except ReferencesError:  # --data_dir's text is not what a result was decoded with: one line, exit 2 (run_cli)
         raise
     except (OSError, ValueError, yaml.YAMLError) as e:
@@ -307,7 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     table = markdown_table(experiments, args.metric)
     text = (f"# Results\n\n{partial_note(partial)}{args.metric} (%) from compute-wer, "
             f"`{args.exp_dir}/<name>/<set>/<mode>/wer`.\n\n"
-            f"{table}{peers}{sections}\n## Made with\n\n"
+            f"{table}{biasing_section(bias_rows, args.metric)}{peers}{sections}\n## Made with\n\n"
             + "\n".join(provenance_markdown(provenance(seeds_ran(experiments)))
                         + gpu_check_lines(experiments) + lm_lines(experiments)) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,9 @@ stage_units() {  # stage 2: characters (dict/lang_char.txt) or a sentencepiece B
 
 stage_lists() {  # stage 3: data.list (raw) or tar shards per set
   local x out key segments
-  for x in $(printf '%s\n' ${train_set} ${dev_set} ${test_sets} | awk '!seen[$0]++'); do
+  # shellcheck disable=SC2046  # the sets are words
+  for x in $(printf '%s\n' ${train_set} ${dev_set} ${test_sets} $([[ ${hotwords} == false ]] || hotword_sets) \
+             | awk '!seen[$0]++'); do
     require "${data}/${x}/wav.scp" 0
     out=${data}/${x}/$(list_name)
     key=$(stamp_text wav_scp="$(file_sum "${data}/${x}/wav.scp")" text="$(file_sum "${data}/${x}/text")" \

@@ -121,6 +121,7 @@ stage_decode() {  # stage 5: average each run's checkpoints, decode and score ev
     average_run "${exp}"
     for x in ${test_sets}; do decode_set "${exp}" "${x}"; done
     [[ ${lm} == false ]] || lm_decode "${exp}"
+    [[ ${hotwords} == false ]] || hotword_decode "${exp}"
   done
 }
 

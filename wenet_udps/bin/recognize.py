@@ -25,14 +25,15 @@ from typing import Dict, List, Optional
 from wenet_udps.config import load_config
 from wenet_udps.decode.data_list import decode_dataset, decode_kwargs_from_args, model_from_checkpoint, \
     rtf_line, write_results
-from wenet_udps.decode.hotwords import context_graph
+from wenet_udps.dataset.lists import read_raw_list
+from wenet_udps.decode.hotwords import UtteranceContexts, context_graph
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import ModelConfig
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
-from wenet_udps.transformer.decode_options import DECODE_OPTIONS, add_decode_arguments, check_decode_options, \
-    resolve_decode_options, value_for
+from wenet_udps.transformer.decode_options import CONTEXT_MODES, CONTEXT_USED_BY, DECODE_OPTIONS, \
+    add_decode_arguments, check_decode_options, resolve_decode_options, value_for
 from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
@@ -53,6 +54,13 @@ def get_parser() -> cli.ArgumentParser:
     # Flags named as in WeNet's recognize.py mean what they mean there, with WeNet's defaults; their checks are the
     # Python API's (decode_options.DECODE_OPTIONS).
     add_decode_arguments(p, DECODE_FLAGS)
+    p.add_argument("--context_list", type=cli.existing_file, default=None,
+                   help="per-utterance hotwords: a line per utterance of --test_data, its key, then its phrases "
+                        "after tabs (wenet_udps.scoring.context_lists); raw lists only; not with --context_file")
+    p.add_argument("--context_unspellable", choices=["refuse", "drop"], default="refuse",
+                   help="a hotword the model's units cannot spell: refuse the list, naming its line (default), or "
+                        "drop it with a warning and its count in decode.info (a public list may hold a character "
+                        "the training transcripts lack)")
     p.add_argument("--num_workers", type=cli.workers_int, default=0)
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--override", action="append", default=[], metavar="KEY.PATH=VALUE",
@@ -65,11 +73,25 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
     given = {name: getattr(args, name) for name in DECODE_FLAGS}
+    if args.context_list is not None:  # --context_score and --context_weight weigh its phrases as a file's
+        if args.hotwords is not None:
+            parser.error("--context_list and --context_file: give one (a list per utterance, or one for all)")
+        if not set(args.modes) & set(CONTEXT_MODES):
+            parser.error(f"--context_list applies to {CONTEXT_USED_BY} only, which --modes {' '.join(args.modes)} "
+                         f"does not run; add ctc_prefix_beam_search to --modes or leave the option out")
+        if args.data_type != "raw":
+            parser.error("--context_list needs --data_type raw (a shard list's keys are inside its tars)")
+        given["hotwords"] = args.context_list
+    if args.context_unspellable != "refuse" and args.hotwords is None and args.context_list is None:
+        parser.error(f"--context_unspellable {args.context_unspellable} decides on the phrases of a list: give "
+                     f"--context_file or --context_list too, or leave it out")
     try:  # the one check of the values, the modes that use them and the LM the *_lm modes need
         args.modes, options = resolve_decode_options(args.modes, given, flags=True)
     except UserError as e:
         parser.error(str(e))
     vars(args).update(options)
+    if args.context_list is not None:
+        args.hotwords = None
     if args.simulate_streaming and args.batch_size != 1:
         parser.error(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                      f"{args.batch_size}")
@@ -92,19 +114,36 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
               **decode_kwargs_from_args(args), "decoding_chunk_size": chunk}
     if "attention" in args.modes and args.max_len_ratio is None:
         source["max_len_ratio"] = 1.0
-    if args.hotwords is None:  # (recorded with the list below)
+    if args.hotwords is None and args.context_list is None:  # (recorded with the list below)
         source.pop("context_weight")
     source = {key: str(value) for key, value in source.items()}
     tokenizer = init_tokenizer(config)
     kwargs = decode_kwargs_from_args(args)
+    dropped = None if args.context_unspellable == "refuse" else []
     if args.hotwords is not None:  # refused here, naming the line, before any decoding
         try:
             kwargs["context"] = context_graph(args.hotwords, tokenizer, args.context_score,
-                                              [model.ctc.blank_id, model.sos, model.eos])
+                                              [model.ctc.blank_id, model.sos, model.eos], dropped)
         except UserError as e:
             parser.error(str(e))
         source.update({"context_file": str(args.hotwords), "context_sha256": content_sha256(args.hotwords),
                        "context_phrases": str(kwargs["context"].phrases), "context_score": f"{args.context_score:g}"})
+    contexts = None
+    if args.context_list is not None:  # every phrase spelled and every key matched before any decoding
+        try:
+            keys = [item["key"] for item in read_raw_list(args.test_data)]
+            contexts = UtteranceContexts(args.context_list, tokenizer, args.context_score,
+                                         [model.ctc.blank_id, model.sos, model.eos], keys, args.test_data,
+                                         dropped)
+        except UserError as e:
+            parser.error(str(e))
+        source.update({"context_list": str(args.context_list), "context_sha256": content_sha256(args.context_list),
+                       "context_phrases": str(contexts.phrases), "context_score": f"{args.context_score:g}"})
+    if dropped is not None and (args.hotwords or args.context_list):
+        source["context_dropped"] = str(len(dropped))
+        if dropped:
+            logging.warning("%d hotword phrase(s) dropped (--context_unspellable drop), the units spell none of "
+                            "them; the first: %s", len(dropped), dropped[0])
     lm_source = None
     if needs_lm:
         lm_search = LmSearch(args.lm, tokenizer, model.ctc.blank_id,
@@ -123,7 +162,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     results, stats = decode_dataset(model, tokenizer, config, args.test_data, modes=args.modes,
                                     data_type=args.data_type, batch_size=args.batch_size,
                                     beam_size=args.beam_size, device=args.device,
-                                    decode_kwargs=kwargs, num_workers=args.num_workers)
+                                    decode_kwargs=kwargs, num_workers=args.num_workers, contexts=contexts)
     # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
     source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
     # ctc_weight as each mode applied it (the rescoring and joint modes have their own defaults)

@@ -58,14 +58,16 @@ def eval_dataset(config: Mapping[str, Any], tokenizer: Any, data_list: str, batc
 def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, Any], data_list: str, *,
                    modes: List[str], data_type: str = "raw", batch_size: int = 16, beam_size: int = 10,
                    device: str = "cpu", decode_kwargs: Optional[Dict[str, Any]] = None, num_workers: int = 0,
-                   progress: bool = True, items: Optional[List[Dict[str, Any]]] = None
-                   ) -> Tuple[Dict[str, Dict[str, str]], Dict[str, float]]:
+                   progress: bool = True, items: Optional[List[Dict[str, Any]]] = None,
+                   contexts: Any = None) -> Tuple[Dict[str, Dict[str, str]], Dict[str, float]]:
     """Decode ``data_list`` (``items``: its entries read already, see ``AsrDataset``) with every mode in ``modes``.
 
     Returns:
         mode -> {key: hypothesis text} (list order) and ``{"decode_seconds", "audio_seconds", "rtf", "utterances",
         "skipped", "counts", "references"}`` (utterances decoded, skipped ones, the count line recognize logs, and
         {key: transcript in the list} of the decoded ones: ``scoring.references.reference_record``).
+    ``contexts`` (``hotwords.UtteranceContexts``): each utterance decoded with its own hotword list, one at a time
+    (a batch's searches share one graph), so the encoder runs per utterance.
     With an LM search among ``decode_kwargs`` (the ``*_lm`` modes), the references of the utterances decoded are
     checked against the LM's words once the pass ends (``lm.arpa.check_oov``, check_lm's check): one warning naming
     the list and the LM when too many of their words are not LM words (the search can output LM words only).
@@ -88,7 +90,11 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
             feats = batch["feats"].to(device, non_blocking=True)
             lens = batch["feats_lengths"].to(device, non_blocking=True)
             t0 = time.perf_counter()
-            out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
+            if contexts is None:
+                out = model.decode(list(modes), feats, lens, beam_size, **(decode_kwargs or {}))
+            else:
+                out = decode_each(model, list(modes), feats, lens, batch["keys"], beam_size, decode_kwargs or {},
+                                  contexts)
             decode_seconds += time.perf_counter() - t0
             audio_seconds += sum(batch["seconds"])
             audible += sum(int(not_silent(f[:n])) for f, n in zip(batch["feats"], batch["feats_lengths"].tolist()))
@@ -111,6 +117,20 @@ def decode_dataset(model: torch.nn.Module, tokenizer: Any, config: Mapping[str, 
     return results, {"decode_seconds": decode_seconds, "audio_seconds": audio_seconds, "rtf": rtf,
                      "utterances": tally.counts["used"], "skipped": sum(tally.skipped().values()), "counts": counts,
                      "references": references}
+
+
+def decode_each(model: torch.nn.Module, modes: List[str], feats: torch.Tensor, lens: torch.Tensor, keys: List[str],
+                beam_size: int, kwargs: Mapping[str, Any], contexts: Any) -> Dict[str, List[Any]]:
+    """``model.decode``'s mode -> [result per row] of a (B, T, D) batch, each row decoded alone with the context graph
+    of its key (``contexts.graph``)."""
+    out: Dict[str, List[Any]] = {m: [] for m in modes}
+    for row, key in enumerate(keys):
+        n = int(lens[row])
+        one = model.decode(modes, feats[row:row + 1, :n], lens[row:row + 1], beam_size,
+                           **{**kwargs, "context": contexts.graph(key)})
+        for mode in modes:
+            out[mode].append(one[mode][0])
+    return out
 
 
 # The mean log filterbank energy of the frames of an utterance spans more than this (nats; 2 is about 9 dB) where

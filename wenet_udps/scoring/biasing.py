@@ -16,7 +16,7 @@ Phrases: for each utterance and phrase, ``r`` its occurrences in the reference, 
 """
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
 
 from wenet_udps.scoring.tokens import tokenize
 from wenet_udps.scoring.wer import Report, score
@@ -112,17 +112,25 @@ class PhraseIndex:
         return mask
 
 
-def score_biased(refs: Mapping[str, str], hyps: Mapping[str, str], phrases: Iterable[str], *, char: bool,
+def score_biased(refs: Mapping[str, str], hyps: Mapping[str, str],
+                 phrases: Union[Iterable[str], Mapping[str, Iterable[str]]], *, char: bool,
                  case_sensitive: bool = False, ignore: Iterable[str] = (), remove_tags: bool = True,
                  missing: str = "deletions") -> BiasReport:
     """compute-wer's scores of ``hyps`` against ``refs`` (``wer.score``, the same options) split by the biasing list
-    ``phrases`` (texts, tokenised as the transcripts are), and the phrase counts (module docstring)."""
+    ``phrases`` (texts, tokenised as the transcripts are), and the phrase counts (module docstring). ``phrases`` as
+    a mapping key -> texts is a list per utterance (Le et al.'s: each utterance's biased words are its own; a key
+    it lacks has none)."""
     ignore = set(ignore)
     opts = dict(char=char, case_sensitive=case_sensitive, ignore=ignore, remove_tags=remove_tags)
-    index = PhraseIndex(tokenize(p, **opts) for p in phrases)
+    if isinstance(phrases, Mapping):
+        indexes = {k: PhraseIndex(tokenize(p, **opts) for p in v) for k, v in phrases.items()}
+        shared = PhraseIndex(())
+    else:
+        indexes, shared = {}, PhraseIndex(tokenize(p, **opts) for p in phrases)
     report = score(refs, hyps, missing=missing, **opts)
     out = BiasReport(report)
-    for _, alignment in report.utterances:
+    for key, alignment in report.utterances:
+        index = indexes.get(key, shared)
         ref = [r for r, _ in alignment.pairs if r]
         hyp = [h for _, h in alignment.pairs if h]
         ref_biased, hyp_biased = index.covered(ref), index.covered(hyp)
