@@ -36,7 +36,8 @@ for f in ${families}; do
       echo "u1 ${f} ${m} ${lambda}" > "${exp}/${set}/${m}/text.new"
       mv "${exp}/${set}/${m}/text.new" "${exp}/${set}/${m}/text"
       echo "Overall ${lambda}" > "${exp}/${set}/${m}/wer.new"; mv "${exp}/${set}/${m}/wer.new" "${exp}/${set}/${m}/wer"
-      echo "mode ${m}" > "${exp}/${set}/${m}/info.new"; mv "${exp}/${set}/${m}/info.new" "${exp}/${set}/${m}/decode.info"
+      echo "mode ${m}" > "${exp}/${set}/${m}/info.new"
+      mv "${exp}/${set}/${m}/info.new" "${exp}/${set}/${m}/decode.info"
     done
   done
   mkdir -p "${exp}/lm_tune/dev_joint/0.3_1"

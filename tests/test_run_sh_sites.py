@@ -24,7 +24,8 @@ TYPES = {"none": ("rel_selfattn", "selfattn", "crossattn"), "enc_self": ("rel_ud
     (["--udps_sites", "none dec_self+dec_cross dec_cross+dec_self"],
      "att_family udps:dec_self+dec_cross and udps:dec_cross+dec_self: conf/tiny_zh/train_conformer.yaml builds"),
     (["--keep_checkpoints", "some"], "--keep_checkpoints takes one of: all averaged; got 'some'"),
-    (["--corpus", "fsdd", "--loso", "true", "--udps_sites", "none all"], "--loso true compares attention families (--families"),
+    (["--corpus", "fsdd", "--loso", "true", "--udps_sites", "none all"],
+     "--loso true compares attention families (--families"),
 ])
 def test_site_options_are_checked_before_any_work(tmp_path, args, message):
     proc = run_sh("--stage", "4", "--stop_stage", "4", "--dir", str(tmp_path / "exp"), *args)
