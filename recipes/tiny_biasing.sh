@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 82's biasing table for one tiny corpus (docs/hotwords.md, "How do I bias decoding toward a list of words?").
 #
-#   bash recipes/tiny_biasing.sh --corpus tiny_zh --exp EXP --data DATA [--scores "1 2 3 4 6 8 10 13 16 20"]
+#   bash recipes/tiny_biasing.sh --corpus tiny_zh --exp EXP --data DATA [--scores "1 2 3 4 6 8 10 13 16 20"] \
+#     [--beam 10] [--variants "prefix carry carry_ctc0 wenet"]
 #
 # DATA holds the corpus built with its biasing sets (run.sh --prepare_opts "--biasing true"), EXP a model run.sh
 # trained and averaged on it (EXP/avg_*.pt). For each variant (below) this decodes dev_biasing with no list and with
@@ -9,7 +10,8 @@
 # of the lowest dev error rate (the lower score on a tie), then decodes test_biasing with no list, the true list and
 # the mixed list at that score. Each decode is scored by tools/compute-biased-wer.py against the list it had (no
 # list: against each list), and its text, score and decode.info are kept in recipes/<corpus>/hypotheses/issue82/
-# <set>/<list>_s<score>/<variant>/ with the table in table.tsv, so the table can be scored again without a model.
+# <set>/<list>_s<score>/<variant>/ with the table in table.tsv, so the table can be scored again without a model
+# (issue82_beam<N>/ for a --beam other than 10).
 #
 # Variants: prefix = ctc_prefix_beam_search; carry = attention_rescoring keeping the bonus (CTC weight 0.5, context
 # weight 1); carry_ctc0 = the same at CTC weight 0; wenet = WeNet's rescoring (the bonus only chose the n-best, as
@@ -17,11 +19,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "${root}/tools/log.sh"
-corpus= exp= data= scores="1 2 3 4 6 8 10 13 16 20"
+corpus= exp= data= scores="1 2 3 4 6 8 10 13 16 20" beam=10 variants="prefix carry carry_ctc0 wenet"
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --corpus) corpus=$2 ;; --exp) exp=$2 ;; --data) data=$2 ;; --scores) scores=$2 ;;
-    *) die "tiny_biasing.sh: unknown option '$1' (--corpus --exp --data --scores)" ;;
+    --corpus) corpus=$2 ;; --exp) exp=$2 ;; --data) data=$2 ;; --scores) scores=$2 ;; --beam) beam=$2 ;;
+    --variants) variants=$2 ;;
+    *) die "tiny_biasing.sh: unknown option '$1' (--corpus --exp --data --scores --beam --variants)" ;;
   esac
   shift 2
 done
@@ -31,8 +34,8 @@ done
 checkpoint=$(ls "${exp}"/avg_*.pt | head -1)
 char=0; [[ ${corpus} == tiny_zh ]] && char=1
 out=${root}/recipes/${corpus}/hypotheses/issue82
+[[ ${beam} == 10 ]] || out+=_beam${beam}
 mkdir -p "${out}"
-variants="prefix carry carry_ctc0 wenet"
 
 variant_opts() {  # variant_opts VARIANT LIST: the recognize options of a variant
   case $1 in
@@ -52,7 +55,7 @@ decode() {  # decode SET LIST SCORE VARIANT: one cell (a rerun keeps a cell alre
   [[ ${list} == none ]] || ctx=(--context_file "$(list_file "${x}" "${list}")" --context_score "${score}")
   # shellcheck disable=SC2046  # the variant's options are words
   python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" --checkpoint "${checkpoint}" \
-    --test_data "${data}/${x}/data.list" --result_dir "${exp}/issue82_tmp" --beam_size 10 --batch_size 16 \
+    --test_data "${data}/${x}/data.list" --result_dir "${exp}/issue82_tmp" --beam_size "${beam}" --batch_size 16 \
     --device cpu $(variant_opts "${variant}" "${list}") ${ctx[@]+"${ctx[@]}"} 2> "${exp}/issue82_tmp.log" \
     || { cat "${exp}/issue82_tmp.log" >&2; die "recognize failed: ${x} ${list} ${score} ${variant}"; }
   mode=ctc_prefix_beam_search; [[ ${variant} == prefix ]] || mode=attention_rescoring
