@@ -24,7 +24,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from wenet_udps.corpora.common import NOISE_KINDS, add_noise, to_int16, write_kaldi_dir
+from wenet_udps.corpora.common import NOISE_KINDS, add_noise, boolean, to_int16, write_kaldi_dir
 from wenet_udps.corpora.tiny_lexicon import EN_WORDS, ZH_WORDS
 from wenet_udps.utils.atomic import open_atomic
 
@@ -137,28 +137,34 @@ def plan_corpus(lang: str, out_dir: Path, seed: int, counts: Dict[str, int], *, 
     plan: Dict[str, List[UtteranceSpec]] = {}
     start = 0
     for split in SPLITS:
-        items = []
-        for i, sent in enumerate(sentences[start:start + counts[split]]):
-            key = f"tiny_{lang}_{split}_{i:05d}"
-            voice = spec.voices[int(rng.integers(len(spec.voices)))] + VARIANTS[int(rng.integers(len(VARIANTS)))]
-            items.append(UtteranceSpec(
-                key=key,
-                path=str((out_dir / "wav" / split / f"{key}.wav").resolve()),
-                transcript=spec.joiner.join(spec.words[w] for w in sent),
-                spoken=" ".join(spec.spoken[w] for w in sent),
-                voice=voice,
-                rate=int(rng.integers(spec.rate[0], spec.rate[1] + 1)),
-                pitch=int(rng.integers(30, 71)),
-                noise=NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))],
-                snr_db=float(rng.uniform(*snr_range)),
-                lead_s=float(rng.uniform(0.05, 0.25)),
-                tail_s=float(rng.uniform(0.05, 0.25)),
-                peak=float(rng.uniform(0.3, 0.9)),
-                noise_seed=int(rng.integers(2 ** 31)),
-            ))
-        plan[split] = items
+        plan[split] = [
+            draw_utterance(rng, spec, out_dir, split, f"tiny_{lang}_{split}_{i:05d}",
+                           spec.joiner.join(spec.words[w] for w in sent), " ".join(spec.spoken[w] for w in sent),
+                           snr_range=snr_range)
+            for i, sent in enumerate(sentences[start:start + counts[split]])]
         start += counts[split]
     return plan
+
+
+def draw_utterance(rng: np.random.Generator, spec: LangSpec, out_dir: Path, split: str, key: str, transcript: str,
+                   spoken: str, *, snr_range: Tuple[float, float] = (15.0, 30.0)) -> UtteranceSpec:
+    """One utterance's voice, rate, pitch, noise and padding drawn from ``rng`` (always in this order)."""
+    voice = spec.voices[int(rng.integers(len(spec.voices)))] + VARIANTS[int(rng.integers(len(VARIANTS)))]
+    return UtteranceSpec(
+        key=key,
+        path=str((out_dir / "wav" / split / f"{key}.wav").resolve()),
+        transcript=transcript,
+        spoken=spoken,
+        voice=voice,
+        rate=int(rng.integers(spec.rate[0], spec.rate[1] + 1)),
+        pitch=int(rng.integers(30, 71)),
+        noise=NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))],
+        snr_db=float(rng.uniform(*snr_range)),
+        lead_s=float(rng.uniform(0.05, 0.25)),
+        tail_s=float(rng.uniform(0.05, 0.25)),
+        peak=float(rng.uniform(0.3, 0.9)),
+        noise_seed=int(rng.integers(2 ** 31)),
+    )
 
 
 def render(utt: UtteranceSpec) -> float:
@@ -179,22 +185,33 @@ def render(utt: UtteranceSpec) -> float:
     return audio.shape[0] / SAMPLE_RATE
 
 
-def build(lang: str, out_dir: Path, seed: int, counts: Dict[str, int], *, jobs: int = 2) -> Dict[str, float]:
-    """Render the corpus and write the Kaldi dirs; returns seconds of audio per split."""
+def build(lang: str, out_dir: Path, seed: int, counts: Dict[str, int], *, jobs: int = 2,
+          biasing: bool = False) -> Dict[str, float]:
+    """Render the corpus and write the Kaldi dirs; returns seconds of audio per split. ``biasing`` adds the
+    biasing sets (wenet_udps/corpora/tiny_biasing.py) and, for Mandarin, training utterances of their homophones."""
     if lang not in LANGS:
         raise ValueError(f"unknown --lang {lang!r}; valid choices: {', '.join(sorted(LANGS))}")
     check_espeak()
     plan = plan_corpus(lang, out_dir, seed, counts)
-    all_utts = [u for split in SPLITS for u in plan[split]]
+    splits = SPLITS
+    if biasing:
+        from wenet_udps.corpora import tiny_biasing   # imported here: it builds on this module's plan
+        bias = tiny_biasing.plan_biasing(lang, out_dir, seed, plan["train"])
+        plan["train"] = plan["train"] + bias.train_extra
+        plan.update(bias.utts)
+        splits = SPLITS + tiny_biasing.BIAS_SPLITS
+    all_utts = [u for split in splits for u in plan[split]]
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         durations = list(pool.map(render, all_utts, chunksize=16))
     seconds: Dict[str, float] = {}
     pos = 0
-    for split in SPLITS:
+    for split in splits:
         n = len(plan[split])
         seconds[split] = float(sum(durations[pos:pos + n]))
         pos += n
         write_kaldi_dir(out_dir / split, ((u.key, u.path, u.transcript) for u in plan[split]))
+    if biasing:
+        tiny_biasing.write_lists(out_dir, bias, seed)
     return seconds
 
 
@@ -207,13 +224,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--num_dev", type=int, default=60)
     parser.add_argument("--num_test", type=int, default=60)
     parser.add_argument("--jobs", type=int, default=2, help="parallel synthesis processes")
+    parser.add_argument("--biasing", type=boolean, default=False,
+                        help="true: add the biasing sets dev_biasing and test_biasing with their hotword lists")
     args = parser.parse_args(argv)
     counts = {"train": args.num_train, "dev": args.num_dev, "test": args.num_test}
     if min(counts.values()) < 0:
         parser.error("utterance counts must be >= 0")
     start = time.time()
-    seconds = build(args.lang, args.out, args.seed, counts, jobs=args.jobs)
-    summary = ", ".join(f"{s}: {counts[s]} utts {seconds[s] / 60:.1f} min" for s in SPLITS)
+    seconds = build(args.lang, args.out, args.seed, counts, jobs=args.jobs, biasing=args.biasing)
+    summary = ", ".join(f"{s}: {seconds[s] / 60:.1f} min" for s in seconds)
     print(f"tiny_{args.lang} corpus in {args.out} ({summary}) built in {time.time() - start:.1f} s", file=sys.stderr)
     return 0
 
