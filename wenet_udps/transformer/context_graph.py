@@ -25,6 +25,7 @@ test_context_graph.py ``test_memory_grows_linearly_with_the_phrases_total_length
 built, so one graph may serve any number of searches at once; a search keeps the steps it asked for in its own
 :class:`Steps` (a hot loop's step is then one dictionary look-up).
 """
+import sys
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -93,6 +94,16 @@ class ContextGraph:
     def __len__(self) -> int:
         """The number of states (nodes of the trie, the root included)."""
         return len(self.children)
+
+    @property
+    def nbytes(self) -> int:
+        """The graph's memory, about: its containers (each node's children, the per-node lists and their numbers),
+        its arrays and rows (``context_table``), and its step memo as filled so far."""
+        lists = (self.node_score, self.fail, self.completed, self.matches, self.is_end, self.depth)
+        own = sum(sys.getsizeof(kids) for kids in self.children) + sys.getsizeof(self.children)
+        own += sum(sys.getsizeof(values) for values in lists) + 24 * 2 * len(self)  # (the float objects)
+        memo = sys.getsizeof(self.memo) + 150 * len(self.memo)  # (each pair: its key and value tuples)
+        return own + self.arrays.nbytes + memo
 
     def _goto(self, state: int, unit: int) -> int:
         """The state after ``unit`` from ``state``: its child, else the child of the longest suffix that has one."""
