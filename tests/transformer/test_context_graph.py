@@ -116,13 +116,15 @@ def test_step_rows_and_memo_give_the_numbers_of_step_bit_for_bit(seed, rows, mon
 
 def test_memory_grows_linearly_with_the_phrases_total_length():
     """States are at most one per unit of the phrases (plus the root), and the bytes per unit of total length do
-    not grow from 1,000 to 8,000 phrases (bench/hotword_memory.py prints the numbers)."""
-    per_unit = {}
-    for count in (1000, 2000, 4000, 8000):
-        rng = random.Random(count)
-        phrases = random_phrases(rng, 26, count, 6)
-        total = sum(len(p) for p, _ in phrases)
-        graph = ContextGraph(phrases)
-        assert len(graph) <= total + 1
-        per_unit[count] = graph.nbytes / total
-    assert per_unit[8000] <= 1.2 * per_unit[1000], per_unit
+    not grow from 1,000 to 8,000 phrases, over letters or over many units (bench/hotword_memory.py prints the
+    numbers)."""
+    for units, longest in ((26, 6), (500, 4)):  # letters (every state's step rows kept), BPE-like pieces (none)
+        per_unit = {}
+        for count in (1000, 2000, 4000, 8000):
+            rng = random.Random(count)
+            phrases = random_phrases(rng, units, count, longest)
+            total = sum(len(p) for p, _ in phrases)
+            graph = ContextGraph(phrases)
+            assert len(graph) <= total + 1
+            per_unit[count] = graph.nbytes / total
+        assert max(per_unit.values()) <= 1.2 * per_unit[1000], (units, per_unit)

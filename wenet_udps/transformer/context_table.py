@@ -6,15 +6,18 @@ the root, taking the open match back) and one for the end (``ContextGraph.end``,
 state is that of its failure target with the state's own children put in (``step``'s goto: the longest suffix
 that has the unit wins), so rows are made breadth first, a whole depth of states at once.
 
-Where they fit in :data:`FULL_CELLS` (a graph of 1,000 phrases of letters holds about 1,000 states x 30 columns),
-every state's row is made with the graph, once, and only read after, by every search at once. A larger graph has
-none of its own: each search call makes the rows of the states it meets (and of their failure targets) as it meets
-them, and past :data:`CALL_CELLS` starts afresh, so a call's memory is bounded however long it runs.
+A graph over few units (at most :data:`FULL_WIDTH` columns: letters, not BPE pieces) whose rows fit in
+:data:`FULL_CELLS` (1,000 phrases of letters: about 2,500 states x 28 columns) makes every state's row with the
+graph, once; they are only read after, by every search at once, and cost a fixed number of bytes per state, so the
+graph's memory still grows linearly with the phrases' total length. Any other graph has none of its own: each
+search call makes the rows of the states it meets (and of their failure targets) as it meets them, and past
+:data:`CALL_CELLS` starts afresh, so a call's memory is bounded however long it runs.
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+FULL_WIDTH = 64  # columns (units + 2) of a graph that keeps every state's row: 1 KB a state at most
 FULL_CELLS = 1 << 20  # 16 MB of rows at most (int64 next state + float64 bonus per cell)
 CALL_CELLS = 1 << 20
 
@@ -22,7 +25,7 @@ CALL_CELLS = 1 << 20
 class GraphArrays:
     """The graph as arrays: its units (sorted), each node's children (by parent: their columns and nodes), failure
     targets, depths, and the node scores of ``ContextGraph``'s docstring; ``rows`` every state's :class:`Rows`, or
-    None where they would not fit in :data:`FULL_CELLS`."""
+    None (more than :data:`FULL_WIDTH` columns, or more than :data:`FULL_CELLS` cells)."""
 
     def __init__(self, fail: Sequence[int], parent: Sequence[int], unit_of: Sequence[int], depth: Sequence[int],
                  by_depth: Sequence[int], node_score: Sequence[float], completed: Sequence[float]):
@@ -40,7 +43,7 @@ class GraphArrays:
         self.node_score = np.array(node_score, dtype=np.float64)
         self.completed = np.array(completed, dtype=np.float64)
         self.rows: Optional[Rows] = None
-        if size * self.width <= FULL_CELLS:
+        if self.width <= FULL_WIDTH and size * self.width <= FULL_CELLS:
             rows = Rows(self, size)
             order = np.array(by_depth, dtype=np.int64)
             rows.add(order, at=order)  # row n is state n's
