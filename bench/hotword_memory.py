@@ -34,7 +34,7 @@ def main(argv=None) -> None:
         phrases = random_phrases(count, args.units, args.longest)
         total = sum(len(p) for p, _ in phrases)
         graph = ContextGraph(phrases)
-        rows = "with" if graph.arrays.rows is not None else "without"
+        rows = "with" if graph.arrays.rows is not None else "without"  # (made here, if the graph keeps them)
         print(f"{count} phrases, {total} units in all: {len(graph)} states, {graph.nbytes / 1e6:.2f} MB ({rows} "
               f"every state's step rows), {graph.nbytes / total:.0f} bytes per unit")
 

@@ -98,7 +98,7 @@ def test_step_rows_and_memo_give_the_numbers_of_step_bit_for_bit(seed, rows, mon
     rng = random.Random(seed)
     vocab = rng.choice([2, 3, 5, 17])
     graph = ContextGraph(random_phrases(rng, vocab, rng.randint(1, 30), 6))
-    assert (graph.arrays.rows is not None) == (rows == "every state's")
+    assert graph.arrays.full == (rows == "every state's")
     end = vocab + rng.choice([1, 30])
     table = graph.table(end)
     for _ in range(4):
@@ -126,5 +126,7 @@ def test_memory_grows_linearly_with_the_phrases_total_length():
             total = sum(len(p) for p, _ in phrases)
             graph = ContextGraph(phrases)
             assert len(graph) <= total + 1
+            assert graph.arrays.full == (units == 26)
+            graph.table()  # (the rows, where the graph keeps them, are made on first use)
             per_unit[count] = graph.nbytes / total
         assert max(per_unit.values()) <= 1.2 * per_unit[1000], (units, per_unit)

@@ -7,12 +7,13 @@ state is that of its failure target with the state's own children put in (``step
 that has the unit wins), so rows are made breadth first, a whole depth of states at once.
 
 A graph over few units (at most :data:`FULL_WIDTH` columns: letters, not BPE pieces) whose rows fit in
-:data:`FULL_CELLS` (1,000 phrases of letters: about 2,500 states x 28 columns) makes every state's row with the
-graph, once; they are only read after, by every search at once, and cost a fixed number of bytes per state, so the
-graph's memory still grows linearly with the phrases' total length. Any other graph has none of its own: each
-search call makes the rows of the states it meets (and of their failure targets) as it meets them, and past
-:data:`CALL_CELLS` starts afresh, so a call's memory is bounded however long it runs.
+:data:`FULL_CELLS` (1,000 phrases of letters: about 2,500 states x 28 columns) makes every state's row once, when a
+search first asks for them; they are only read after, by every search at once, and cost a fixed number of bytes
+per state, so the graph's memory still grows linearly with the phrases' total length. Any other graph has none of
+its own: each search call makes the rows of the states it meets (and of their failure targets) as it meets them,
+and past :data:`CALL_CELLS` starts afresh, so a call's memory is bounded however long it runs.
 """
+import threading
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +26,7 @@ CALL_CELLS = 1 << 20
 class GraphArrays:
     """The graph as arrays: its units (sorted), each node's children (by parent: their columns and nodes), failure
     targets, depths, and the node scores of ``ContextGraph``'s docstring; ``rows`` every state's :class:`Rows`, or
-    None (more than :data:`FULL_WIDTH` columns, or more than :data:`FULL_CELLS` cells)."""
+    None (``full`` false: more than :data:`FULL_WIDTH` columns, or more than :data:`FULL_CELLS` cells)."""
 
     def __init__(self, fail: Sequence[int], parent: Sequence[int], unit_of: Sequence[int], depth: Sequence[int],
                  by_depth: Sequence[int], node_score: Sequence[float], completed: Sequence[float]):
@@ -42,19 +43,31 @@ class GraphArrays:
         self.depth = np.array(depth, dtype=np.int64)
         self.node_score = np.array(node_score, dtype=np.float64)
         self.completed = np.array(completed, dtype=np.float64)
-        self.rows: Optional[Rows] = None
-        if self.width <= FULL_WIDTH and size * self.width <= FULL_CELLS:
-            rows = Rows(self, size)
-            order = np.array(by_depth, dtype=np.int64)
-            rows.add(order, at=order)  # row n is state n's
-            self.rows = rows
+        self.full = self.width <= FULL_WIDTH and size * self.width <= FULL_CELLS
+        self._by_depth = by_depth
+        self._rows: Optional[Rows] = None
+        self._lock = threading.Lock()
+
+    @property
+    def rows(self) -> Optional["Rows"]:
+        """Every state's :class:`Rows` (made on first use: only the joint searches read them, and a graph built
+        for one utterance by another search pays nothing), or None where they do not fit (``full`` false)."""
+        if not self.full:
+            return None
+        with self._lock:
+            if self._rows is None:
+                rows = Rows(self, self.fail.size)
+                order = np.array(self._by_depth, dtype=np.int64)
+                rows.add(order, at=order)  # row n is state n's
+                self._rows = rows
+            return self._rows
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the arrays (the rows included)."""
+        """Bytes of the arrays (the rows included, once made)."""
         own = sum(a.nbytes for a in (self.units, self.child_node, self.child_col, self.first_child, self.fail,
                                      self.depth, self.node_score, self.completed))
-        return own + (self.rows.nbytes if self.rows is not None else 0)
+        return own + (self._rows.nbytes if self._rows is not None else 0)
 
 
 class Rows:
@@ -140,8 +153,9 @@ class StepTable:
         self.col_of[a.units] = np.arange(a.units.size)
         if end_unit is not None:
             self.col_of[end_unit] = a.end
-        self.shared = a.rows is not None
-        self.rows = a.rows if self.shared else Rows(a, 64)
+        shared = a.rows
+        self.shared = shared is not None
+        self.rows = shared if shared is not None else Rows(a, 64)
         self.width = a.width
 
     def lookup(self, states: np.ndarray, units: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
