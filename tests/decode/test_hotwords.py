@@ -3,6 +3,7 @@ mode; the refusals of bad lists at every entry point (naming the file and line) 
 does not take them."""
 import logging
 import math
+import random
 
 import pytest
 import soundfile as sf
@@ -20,7 +21,7 @@ from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.transformer.search import DecodeResult, attention_rescoring, ctc_prefix_beam_search, \
     score_hypotheses
 from wenet_udps.utils.cli import UserError
-from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, pad_list
+from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +159,81 @@ def test_the_prefix_search_takes_a_completed_phrase_and_keeps_only_completed_bon
     assert taken_back.score == pytest.approx(plain.score)
 
 
+def reference_prefix_search(logp, beam_size, graph):
+    """The prefix search with hotwords as it was first written (issue 82): each prefix's (state, bonus) in a dict
+    of its own, from its parent's by ``ContextGraph.step``; the oracle of the faster search."""
+    hyps, bonus = [((), (0.0, -math.inf))], {(): (0, 0.0)}
+    top_logp, top_idx = (x.tolist() for x in logp.topk(min(beam_size, logp.size(1)), dim=1))
+    for t in range(logp.size(0)):
+        nxt = {}
+        for ps, s in zip(top_logp[t], top_idx[t]):
+            for prefix, (pb, pnb) in hyps:
+                if s == 0:
+                    entry = nxt.setdefault(prefix, [-math.inf, -math.inf])
+                    entry[0] = log_add(entry[0], pb + ps, pnb + ps)
+                elif prefix and s == prefix[-1]:
+                    entry = nxt.setdefault(prefix, [-math.inf, -math.inf])
+                    entry[1] = log_add(entry[1], pnb + ps)
+                    entry = nxt.setdefault(prefix + (s,), [-math.inf, -math.inf])
+                    entry[1] = log_add(entry[1], pb + ps)
+                else:
+                    entry = nxt.setdefault(prefix + (s,), [-math.inf, -math.inf])
+                    entry[1] = log_add(entry[1], pb + ps, pnb + ps)
+        live = [kv for kv in nxt.items() if log_add(*kv[1]) > -math.inf]
+        for prefix, _ in live:
+            if prefix not in bonus:
+                state, got = bonus[prefix[:-1]]
+                state, delta = graph.step(state, prefix[-1])
+                bonus[prefix] = (state, got + delta)
+        ranked = sorted(live, key=lambda kv: log_add(*kv[1]) + bonus[kv[0]][1], reverse=True)[:beam_size]
+        bonus = {prefix: bonus[prefix] for prefix, _ in ranked}
+        hyps = ranked
+    kept = [(p, log_add(*s), bonus[p][1] + graph.end(bonus[p][0])) for p, s in hyps]
+    return sorted(((p, score + b, b) for p, score, b in kept), key=lambda h: h[1], reverse=True)
+
+
+def reference_joint_bonus(search, cand):
+    """The joint search's candidate bonus as it was first written: ``step`` per candidate, in Python."""
+    bonus, states = [], []
+    for got, state, units in zip(search.live.bonus.tolist(), search.live.state.tolist(), cand.tolist()):
+        steps = [(0, search.context.end(state)) if u == search.eos else search.context.step(state, u) for u in units]
+        bonus.append([got + d for _, d in steps])
+        states.append([n for n, _ in steps])
+    return torch.tensor(bonus, dtype=torch.float64), torch.tensor(states, dtype=torch.long)
+
+
+@pytest.mark.parametrize("rows", ["every state's", "per call"])
+def test_the_fast_searches_give_the_bytes_of_the_step_by_step_ones(exp, tmp_path, monkeypatch, rows):
+    """With a dense list (every unit begins a phrase; overlaps, nested phrases), the prefix search and the joint
+    searches give bit for bit what the first, step-by-step code gave: tokens, scores, n-best, kept bonus."""
+    from wenet_udps.transformer import context_table
+    from wenet_udps.transformer.joint_search import _Search
+    if rows == "per call":
+        monkeypatch.setattr(context_table, "FULL_CELLS", 0)
+        monkeypatch.setattr(context_table, "CALL_CELLS", 200)
+    asr, out, mask, logp = encoded(exp)
+    rng = random.Random(82)
+    units = list(range(2, asr.eos))
+    graph = ContextGraph(list({tuple(rng.choice(units) for _ in range(rng.randint(1, 3))): rng.choice([1.5, 4.0])
+                               for _ in range(300)}.items()))
+    lens = torch.tensor([logp.size(1)])
+    for beam in (2, 5):
+        got = ctc_prefix_beam_search(logp, lens, beam, context=graph)[0]
+        want = reference_prefix_search(logp[0], beam, graph)
+        assert [tuple(h) for h in got.nbest] == [h[0] for h in want]
+        assert [s.hex() for s in got.nbest_scores] == [h[1].hex() for h in want]
+        assert [b.hex() for b in got.nbest_context] == [h[2].hex() for h in want]
+    search = lm_search(exp, tmp_path)
+    modes = ["joint_ctc_attention"] + (["joint_ctc_attention_lm"] if search is not None else [])
+    fast = asr.search(modes, out, mask, 4, context=graph, lm_search=search)
+    monkeypatch.setattr(_Search, "_bonus", reference_joint_bonus)
+    slow = asr.search(modes, out, mask, 4, context=graph, lm_search=search)
+    for mode in modes:
+        assert fingerprint(fast[mode]) == fingerprint(slow[mode]), mode
+    assert fast["joint_ctc_attention"][0].tokens != asr.search(["joint_ctc_attention"], out, mask, 4)[
+        "joint_ctc_attention"][0].tokens  # (the list does steer the search)
+
+
 def test_rescoring_carries_the_bonus_with_its_own_weight(exp):
     asr, out, mask, _ = encoded(exp)
     lens = mask.squeeze(1).sum(1)
@@ -290,3 +366,31 @@ def test_weights_without_hotwords_and_recognize_refusals(exp, tmp_path, capsys):
     recognize.main(base + ["--context_file", write(tmp_path / "ok.txt", "SEVEN :4\n"), "--beam_size", "4"])
     info = (tmp_path / "res" / "attention_rescoring" / "decode.info").read_text(encoding="utf-8")
     assert "context_phrases" in info and "context_sha256" in info
+
+
+def test_the_api_builds_a_list_once_and_a_rewritten_file_anew(exp, tmp_path, monkeypatch):
+    """transcribe one file at a time: the graph of a list (or a file's content) is built at its first call only;
+    a file rewritten is another list; a bad file is refused at every call."""
+    model = exp["model"]
+    built = []
+    real = hotword_file.ContextGraph
+
+    def counted(phrases):
+        built.append(len(phrases))
+        return real(phrases)
+
+    monkeypatch.setattr(hotword_file, "ContextGraph", counted)
+    wav = str(exp["clips"][1])
+    hot = write(tmp_path / "hot.txt", "ONE\nTWO\n")
+    first = [model.transcribe(wav, mode="ctc_prefix_beam_search", beam_size=4, hotwords=h) for h in (hot, hot)]
+    assert built == [2] and first[0] == first[1]
+    model.transcribe(wav, mode="ctc_prefix_beam_search", beam_size=4, hotwords=["ONE", "TWO", "SIX"])
+    model.transcribe(wav, mode="ctc_prefix_beam_search", beam_size=4, hotwords=["ONE", "TWO", "SIX"])
+    assert built == [2, 3]
+    write(tmp_path / "hot.txt", "ONE\nTWO\nNINE\n")
+    model.transcribe(wav, mode="ctc_prefix_beam_search", beam_size=4, hotwords=hot)
+    assert built == [2, 3, 3]
+    write(tmp_path / "hot.txt", "ONE, TWO\n")
+    for _ in range(2):
+        with pytest.raises(UserError, match="hot.txt:1"):
+            model.transcribe(wav, mode="ctc_prefix_beam_search", beam_size=4, hotwords=hot)

@@ -82,3 +82,51 @@ def test_nested_phrases_each_count_once():
 def test_bad_phrases_are_refused(phrases):
     with pytest.raises(ValueError):
         ContextGraph(phrases)
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("rows", ["every state's", "per call, restarting"])
+def test_step_rows_and_memo_give_the_numbers_of_step_bit_for_bit(seed, rows, monkeypatch):
+    """The joint search's rows (context_table) and the prefix search's memo give exactly ``step`` (and ``end`` for
+    the end unit): the same next state and the same float, whichever way the rows were made."""
+    import numpy as np
+
+    from wenet_udps.transformer import context_table
+    if rows != "every state's":
+        monkeypatch.setattr(context_table, "FULL_CELLS", 0)
+        monkeypatch.setattr(context_table, "CALL_CELLS", 60)  # so the call's rows start afresh again and again
+    rng = random.Random(seed)
+    vocab = rng.choice([2, 3, 5, 17])
+    graph = ContextGraph(random_phrases(rng, vocab, rng.randint(1, 30), 6))
+    assert graph.arrays.full == (rows == "every state's")
+    end = vocab + rng.choice([1, 30])
+    table = graph.table(end)
+    for _ in range(4):
+        states = np.array([rng.randrange(len(graph)) for _ in range(12)], dtype=np.int64)
+        units = np.array([[rng.randrange(vocab + 40) for _ in range(7)] for _ in states], dtype=np.int64)
+        nxt, delta = table.lookup(states, units)
+        want = [(0, graph.end(s)) if u == end else graph.step(s, u) for s, row in zip(states.tolist(), units.tolist())
+                for u in row]
+        assert nxt.ravel().tolist() == [n for n, _ in want]
+        assert [d.hex() for d in delta.ravel().tolist()] == [d.hex() for _, d in want]
+        for s, row in zip(states.tolist(), units.tolist()):
+            for u in row:
+                assert graph.memo[s, u] == graph.step(s, u)
+
+
+def test_memory_grows_linearly_with_the_phrases_total_length():
+    """States are at most one per unit of the phrases (plus the root), and the bytes per unit of total length do
+    not grow from 1,000 to 8,000 phrases, over letters or over many units (bench/hotword_memory.py prints the
+    numbers)."""
+    for units, longest in ((26, 6), (500, 4)):  # letters (every state's step rows kept), BPE-like pieces (none)
+        per_unit = {}
+        for count in (1000, 2000, 4000, 8000):
+            rng = random.Random(count)
+            phrases = random_phrases(rng, units, count, longest)
+            total = sum(len(p) for p, _ in phrases)
+            graph = ContextGraph(phrases)
+            assert len(graph) <= total + 1
+            assert graph.arrays.full == (units == 26)
+            graph.table()  # (the rows, where the graph keeps them, are made on first use)
+            per_unit[count] = graph.nbytes / total
+        assert max(per_unit.values()) <= 1.2 * per_unit[1000], (units, per_unit)

@@ -34,13 +34,16 @@ from wenet_udps.lm.binary import lm_content
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.model_builder import min_input_frames
 from wenet_udps.text import init_tokenizer
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS, check_decode_options, chunk_size_for, \
     resolve_decode_options
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.counts import max_bad_fraction as conf_bad_fraction
+from wenet_udps.utils.source_info import content_sha256
 
 Audio = Union[str, "os.PathLike[str]", bytes, Tuple[np.ndarray, int]]
 LM_CACHE = 4  # LM searches a model keeps loaded (by content, weights and beam)
+GRAPH_CACHE = 4  # hotword graphs a model keeps built (by content and score)
 # The decoding options each method takes as keywords (DECODE_OPTIONS); transcribe and stream decode one utterance,
 # and stream sets the chunking from its own arguments.
 STREAM_SET = ("batch_size", "decoding_chunk_size", "num_decoding_left_chunks", "simulate_streaming")
@@ -106,7 +109,8 @@ class RecognitionModel:
                               * frame_shift_ms(config.get("dataset_conf") or {}) / 1000.0)
         # by the SHA-256 of the LM file and of its words file (lm.binary.lm_content), weights and beam
         self._lm: Dict[Tuple[Tuple[str, str], float, float, int], LmSearch] = {}
-        self._lm_lock = threading.Lock()  # see _lm_search
+        self._lm_lock = threading.Lock()  # see _lm_search (and _hotword_graph)
+        self._graphs: Dict[Any, ContextGraph] = {}
 
     def features(self, audio: Audio, sample_rate: Optional[int] = None) -> Tuple[str, torch.Tensor]:
         """(name, (T, F) features) of one input (a path, audio file bytes, an (array, sample_rate) pair:
@@ -142,11 +146,34 @@ class RecognitionModel:
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")
         hotwords, context_score = values.pop("hotwords"), values.pop("context_score")
         check_decode_options(self.model.encoder, modes, batch_size=batch_size, **values)
-        # built per call and read-only, so calls may run at once
-        values["context"] = context_graph(hotwords, self.tokenizer, context_score, self.reserved_units())
+        values["context"] = self._hotword_graph(hotwords, context_score)
         if lm is not None:
             values["lm_search"] = self._lm_search(lm, lm_weight, word_score, beam_size, modes)
         return modes, beam_size, batch_size, values
+
+    def _hotword_graph(self, hotwords: Any, context_score: float) -> Optional[ContextGraph]:
+        """The context graph of ``hotwords`` at ``context_score``, built on first use and kept (by content: a
+        list's phrases, a file's SHA-256, so a file rewritten is another list) for the next calls, which then cost
+        no reading and no building (``transcribe`` one file at a time with 1,000 phrases rebuilt them every call).
+        A graph is only read by the searches (its step memo aside: a cache, safe to fill from several threads),
+        so calls may share it at once; a bad list is refused at every call, as it is never kept."""
+        if hotwords is None or (isinstance(hotwords, (list, tuple)) and not hotwords):
+            return None
+        listed = isinstance(hotwords, (list, tuple))
+        try:
+            key = (tuple(hotwords) if listed else content_sha256(os.fspath(hotwords)), listed, context_score)
+        except OSError:  # (the reader names the missing or unreadable file)
+            key = None
+        with self._lm_lock:
+            graph = self._graphs.get(key)
+        if graph is None:
+            graph = context_graph(hotwords, self.tokenizer, context_score, self.reserved_units())
+            if key is not None:
+                with self._lm_lock:
+                    self._graphs[key] = graph
+                    while len(self._graphs) > GRAPH_CACHE:
+                        self._graphs.pop(next(iter(self._graphs)))
+        return graph
 
     def _lm_search(self, lm: str, lm_weight: float, word_score: float, beam_size: int, modes: Sequence[str]
                    ) -> LmSearch:

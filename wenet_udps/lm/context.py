@@ -5,9 +5,11 @@ and then the trie path to its node.
 
 A trie node that spells no word's prefix (a word followed by a boundary unit, or with its last unit doubled:
 ``search.trie_spellings``, which let a word end however many frames its last unit lasts) counts as its parent: those
-units are not in the text. Cached per utterance (one object per search call), so a step costs dictionary look-ups.
+units are not in the text. What depends on the lexicon alone is made once per search (:class:`TriePaths`); what a
+search call asks is kept for the call (one :class:`WordContext` per call), so a hypothesis that lasts many frames
+costs dictionary look-ups after its first.
 """
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -16,50 +18,61 @@ from wenet_udps.transformer.context_graph import ContextGraph
 ROOT = 0
 
 
-class WordContext:
-    """The bonus of lexicon-search hypotheses under ``graph``.
+class TriePaths:
+    """What the bonus needs of the lexicon trie, made once per search (``LmSearch.trie_paths``), not per
+    utterance: each node's parent and unit, and whether its path is a prefix of some word's spelling (``real``).
 
     Args:
-        spelling: word index -> unit ids (``LmSearch.spelling``); a word not in it (``<unk>``) writes nothing.
+        spelling: word index -> unit ids (``LmSearch.spelling``).
         children: the lexicon trie's nodes, ``children[node]`` {unit: child} (``LexiconTrie.children``).
-        space: the unit written between words, or None.
     """
 
-    def __init__(self, graph: ContextGraph, spelling: Mapping[int, Sequence[int]], children: List[Dict[int, int]],
-                 space: Optional[int]):
-        self.graph, self.spelling, self.space = graph, spelling, space
+    def __init__(self, spelling: Mapping[int, Sequence[int]], children: List[Dict[int, int]]):
         prefixes = {tuple(ids[:i]) for ids in spelling.values() for i in range(1, len(ids) + 1)}
         self.parent, self.unit = [ROOT] * len(children), [-1] * len(children)
-        self.real = [True] * len(children)  # the node's path is a prefix of some word's spelling
+        self.real = [True] * len(children)
         paths: Dict[int, Tuple[int, ...]] = {ROOT: ()}
         for node, kids in enumerate(children):  # a child is always added after its parent
             for unit, child in kids.items():
                 self.parent[child], self.unit[child] = node, unit
                 paths[child] = paths[node] + (unit,)
                 self.real[child] = paths[child] in prefixes
-        self._words: Dict[Tuple[int, ...], Tuple[int, float]] = {(): (0, 0.0)}
+
+
+class WordContext:
+    """The bonus of lexicon-search hypotheses under ``graph``, for one search call (its memos are the call's).
+
+    Args:
+        spelling: word index -> unit ids (``LmSearch.spelling``); a word not in it (``<unk>``) writes nothing.
+        paths: the lexicon trie's :class:`TriePaths`.
+        space: the unit written between words, or None.
+    """
+
+    def __init__(self, graph: ContextGraph, spelling: Mapping[int, Sequence[int]], paths: TriePaths,
+                 space: Optional[int]):
+        self.graph, self.spelling, self.space, self.paths = graph, spelling, space, paths
+        self.steps = graph.memo
+        # words -> (graph state, bonus, a word with units written: the next one is spaced)
+        self._words: Dict[Tuple[int, ...], Tuple[int, float, bool]] = {(): (0, 0.0, False)}
         self._nodes: Dict[Tuple[int, int, bool], Tuple[int, float]] = {}
-        # The most one unit can add from any state: it lands on a node it leads to (or the root, adding <= 0).
-        self._step_max: Dict[int, float] = {}
-        for kids in graph.children:
-            for unit, node in kids.items():
-                gain = graph.node_score[node] + graph.completed[node]
-                self._step_max[unit] = max(self._step_max.get(unit, 0.0), gain)
-        self._gain: Dict[int, float] = {}
+        self._expansions: Dict[Tuple[Tuple[int, ...], int], Tuple[np.ndarray, np.ndarray]] = {}
 
     def after(self, words: Tuple[int, ...]) -> Tuple[int, float]:
         """(graph state, bonus) after the spellings of ``words``."""
+        return self._after(words)[:2]
+
+    def _after(self, words: Tuple[int, ...]) -> Tuple[int, float, bool]:
         got = self._words.get(words)
         if got is None:
-            state, bonus = self.after(words[:-1])
+            state, bonus, spaced = self._after(words[:-1])
             ids = self.spelling.get(words[-1], ())
-            if ids and self.space is not None and any(w in self.spelling for w in words[:-1]):
-                state, delta = self.graph.step(state, self.space)
+            if ids and self.space is not None and spaced:
+                state, delta = self.steps[state, self.space]
                 bonus += delta
             for unit in ids:
-                state, delta = self.graph.step(state, unit)
+                state, delta = self.steps[state, unit]
                 bonus += delta
-            got = self._words[words] = (state, bonus)
+            got = self._words[words] = (state, bonus, spaced or bool(ids))
         return got
 
     def _through(self, state: int, node: int, spaced: bool) -> Tuple[int, float]:
@@ -67,37 +80,39 @@ class WordContext:
         key = (state, node, spaced)
         got = self._nodes.get(key)
         if got is None:
+            paths = self.paths
             if node == ROOT:
                 got = (state, 0.0)
-            elif not self.real[node]:
-                got = self._through(state, self.parent[node], spaced)
+            elif not paths.real[node]:
+                got = self._through(state, paths.parent[node], spaced)
             else:
-                state_up, bonus = self._through(state, self.parent[node], spaced)
-                if self.parent[node] == ROOT and spaced:
-                    state_up, delta = self.graph.step(state_up, self.space)
+                state_up, bonus = self._through(state, paths.parent[node], spaced)
+                if paths.parent[node] == ROOT and spaced:
+                    state_up, delta = self.steps[state_up, self.space]
                     bonus += delta
-                state_up, delta = self.graph.step(state_up, self.unit[node])
+                state_up, delta = self.steps[state_up, paths.unit[node]]
                 got = (state_up, bonus + delta)
             self._nodes[key] = got
         return got
 
-    def gain_bound(self, words: np.ndarray) -> np.ndarray:
-        """(W,) an upper bound of what writing each of ``words`` (after a space unit) can add, from any state: so
-        the lexicon search asks the exact bonus only of the word ends that can pass its cut."""
-        out = np.empty(len(words))
-        for i, word in enumerate(words.tolist()):
-            gain = self._gain.get(word)
-            if gain is None:
-                units = list(self.spelling.get(word, ())) + ([self.space] if self.space is not None else [])
-                gain = self._gain[word] = sum(self._step_max.get(u, 0.0) for u in units)
-            out[i] = gain
-        return out
+    def expansion(self, words: Tuple[int, ...], node: int, ex: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """What the bonus adds to each extension of a hypothesis that has written ``words`` and is at trie
+        ``node`` (``ex`` its ``lexicon_search._Children``): (moving to each child (C,), ending each of the words
+        that end at the children (W,)). Once a call per (words, node): a hypothesis lasts many frames,
+        and the word ends' exact bonus is what lets the search ask the LM only of those that can pass its cut."""
+        key = (words, node)
+        got = self._expansions.get(key)
+        if got is None:
+            here = self.bonus(words, node)
+            got = self._expansions[key] = (
+                np.array([self.bonus(words, child) - here for child in ex.nodes.tolist()]),
+                np.array([self.after(words + (word,))[1] - here for word in ex.label_word.tolist()]))
+        return got
 
     def bonus(self, words: Tuple[int, ...], node: int) -> float:
         """The bonus of a hypothesis that has written ``words`` and is at trie ``node`` (its open match counted)."""
-        state, bonus = self.after(words)
-        spaced = self.space is not None and any(w in self.spelling for w in words)
-        return bonus + self._through(state, node, spaced)[1]
+        state, bonus, spaced = self._after(words)
+        return bonus + self._through(state, node, self.space is not None and spaced)[1]
 
     def final(self, words: Tuple[int, ...]) -> float:
         """The bonus ``words`` keep when the hypothesis ends (the open match taken back; a word not ended writes

@@ -137,11 +137,9 @@ class LexiconBeamSearch:
             # (1) a child unit: stay inside the word (CTC: not the same unit again without a blank in between) ...
             inside = np.flatnonzero(ex.inner & (after_blank | (ex.units != token)))
             scores = base[inside] + w * ex.look_ahead[inside]
-            if bias is not None:  # the bonus a unit adds, before any cut
-                here = bias.bonus(words, node)
-                scores = scores + np.array([bias.bonus(words, int(c)) - here for c in ex.nodes[inside]])
-                # a word end adds at most this (its exact bonus is asked only where the bound passes the cut)
-                to_word = bias.gain_bound(ex.label_word) + (bias.after(words)[1] - here)
+            if bias is not None:  # the bonus a unit adds, before any cut (and a word end, below)
+                to_child, to_word = bias.expansion(words, node, ex)
+                scores = scores + to_child[inside]
             group = [((words, node, self.blank, True), score + float(row[self.blank]))]  # (3) a blank
             if not after_blank or node == ROOT:  # (2) the boundary unit at the root, else the last unit again
                 unit = self.sil if node == ROOT else token
@@ -162,8 +160,7 @@ class LexiconBeamSearch:
                 lm = memo.word_scores(words, node, ex, ends)
                 ended = base[ex.label_pos[ends]] + w * (lm[ends] - own).astype(np.float64) + ws
                 if bias is not None:
-                    ended = ended + np.array([bias.after(words + (int(word),))[1] - here
-                                              for word in ex.label_word[ends]])
+                    ended = ended + to_word[ends]
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
                           zip(ex.label_word[ends[keep]], ex.units[ex.label_pos[ends[keep]]], ended[keep])]

@@ -22,7 +22,7 @@ import torch
 
 from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
 from wenet_udps.lm.binary import load_kenlm, read_lm
-from wenet_udps.lm.context import WordContext
+from wenet_udps.lm.context import TriePaths, WordContext
 from wenet_udps.lm.lexicon_search import LexiconBeamSearch, LexiconTrie, SearchOptions
 from wenet_udps.lm.tools import import_flashlight
 from wenet_udps.lm.words import WordScorer, word_rule
@@ -127,6 +127,7 @@ class LmSearch:
         self.symbols = tokenizer.symbol_table
         self._words = None
         self._words_lock = threading.Lock()  # word_scorer is made once, by whichever thread asks first
+        self._paths: Optional[TriePaths] = None  # (so are the trie's paths, for hotwords)
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
         self.trie = trie
         self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
@@ -174,6 +175,13 @@ class LmSearch:
                                          starts, self.conf.lm_weight, self.conf.word_score)
             return self._words
 
+    def trie_paths(self) -> TriePaths:
+        """The lexicon trie's paths that the hotwords' bonus reads (``lm.context``), made on first use."""
+        with self._words_lock:
+            if self._paths is None:
+                self._paths = TriePaths(self.spelling, self.trie.children)
+            return self._paths
+
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between words when the
         units have one (so the tokenizer's detokenize gives the words' text)."""
@@ -195,7 +203,7 @@ class LmSearch:
         space = self.sil_id if self.sil_id != self.blank_id else None
         for i in range(probs.size(0)):
             nbest: Dict[tuple, float] = {}
-            bias = None if context is None else WordContext(context, self.spelling, self.trie.children, space)
+            bias = None if context is None else WordContext(context, self.spelling, self.trie_paths(), space)
             for words, score in self.search.search(probs[i, :int(ctc_lens[i])].numpy(), bias):
                 # best first (ties in a fixed order); paths that merge to the same units keep the best score
                 nbest.setdefault(tuple(self.units(words)), score)

@@ -20,11 +20,19 @@ ones too), of their ``node_score``; a phrase it began but did not complete earne
 the open partial match counts, which is what draws the beam toward a phrase (WeNet's and icefall's design; the code
 is written from that description).
 
-Memory grows with the phrases' total length (one node per distinct unit prefix). The graph is read-only once
-built, so one graph may serve any number of searches at once.
+Memory grows with the phrases' total length (one node per distinct unit prefix; tests/transformer/
+test_context_graph.py ``test_memory_grows_linearly_with_the_phrases_total_length``). The graph is read-only once
+built, so one graph may serve any number of searches at once; a search keeps the steps it asked for in its own
+:class:`Steps` (a hot loop's step is then one dictionary look-up).
 """
+import sys
 from collections import deque
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from wenet_udps.transformer.context_table import GraphArrays, StepTable
+
+
+MEMO_PER_STATE = 8  # (a search extends a state by its beam's few likely units, not by every unit)
 
 
 class ContextGraph:
@@ -62,8 +70,12 @@ class ContextGraph:
         self.completed = [0.0] * size   # bonus locked in on reaching the node (phrases ending at its string)
         self.matches = [0] * size       # how many phrases end at the node's string (itself and its suffixes)
         queue = deque(self.children[0].values())  # breadth first: a node's failure target is shallower
+        self.depth = [0] * size
+        by_depth = [0]  # the nodes breadth first
         while queue:
             node = queue.popleft()
+            by_depth.append(node)
+            self.depth[node] = self.depth[parent[node]] + 1
             self.node_score[node] = self.node_score[parent[node]] + unit_score[node]
             up = parent[node]
             if up != 0:
@@ -73,6 +85,8 @@ class ContextGraph:
             self.matches[node] = int(ends[node]) + self.matches[target]
             queue.extend(self.children[node].values())
         self.is_end = ends
+        self.memo = Steps(self)
+        self.arrays = GraphArrays(self.fail, parent, unit_of, self.depth, by_depth, self.node_score, self.completed)
 
     def __str__(self) -> str:  # (how an option's value reads in a message)
         return f"<{self.phrases} hotword phrases>"
@@ -80,6 +94,16 @@ class ContextGraph:
     def __len__(self) -> int:
         """The number of states (nodes of the trie, the root included)."""
         return len(self.children)
+
+    @property
+    def nbytes(self) -> int:
+        """The graph's memory, about: its containers (each node's children, the per-node lists and their numbers),
+        its arrays and rows (``context_table``), and its step memo as filled so far."""
+        lists = (self.node_score, self.fail, self.completed, self.matches, self.is_end, self.depth)
+        own = sum(sys.getsizeof(kids) for kids in self.children) + sys.getsizeof(self.children)
+        own += sum(sys.getsizeof(values) for values in lists) + 24 * 2 * len(self)  # (the float objects)
+        memo = sys.getsizeof(self.memo) + 150 * len(self.memo)  # (each pair: its key and value tuples)
+        return own + self.arrays.nbytes + memo
 
     def _goto(self, state: int, unit: int) -> int:
         """The state after ``unit`` from ``state``: its child, else the child of the longest suffix that has one."""
@@ -99,6 +123,11 @@ class ContextGraph:
         nxt = self._goto(state, unit)
         return nxt, self.node_score[nxt] - self.node_score[state] + self.completed[nxt]
 
+    def table(self, end_unit: Optional[int] = None) -> StepTable:
+        """A new ``context_table.StepTable`` for one search call (whole arrays of steps at once); ``end_unit``
+        (eos) ends the hypothesis instead (:meth:`end`)."""
+        return StepTable(self, end_unit)
+
     def end(self, state: int) -> float:
         """The bonus added when a hypothesis in ``state`` ends: its open partial match taken back (<= 0)."""
         return -self.node_score[state]
@@ -110,3 +139,22 @@ class ContextGraph:
             state, delta = self.step(state, unit)
             bonus += delta
         return bonus + self.end(state)
+
+
+class Steps(dict):
+    """``steps[state, unit]`` is ``graph.step(state, unit)``, worked out once per pair and kept for every search that
+    asks (the graph's ``memo``: a search's hot loop then costs one dictionary look-up). It holds at most
+    :data:`MEMO_PER_STATE` pairs per state of the graph, so its memory grows with the graph's; past that a pair is
+    worked out each time. Filling it from several threads at once is safe: a pair's value is the same whoever
+    computes it."""
+
+    def __init__(self, graph: ContextGraph):
+        super().__init__()
+        self.graph = graph
+        self.limit = MEMO_PER_STATE * len(graph)
+
+    def __missing__(self, key: Tuple[int, int]) -> Tuple[int, float]:
+        got = self.graph.step(*key)
+        if len(self) < self.limit:
+            self[key] = got
+        return got

@@ -145,6 +145,7 @@ class _Search:
                  context: Optional[ContextGraph] = None):
         self.decoder, self.live, self.eos, self.words, self.ending = decoder, live, eos, words, ending
         self.context = context
+        self.table = None if context is None else context.table(eos)  # this call's own rows of the graph's steps
         self.ctc_weight, self.dec_weight, self.length_bonus = ctc_weight, 1.0 - ctc_weight, length_bonus
 
     def run(self, maxlen: int, batch: int) -> List[DecodeResult]:
@@ -274,22 +275,10 @@ class _Search:
 
     def _bonus(self, cand: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Each candidate's hotword bonus (its prefix's, stepped by the candidate; eos takes the open match back)
-        and graph state, (N, K) each."""
-        live, context, eos = self.live, self.context, self.eos
-        bonus, states = [], []
-        for got, state, units in zip(live.bonus.tolist(), live.state.tolist(), cand.tolist()):
-            row_bonus, row_states = [], []
-            for unit in units:
-                if unit == eos:
-                    nxt, delta = 0, context.end(state)
-                else:
-                    nxt, delta = context.step(state, unit)
-                row_bonus.append(got + delta)
-                row_states.append(nxt)
-            bonus.append(row_bonus)
-            states.append(row_states)
-        return (torch.tensor(bonus, dtype=torch.float64, device=cand.device),
-                torch.tensor(states, dtype=torch.long, device=cand.device))
+        and graph state, (N, K) each: every candidate of the step at once (``context_graph.StepTable``)."""
+        nxt, delta = self.table.lookup(self.live.state.cpu().numpy(), cand.cpu().numpy())
+        return (self.live.bonus.unsqueeze(1) + torch.from_numpy(delta).to(cand.device),
+                torch.from_numpy(nxt).to(cand.device))
 
     def _allowed(self, done: torch.Tensor, vocab: int) -> torch.Tensor:
         """(N, V) bool: the units the word LM lets each running prefix take next (eos where a sentence may end)."""

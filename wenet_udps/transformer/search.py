@@ -4,9 +4,8 @@
 search, ``joint_ctc_attention`` and with the word LM ``joint_ctc_attention_lm`` (``joint_search``). Each works on an
 already computed encoder output, so one encoder pass serves all modes. The modes' names are in ``modes``."""
 import math
-from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import ClassVar, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import torch
 
@@ -54,60 +53,65 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
     """CTC prefix beam search of one utterance: logp (T, V) -> [(prefix, log P(prefix))] best first.
 
     Each prefix keeps two scores: ending in blank (pb) and ending in its last token (pnb), so a repeated token
-    extends the prefix only after a blank. With ``context`` a prefix also has its graph state and bonus
-    (``bonus``: prefix -> (state, bonus)), set when a non-blank token makes the prefix and counted when the beam is
-    cut; the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match taken back).
+    extends the prefix only after a blank. With ``context`` a prefix also carries its graph state and bonus, set
+    when a frame first reaches it (from the prefix it extends: one memoised step) and counted when the beam is cut;
+    the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match taken back).
     """
     neg_inf = -math.inf
-    hyps: List[Tuple[Tuple[int, ...], Tuple[float, float]]] = [((), (0.0, neg_inf))]
-    bonus: Dict[Tuple[int, ...], Tuple[int, float]] = {(): (0, 0.0)}
+    steps = None if context is None else context.memo
+    # (prefix, pb, pnb, graph state, bonus): the state and bonus are a function of the prefix (0 and 0.0 without
+    # hotwords), carried along so that no prefix is hashed or sliced to find them.
+    hyps: List[Tuple[Tuple[int, ...], float, float, int, float]] = [((), 0.0, neg_inf, 0, 0.0)]
     top_logp, top_idx = logp.topk(min(beam_size, logp.size(1)), dim=1)
     top_logp, top_idx = top_logp.tolist(), top_idx.tolist()
+    nxt: Dict[Tuple[int, ...], List[Any]] = {}  # this frame's prefix -> [pb, pnb, state, bonus]
+
+    def entry_of(prefix: Tuple[int, ...], state: int, got: float) -> List[Any]:
+        entry = nxt.get(prefix)
+        if entry is None:
+            entry = nxt[prefix] = [neg_inf, neg_inf, state, got]
+        return entry
+
+    def extended(prefix: Tuple[int, ...], s: int, state: int, got: float) -> List[Any]:
+        longer = prefix + (s,)
+        entry = nxt.get(longer)
+        if entry is None:
+            if steps is None:
+                entry = nxt[longer] = [neg_inf, neg_inf, 0, 0.0]
+            else:
+                state, delta = steps[state, s]
+                entry = nxt[longer] = [neg_inf, neg_inf, state, got + delta]
+        return entry
+
     for t in range(logp.size(0)):
-        nxt: Dict[Tuple[int, ...], List[float]] = defaultdict(lambda: [neg_inf, neg_inf])
+        nxt = {}
         for ps, s in zip(top_logp[t], top_idx[t]):
-            for prefix, (pb, pnb) in hyps:
-                last = prefix[-1] if prefix else None
+            for prefix, pb, pnb, state, got in hyps:
                 if s == blank_id:
-                    entry = nxt[prefix]
+                    entry = entry_of(prefix, state, got)
                     entry[0] = log_add(entry[0], pb + ps, pnb + ps)
-                elif s == last:
+                elif prefix and s == prefix[-1]:
                     # "a a" without blank stays "a"; "a _ a" becomes "a a".
-                    entry = nxt[prefix]
+                    entry = entry_of(prefix, state, got)
                     entry[1] = log_add(entry[1], pnb + ps)
-                    entry = nxt[prefix + (s,)]
+                    entry = extended(prefix, s, state, got)
                     entry[1] = log_add(entry[1], pb + ps)
                 else:
-                    entry = nxt[prefix + (s,)]
+                    entry = extended(prefix, s, state, got)
                     entry[1] = log_add(entry[1], pb + ps, pnb + ps)
         # A prefix reachable only through an impossible (-inf) path is not a hypothesis.
-        live = [kv for kv in nxt.items() if log_add(*kv[1]) > neg_inf]
+        live = [kv for kv in nxt.items() if log_add(kv[1][0], kv[1][1]) > neg_inf]
         if not live:  # every path impossible from here on (e.g. -inf frame); keep what was reached
             break
-        if context is None:
-            ranked = sorted(live, key=lambda kv: log_add(*kv[1]), reverse=True)[:beam_size]
+        if steps is None:
+            ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]), reverse=True)[:beam_size]
         else:
-            bonus = _extend_bonus(context, bonus, live)
-            ranked = sorted(live, key=lambda kv: log_add(*kv[1]) + bonus[kv[0]][1], reverse=True)[:beam_size]
-            bonus = {prefix: bonus[prefix] for prefix, _ in ranked}
-        hyps = [(prefix, (pb, pnb)) for prefix, (pb, pnb) in ranked]
+            ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]) + kv[1][3], reverse=True)[:beam_size]
+        hyps = [(prefix, pb, pnb, state, got) for prefix, (pb, pnb, state, got) in ranked]
     if context is None:
-        return [(prefix, log_add(pb, pnb)) for prefix, (pb, pnb) in hyps]
-    kept = [(prefix, log_add(pb, pnb), bonus[prefix][1] + context.end(bonus[prefix][0])) for prefix, (pb, pnb) in hyps]
+        return [(prefix, log_add(pb, pnb)) for prefix, pb, pnb, _, _ in hyps]
+    kept = [(prefix, log_add(pb, pnb), got + context.end(state)) for prefix, pb, pnb, state, got in hyps]
     return sorted(((prefix, score + b, b) for prefix, score, b in kept), key=lambda h: h[1], reverse=True)
-
-
-def _extend_bonus(context: ContextGraph, bonus: Dict[Tuple[int, ...], Tuple[int, float]],
-                  live: List[Tuple[Tuple[int, ...], List[float]]]) -> Dict[Tuple[int, ...], Tuple[int, float]]:
-    """``bonus`` (this frame's own dict, filled in place) with the (state, bonus) of each new prefix of ``live``: its
-    parent's, stepped by its last token."""
-    step = context.step
-    for prefix, _ in live:
-        if prefix not in bonus:
-            state, got = bonus[prefix[:-1]]
-            state, delta = step(state, prefix[-1])
-            bonus[prefix] = (state, got + delta)
-    return bonus
 
 
 def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam_size: int,
