@@ -14,6 +14,7 @@ from wenet_udps.lm.words import word_rule
 from wenet_udps.transformer.decoder import TransformerDecoder
 from wenet_udps.transformer.joint_search import joint_beam_search
 from wenet_udps.utils.cli import UserError
+from wenet_udps.utils.text_norm import CJK
 
 A, B, SPACE, EOS = 2, 3, 4, 5   # the letters' units: <blank> <unk> a b ▁ <sos/eos>
 
@@ -100,6 +101,14 @@ def mandarin(tmp_path):
     return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
 
 
+def code_switch(tmp_path, space: bool = True):
+    """Mandarin characters and English words, with the space unit '▁' (or without): a code-switch text's units."""
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "你", "好", "世", "界", "IPHONE", "APP"]
+                + ["▁"] * space + ["<sos/eos>"])
+    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+
+
 def bpe_noise(tmp_path):
     """small_bpe's model with the non-language symbol ``<noise>`` a unit (a word of its own, with no '▁')."""
     small_bpe(tmp_path)
@@ -119,6 +128,9 @@ UNIT_KINDS = {
     # a non-language symbol after a word (hostile round: 'B<noise> ONE A' from the lexicon search, never from joint)
     "BPE with <noise>": (bpe_noise, ["A", "B", "C", "ONE", "TWO", "<noise>"], "B <noise> ONE <noise> A", 5),
     "Mandarin characters": (mandarin, ["你", "好", "世", "界"], "你好世界", 1),
+    # a character LM (by the majority of its words) that holds English words (issue 80: 'IPHONEAPP')
+    "Mandarin characters and English words": (code_switch, ["你", "好", "世", "界", "IPHONE", "APP"],
+                                              "你好 IPHONE APP 世界", 4),
     "words with '▁'": (lambda p: word_units(p, True), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE CAT", 4),
     "words spaced": (lambda p: word_units(p, False), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE", 3),
 }
@@ -174,3 +186,39 @@ def test_every_non_language_symbol_is_read_back_as_a_word(tmp_path, monkeypatch)
     monkeypatch.setattr(BpeTokenizer, "tokens2text", lambda self, tokens: "".join(tokens).replace("▁", " ").strip())
     glued = LmSearch(lm, tok, 0, LmSearchConfig()).glued
     assert "<noise>" in glued and "read back as" in glued, glued
+
+
+def test_a_code_switch_character_lm_spaces_its_english_words_even_where_the_model_does_not(tmp_path):
+    """A Mandarin character LM holding English words, on emissions with no '▁' between the English words: every
+    *_lm mode spaces them (issue 80, second attack: the search was the character LM's, nothing between words,
+    'IPHONE APP' -> 'IPHONEAPP', and the read-back check compared with the spaces removed)."""
+    tok = code_switch(tmp_path)
+    lm = write_arpa(tmp_path / "lm.arpa", {w: -0.7 for w in ["你", "好", "世", "界", "IPHONE", "APP"]})
+    search = LmSearch(lm, tok, 0, LmSearchConfig(lm_weight=0.5))
+    assert search.char_lm and search.glued == ""
+    ids = [tok.symbol_table[u] for u in ["你", "好", "IPHONE", "APP", "世"]]
+    logp = emissions([f for i in ids for f in ({i: 0.9}, {0: 0.9})], len(tok.symbol_table))
+    lexicon_text = tok.detokenize(search(logp, torch.tensor([logp.size(1)]))[0].tokens)[0]
+    eos = tok.symbol_table["<sos/eos>"]
+    torch.manual_seed(0)
+    dec = TransformerDecoder(vocab_size=len(tok.symbol_table), encoder_output_size=8, attention_heads=2,
+                             linear_units=16, num_blocks=1).eval()
+    memory, mask = torch.randn(1, logp.size(1), 8), torch.ones(1, 1, logp.size(1), dtype=torch.bool)
+    joint = joint_beam_search(dec, memory, mask, logp, 4, eos, eos, 0, ctc_weight=1.0, words=search.word_scorer())[0]
+    assert lexicon_text == "你好 IPHONE APP 世"
+    # the joint search spells '▁' where the next word is not CJK, at the acoustics' cost: never two words glued
+    assert all(w in ["你", "好", "世", "界", "IPHONE", "APP"] for w in spaced_words(tok.detokenize(joint.tokens)[0]))
+
+
+def spaced_words(text):
+    """The words of a code-switch text: each CJK character, each space-separated other word."""
+    return [w for part in text.split() for w in (list(part) if all(CJK.match(c) for c in part) else [part])]
+
+
+def test_a_code_switch_character_lm_on_units_without_a_space_unit_is_refused(tmp_path):
+    """Without '▁' nothing can separate two English words: refused at load, naming a pair (not glued text)."""
+    tok = code_switch(tmp_path, space=False)
+    lm = write_arpa(tmp_path / "lm.arpa", {w: -0.7 for w in ["你", "好", "世", "界", "IPHONE", "APP"]})
+    with pytest.raises(LmError) as e:
+        LmSearch(lm, tok, 0, LmSearchConfig())
+    assert "read back as" in str(e.value) and "IPHONE" in str(e.value) and "\n" not in str(e.value)

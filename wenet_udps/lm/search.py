@@ -7,16 +7,19 @@ their pieces, the first carrying '▁'; a Mandarin character LM's words are sing
 search emits is an LM word: an out-of-vocabulary word cannot be recognised, which is why the recipe builds the LM
 from the training transcripts (and warns with the dev text's OOV rate). Between words the decoder may emit the
 word-boundary unit: the space unit '▁' of a character model of spaced text, else the blank (BPE pieces and
-Mandarin characters carry no separate boundary).
+Mandarin characters carry no separate boundary). Where a word ends is decided per word: two words of CJK characters
+join without a space, any other pair is spaced (so a Mandarin character LM holding English words, a code-switch LM,
+spaces its English words with '▁', and is refused on units that have no '▁').
 A word has more than one spelling in the decoder's trie (``trie_spellings``), so that a last unit lasting several
 frames (as CTC spikes do) costs nothing more than in CTC prefix beam search.
 Score of a hypothesis: CTC log-probability (natural log) + lm_weight * LM log-probability (KenLM's, base 10) +
 word_score * words.
 """
 import logging
+import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import torch
 
@@ -30,7 +33,7 @@ from wenet_udps.text.base_tokenizer import SPACE, UNK
 from wenet_udps.text.char_tokenizer import CharTokenizer
 from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.search import DecodeResult
-from wenet_udps.utils.text_norm import CJK
+from wenet_udps.utils.text_norm import CJK, CJK_RANGES
 
 
 @dataclass
@@ -82,6 +85,15 @@ def trie_spellings(lexicon: Dict[str, List[int]], boundaries: List[int]) -> Dict
     return out
 
 
+def spaced(text: str) -> str:
+    """``text`` with its words one space apart and none between two CJK characters: the form in which the
+    read-back check compares a text with its words (a space next to a non-CJK word matters, issue 80)."""
+    return _CJK_SPACE.sub("", " ".join(text.split()))
+
+
+_CJK_SPACE = re.compile(f"(?<=[{CJK_RANGES}]) (?=[{CJK_RANGES}])")
+
+
 class LmSearch:
     """Callable ``(ctc_probs (B, T, V) log-probs, ctc_lens (B,)) -> B DecodeResults`` (n-best of unit ids), the
     ``lm_search`` argument of ``ASRModel.decode``.
@@ -106,9 +118,14 @@ class LmSearch:
         if len(lexicon) < len(real):
             logging.warning("%d of the LM's %d words cannot be spelled with the units %s and are left out",
                             len(real) - len(lexicon), len(real), tokenizer.symbol_table_path)
+        # Word ends are decided per LM word (issue 80, second attack: a Mandarin character LM that also holds
+        # English words glued them, 'IPHONE APP' -> 'IPHONEAPP'): a word of CJK characters (or, in a character LM,
+        # a non-language symbol) joins a neighbour of its kind without a space; any other word is spaced, so the
+        # units' space unit, where they have one, is the word boundary of any LM that holds such words.
+        joining = {w for w in lexicon if all(CJK.match(c) for c in w) or (self.char_lm and w in self.non_lang_syms)}
         space = tokenizer.symbol_table.get(SPACE)
         uses_space = (isinstance(tokenizer, CharTokenizer) and space is not None and not tokenizer.split_with_space
-                      and not self.char_lm)
+                      and len(joining) < len(lexicon))
         self.sil_id = space if uses_space else blank_id
         words = list(lexicon) + [w for w in SPECIAL_WORDS if w in self.info.words or w == UNK]
         self.word_dict = fl_dict.Dictionary(words)
@@ -121,7 +138,11 @@ class LmSearch:
             for ids in spellings:
                 trie.insert(ids, index, self.lm.score(start, index)[1])
         self.spelling = {self.word_dict.get_index(w): ids for w, ids in lexicon.items()}
-        self.glued = self._words_read_back(lexicon, tokenizer)
+        self.joins = frozenset(self.word_dict.get_index(w) for w in joining)
+        self.glued = self._words_read_back(lexicon, joining, tokenizer)
+        if self.glued and self.char_lm:  # its English words would be glued together in every *_lm mode
+            raise LmError(f"the character LM {lm_path} holds words that are not CJK characters, and {self.glued}; "
+                          f"use units with the space unit '▁' (tools/make_char_units.py keeps it)")
         if self.glued:  # (the digits of FSDD are one word an utterance: their letters need no '▁')
             logging.warning("%s: an LM hypothesis of several words reads as one word", self.glued)
         self.symbols = tokenizer.symbol_table
@@ -134,7 +155,7 @@ class LmSearch:
             beam_size=conf.beam_size, beam_threshold=conf.beam_threshold, lm_weight=conf.lm_weight,
             word_score=conf.word_score))
 
-    def _words_read_back(self, lexicon: Dict[str, List[int]], tokenizer: Any) -> str:
+    def _words_read_back(self, lexicon: Dict[str, List[int]], joining: Set[str], tokenizer: Any) -> str:
         """"" when the one detokeniser (the tokenizer's ``detokenize``, that of every mode) reads each pair of LM
         words of the kinds below, as the LM modes emit them (:meth:`units`), back as those two words (a character
         LM's run together); else why not, naming the first pair that does not.
@@ -154,8 +175,8 @@ class LmSearch:
         pairs = [(a, b) for a in sample for b in sample if a != b] + [(a, a) for a in sample]
         for pair in pairs:
             text = tokenizer.detokenize(self.units([self.word_dict.get_index(w) for w in pair]))[0]
-            read = [text.replace(" ", "")] if self.char_lm else text.split()
-            if read != (["".join(pair)] if self.char_lm else list(pair)):
+            joined = all(w in joining for w in pair)
+            if spaced(text) != spaced(("" if joined else " ").join(pair)):
                 return (f"the units {tokenizer.symbol_table_path} do not mark where the LM's words end: the LM words "
                         f"{' '.join(pair)!r}, spelled with them, read back as {text!r}")
         return ""
@@ -171,8 +192,9 @@ class LmSearch:
                                   f"with the space unit '▁' (or BPE pieces marking word starts)")
                 # a word starts at a '▁' piece, or at a non-language symbol (a word of its own, with no '▁')
                 starts = [i for s, i in self.symbols.items() if s.startswith(SPACE) or s in self.non_lang_syms]
+                joining = [self.spelling[w][0] for w in self.joins if len(self.spelling[w]) == 1]
                 self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
-                                         starts, self.conf.lm_weight, self.conf.word_score)
+                                         starts, self.conf.lm_weight, self.conf.word_score, joining)
             return self._words
 
     def trie_paths(self) -> TriePaths:
@@ -183,14 +205,16 @@ class LmSearch:
             return self._paths
 
     def units(self, words: Sequence[int]) -> List[int]:
-        """A hypothesis's word indices -> the units of their spellings, with the space unit between words when the
-        units have one (so the tokenizer's detokenize gives the words' text)."""
+        """A hypothesis's word indices -> the units of their spellings, with the space unit between two words unless
+        both join without one (CJK), when the units have one (so the tokenizer's detokenize gives the words' text)."""
         out: List[int] = []
+        last = None
         for w in words:
             if w in self.spelling:
-                if out and self.sil_id != self.blank_id:
+                if last is not None and self.sil_id != self.blank_id and not (last in self.joins and w in self.joins):
                     out.append(self.sil_id)
                 out.extend(self.spelling[w])
+                last = w
         return out
 
     @torch.no_grad()

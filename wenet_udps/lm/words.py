@@ -7,7 +7,9 @@ spelled: a prefix may take only the units that continue some word of the lexicon
 
 Where a word ends depends on the units (:func:`word_rule`): the space unit '▁' of a character model of spaced text
 (letters or whole words) ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one
-before; in a Mandarin character LM (or units that are whole words, without a space unit) every unit is a word. The
+before; in a Mandarin character LM (or units that are whole words, without a space unit) every unit is a word, and
+where such an LM also holds English words (code-switch) with the space unit, two words join without '▁' only when
+both are CJK (the lexicon search's rule, ``LmSearch.units``). The
 end of the sentence ends the last word. The search thus emits a sentence's words as ``LmSearch.units`` spells them,
 and its text is the tokenizer's ``detokenize`` of them, as every mode's is (``LmSearch`` checks that the one
 detokeniser reads such units back as the words).
@@ -51,16 +53,19 @@ class WordScorer:
     Args:
         lm: flashlight's KenLM (``start``, ``score``, ``finish``); lexicon: spelling (unit ids) -> the LM's index of
             the word; rule: see :func:`word_rule`; space: the boundary unit of the "space" rule; starts: the units
-            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's.
+            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's; joining: the units
+            of the "whole" rule that are CJK words (with a ``space``, any other word is followed by it before a word:
+            issue 80, a code-switch LM glued 'IPHONE APP').
     """
 
     def __init__(self, lm: Any, lexicon: Mapping[Tuple[int, ...], int], rule: str, space: Optional[int],
-                 starts: Sequence[int], lm_weight: float, word_score: float):
+                 starts: Sequence[int], lm_weight: float, word_score: float, joining: Sequence[int] = ()):
         if rule not in RULES:
             raise ValueError(f"word rule {rule!r}: valid are {', '.join(RULES)}")
         self.lm, self.lexicon, self.rule, self.space = lm, dict(lexicon), rule, space
         self.lm_weight, self.word_score = lm_weight, word_score
         self.starts = frozenset(starts)
+        self.joining = frozenset(joining)
         # Each proper prefix of a spelling -> the units that continue it (sorted: the order never depends on a set).
         nexts: Dict[Tuple[int, ...], set] = {}
         for ids in self.lexicon:
@@ -69,6 +74,7 @@ class WordScorer:
         self.nexts = {p: sorted(units) for p, units in nexts.items()}
         self.firsts = sorted({ids[0] for ids in self.lexicon})
         self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
+        self.joining_singles = [u for u in self.singles if u in self.joining]
         self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
         self._allowed_lock = threading.Lock()  # one scorer serves every thread decoding with its LM
 
@@ -84,8 +90,12 @@ class WordScorer:
             return self._allowed[word]
 
     def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
-        if self.rule == "whole":
-            return self.singles, True
+        if self.rule == "whole":  # the state's word: None at the start, () after the space unit, else the last word
+            if self.space is None or word is None:
+                return self.singles, True
+            if not word:
+                return self.singles, False
+            return sorted((self.joining_singles if word[0] in self.joining else []) + [self.space]), True
         if word is None:
             return self.firsts, True
         if not word:  # after the space unit: a word must follow
@@ -99,7 +109,7 @@ class WordScorer:
     def _end_word(self, state: State) -> Tuple[Any, float]:
         """The LM state after the word ``state`` is spelling ends, and the score that adds (-inf for no word)."""
         lm_state, word = state
-        if not word:
+        if not word or self.rule == "whole":  # a "whole" word was scored on its unit
             return lm_state, 0.0
         index = self.lexicon.get(word)
         if index is None:
@@ -118,9 +128,12 @@ class WordScorer:
                 out.append((state, self.finish(state) if may_end else -math.inf))
             elif unit not in allowed:
                 out.append((state, -math.inf))
+            elif self.rule == "whole" and unit == self.space:
+                out.append(((state[0], ()), 0.0))
             elif self.rule == "whole":
                 lm_state, score = self.lm.score(state[0], self.lexicon[(unit,)])
-                out.append(((lm_state, None), self.lm_weight * score + self.word_score))
+                out.append(((lm_state, None if self.space is None else (unit,)), self.lm_weight * score
+                            + self.word_score))
             elif self.rule == "space" and unit == self.space:
                 ended = ended or self._end_word(state)
                 out.append(((ended[0], ()), ended[1]))
