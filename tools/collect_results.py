@@ -220,6 +220,7 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
 def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     """Mean ± std over seeds, a column group per attention family, and with --data_dir the paired tests of each
     family - scaled-dot and UDPS - cosine (wenet_udps.results.seeds)."""
+    from wenet_udps.model_info import label_parts
     groups = group_by_seed([e.name for e in experiments])
     if not groups:
         return ""
@@ -227,14 +228,15 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     rates = {e.name: e.wer for e in experiments}
     text = (f"\n## Over seeds\n\nmean ± std (ddof 1) and every seed's {args.metric} (%).\n\n"
             + seeds_table(groups, rates, sets, modes, args.metric))
-    by_family = families_table(groups, rates, sets, modes, list(FAMILIES), args.metric)
+    by_family = families_table(groups, rates, sets, modes, list(FAMILIES), args.metric, label_parts)
     if by_family:
         text += f"\n## By attention family\n{by_family}"
     if args.data_dir is None:
         return text
     utt2spk = {s: speakers.read_utt2spk(args.data_dir / s / "utt2spk") for s in sets
                if (args.data_dir / s / "utt2spk").is_file()}
-    lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char), utt2spk=utt2spk)
+    lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char),
+                        label_parts=label_parts, utt2spk=utt2spk)
     text += ("\n## Paired tests: each family - scaled-dot, UDPS - cosine\n\nPaired over utterances, pooled over "
              "seeds: 95 % CI by bootstrap, p-value by permutation test (wenet_udps.scoring.significance); "
              "significant means p < 0.05 for that one comparison (no correction for testing every mode and set). "
@@ -243,8 +245,8 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
              + ("\n".join(lines) if lines else "No pair of runs (a family and scaled-dot, UDPS and cosine) with the "
                                                 "same seeds.") + "\n")
     if lines and not args.wer_char:  # a word-scored corpus: the same tests on the letter CER
-        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, as_text=speakers.letters,
-                            utt2spk=utt2spk)
+        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, label_parts=label_parts,
+                            as_text=speakers.letters, utt2spk=utt2spk)
         text += "\nThe same on the letter CER (the CER section's scoring):\n\n" + "\n".join(lines) + "\n"
     return text
 
