@@ -291,8 +291,9 @@ def is_udps(name: str) -> bool:
 
 def family_type(name: str, family: str) -> Optional[str]:
     """The type a site of type ``name`` gets in ``family``: itself when already of that family, else the class of
-    that family whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none. ``att_udps`` and
-    ``att_family`` map every site through this."""
+    that family and of ``name``'s kind whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none.
+    ``att_udps`` and ``att_family`` map every site through this, after the site's kind is checked
+    (model_builder.SITE_KINDS), so a self type never becomes a source attention."""
     cls = ATTENTION_CLASSES[name]
     if cls.family == family:
         return name
@@ -301,7 +302,8 @@ def family_type(name: str, family: str) -> Optional[str]:
         return None
     if family == SCALED_DOT:
         return base
-    return next((c.name for c in ATTENTION_CLASSES.values() if c.family == family and c.counterpart == base), None)
+    return next((c.name for c in ATTENTION_CLASSES.values()
+                 if c.family == family and c.kind == cls.kind and c.counterpart == base), None)
 
 
 def _import_families() -> None:
