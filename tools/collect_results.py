@@ -46,6 +46,7 @@ from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, ma
     shown_path
 from wenet_udps.results.seeds import comparisons, families_table, group_by_seed, seeds_table
 from wenet_udps.transformer.attention import FAMILIES
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
 from wenet_udps.results.origin import origin_problem
@@ -57,6 +58,9 @@ from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 from wenet_udps.utils.source_info import read_record, stale_reason
 
+# The decoding options a decode.info records that must agree within one mode's column (scoring.bound
+# .options_problem): all that change the text but the batch size, and the LM and hotword files (named per row).
+COMPARED_OPTIONS = tuple(k for k in DECODE_OPTIONS if k not in ("batch_size", "lm", "hotwords"))
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 
 
@@ -132,6 +136,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
     sums: Dict[str, str] = {}
     problems: List[str] = []
     scores: List[Score] = []
+    decoded: List[Tuple[str, str, Dict[str, str]]] = []
     for mode_dir in result_dirs(exp_dir):
         test_dir = mode_dir.parent
         exp_path = test_dir.parent
@@ -151,6 +156,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
             problems.append(str(e))
             continue
         scores.append(score)
+        decoded.append((str(mode_dir), mode_dir.name, {k: v for k, v in info.items() if k in COMPARED_OPTIONS}))
         value = score.rate
         if exp_path not in experiments:
             exp = Experiment(name=exp_path.name, path=exp_path)
@@ -170,7 +176,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
-    mixed = options_problem(scores)
+    mixed = options_problem(scores, decoded)
     if mixed:
         problems.append(mixed)
     for problem in problems:
