@@ -45,7 +45,7 @@ from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
     shown_path
 from wenet_udps.results.seeds import comparisons, families_table, group_by_seed, seeds_table
-from wenet_udps.transformer.attention import FAMILIES
+from wenet_udps.transformer.attention import FAMILIES, scale_symbols
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
@@ -213,7 +213,7 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
     if results_plots.plot_losses(scalars, plots_dir / "loss.png"):
         written.append(plots_dir / "loss.png")
     for name, s in sorted(scalars.items()):
-        written += results_plots.udps_outputs(name, s, plots_dir)
+        written += results_plots.udps_outputs(name, s, plots_dir, scale_symbols())
     if experiments:
         modes, sets = modes_and_sets(experiments)
         rows = bar_rows(experiments)

@@ -142,6 +142,9 @@ class MultiHeadedAttention(nn.Module):
     family = SCALED_DOT                # its similarity (a ``FAMILIES`` name): att_family / att_udps target it
     uses_pos_emb = False               # reads ``pos_emb`` (relative positions; the decoder has none)
     counterpart: Optional[str] = None  # the scaled-dot type this class stands in for (None: scaled-dot itself)
+    # its learned score scales: parameter name (an ``effective_scales`` key) -> the symbol it is in the score
+    # (plots draw α solid, β dashed, titled with the family's display name: :func:`scale_symbols`)
+    scales: Dict[str, str] = {}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__()
@@ -282,6 +285,12 @@ def family_of(name: str) -> Optional[str]:
 def family_classes(family: str) -> List[Type[MultiHeadedAttention]]:
     """Every registered attention class of ``family`` (their keyword arguments are the family's options keys)."""
     return [cls for cls in ATTENTION_CLASSES.values() if cls.family == family]
+
+
+def scale_symbols() -> Dict[str, Tuple[str, str]]:
+    """Every registered class's learned scales: parameter name -> (its symbol, its family's display name)."""
+    return {param: (symbol, FAMILIES[cls.family].display) for cls in ATTENTION_CLASSES.values()
+            for param, symbol in cls.scales.items()}
 
 
 def is_udps(name: str) -> bool:
