@@ -235,3 +235,13 @@ def test_every_size_of_every_encoder_and_decoder_has_a_ceiling():
 def test_data_and_loop_sizes_have_a_ceiling_and_features_fit_the_rate(override, message):
     with pytest.raises(ConfigError, match=rf"^--override {override.split('=')[0]}=.*: {message}"):
         load_config(CONF, [override])
+
+
+@pytest.mark.parametrize("override", ["cosine_conf.eps=-1", "cosine_conf.eps=0", "udps_conf.eps=0",
+                                      "udps_conf.eps=-0.5", "encoder_conf.attention_conf.eps=0"])
+def test_a_norm_floor_eps_must_be_positive(override):
+    """Issue 81 attack F2: cosine_conf.eps -1 passed every check and training died at the first batch with a
+    traceback (math.sqrt(eps)); eps 0 gave NaN for a zero query or key row (UDPS the same). One line naming the key."""
+    key, value = override.split("=")
+    with pytest.raises(ConfigError, match=rf"^--override {override}: {key}: must be > 0, got {float(value)}$"):
+        load_config(CONF, ["att_family=cosine" if "cosine" in key else "att_family=udps", override])

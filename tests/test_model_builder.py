@@ -210,3 +210,33 @@ def test_config_not_modified():
     before = copy.deepcopy(cfg)
     build_model(cfg)
     assert cfg == before
+
+
+@pytest.mark.parametrize("key,name,family,valid", [
+    ("src_attention_layer_type", "selfattn", None, "cosine_crossattn, crossattn, udps_crossattn"),
+    ("src_attention_layer_type", "selfattn", "cosine", "cosine_crossattn, crossattn, udps_crossattn"),
+    ("src_attention_layer_type", "cosine_selfattn", None, "cosine_crossattn, crossattn, udps_crossattn"),
+    ("selfattention_layer_type", "cosine_crossattn", None, "cosine_selfattn, selfattn, udps_selfattn"),
+    ("selfattention_layer_type", "rel_cosine_selfattn", None, "cosine_selfattn, selfattn, udps_selfattn")])
+def test_a_decoder_site_refuses_another_kind_listing_its_choices(key, name, family, valid):
+    """Issue 81 attack F4: a self type at the source-attention site (or a cross type at the self site) built and
+    trained, then every attention decode failed (no memory_cache / no step cache); with att_family: cosine a
+    written selfattn at the source site became cosine_selfattn. Refused by the one site check, naming the key and
+    the site's valid choices only (not all nine types)."""
+    from wenet_udps.config import validate_config
+    from wenet_udps.utils.schema import ConfigError
+    cfg = tiny(att_family=family)
+    cfg["decoder_conf"][key] = name
+    with pytest.raises(ConfigError, match=rf"decoder_conf.{key}: '{name}' .*valid choices: {valid}$"):
+        build_model(cfg)
+    with pytest.raises(ConfigError, match=rf"decoder_conf.{key}: '{name}'"):
+        validate_config(cfg, "X", check_sites=True)
+
+
+def test_the_encoder_site_lists_self_types_with_relative_positions():
+    cfg = tiny(encoder_conf={"output_size": 16, "attention_heads": 2, "num_blocks": 1, "input_layer": "linear",
+                             "selfattention_layer_type": "crossattn"})
+    with pytest.raises(ValueError, match="encoder_conf.selfattention_layer_type: 'crossattn' is a cross-attention "
+                                         "type; the enc_self site takes self-attention types, valid choices: "
+                                         "cosine_selfattn, rel_cosine_selfattn, rel_selfattn, rel_udps_selfattn"):
+        build_model(cfg)

@@ -47,7 +47,8 @@ from wenet_udps.results import sites as site_ablation
 from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, markdown_table, modes_and_sets, \
     shown_path
 from wenet_udps.results.seeds import comparisons, families_table, group_by_seed, seeds_table
-from wenet_udps.transformer.attention import FAMILIES
+from wenet_udps.transformer.attention import FAMILIES, scale_symbols
+from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.modes import DECODING_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
 from wenet_udps.results.origin import origin_problem
@@ -59,6 +60,9 @@ from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
 from wenet_udps.utils.source_info import read_record, stale_reason
 
+# The decoding options a decode.info records that must agree within one mode's column (scoring.bound
+# .options_problem): all that change the text but the batch size, and the LM and hotword files (named per row).
+COMPARED_OPTIONS = tuple(k for k in DECODE_OPTIONS if k not in ("batch_size", "lm", "hotwords"))
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 
 
@@ -134,6 +138,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
     sums: Dict[str, str] = {}
     problems: List[str] = []
     scores: List[Score] = []
+    decoded: List[Tuple[str, str, Dict[str, str]]] = []
     for mode_dir in result_dirs(exp_dir):
         test_dir = mode_dir.parent
         exp_path = test_dir.parent
@@ -153,6 +158,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
             problems.append(str(e))
             continue
         scores.append(score)
+        decoded.append((str(mode_dir), mode_dir.name, {k: v for k, v in info.items() if k in COMPARED_OPTIONS}))
         value = score.rate
         if exp_path not in experiments:
             exp = Experiment(name=exp_path.name, path=exp_path)
@@ -172,7 +178,7 @@ def collect(exp_dir: Path) -> List[Experiment]:
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
         if rtf:
             experiments[exp_path].rtf[key] = float(rtf.group(1))
-    mixed = options_problem(scores)
+    mixed = options_problem(scores, decoded)
     if mixed:
         problems.append(mixed)
     for problem in problems:
@@ -209,7 +215,7 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
     if results_plots.plot_losses(scalars, plots_dir / "loss.png"):
         written.append(plots_dir / "loss.png")
     for name, s in sorted(scalars.items()):
-        written += results_plots.udps_outputs(name, s, plots_dir)
+        written += results_plots.udps_outputs(name, s, plots_dir, scale_symbols())
     if experiments:
         modes, sets = modes_and_sets(experiments)
         rows = bar_rows(experiments)
@@ -222,6 +228,7 @@ def make_plots(experiments: Sequence[Experiment], exp_dir: Path, plots_dir: Path
 def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     """Mean ± std over seeds, a column group per attention family, and with --data_dir the paired tests of each
     family - scaled-dot and UDPS - cosine (wenet_udps.results.seeds)."""
+    from wenet_udps.model_info import label_parts
     groups = group_by_seed([e.name for e in experiments])
     if not groups:
         return ""
@@ -229,14 +236,15 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
     rates = {e.name: e.wer for e in experiments}
     text = (f"\n## Over seeds\n\nmean ± std (ddof 1) and every seed's {args.metric} (%).\n\n"
             + seeds_table(groups, rates, sets, modes, args.metric))
-    by_family = families_table(groups, rates, sets, modes, list(FAMILIES), args.metric)
+    by_family = families_table(groups, rates, sets, modes, list(FAMILIES), args.metric, label_parts)
     if by_family:
         text += f"\n## By attention family\n{by_family}"
     if args.data_dir is None:
         return text
     utt2spk = {s: speakers.read_utt2spk(args.data_dir / s / "utt2spk") for s in sets
                if (args.data_dir / s / "utt2spk").is_file()}
-    lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char), utt2spk=utt2spk)
+    lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=bool(args.wer_char),
+                        label_parts=label_parts, utt2spk=utt2spk)
     text += ("\n## Paired tests: each family - scaled-dot, UDPS - cosine\n\nPaired over utterances, pooled over "
              "seeds: 95 % CI by bootstrap, p-value by permutation test (wenet_udps.scoring.significance); "
              "significant means p < 0.05 for that one comparison (no correction for testing every mode and set). "
@@ -245,8 +253,8 @@ def seeds_sections(experiments: Sequence[Experiment], args) -> str:
              + ("\n".join(lines) if lines else "No pair of runs (a family and scaled-dot, UDPS and cosine) with the "
                                                 "same seeds.") + "\n")
     if lines and not args.wer_char:  # a word-scored corpus: the same tests on the letter CER
-        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, as_text=speakers.letters,
-                            utt2spk=utt2spk)
+        lines = comparisons(groups, args.exp_dir, args.data_dir, sets, modes, char=False, label_parts=label_parts,
+                            as_text=speakers.letters, utt2spk=utt2spk)
         text += "\nThe same on the letter CER (the CER section's scoring):\n\n" + "\n".join(lines) + "\n"
     return text
 

@@ -24,8 +24,8 @@ from typing import Callable, Dict, FrozenSet, Mapping, Optional, Union
 from torch import nn
 
 from wenet_udps.transformer.asr_model import ASRModel
-from wenet_udps.transformer.attention import ATTENTION_CLASSES, FAMILIES, SCALED_DOT, family_classes, family_of, \
-    family_type
+from wenet_udps.transformer.attention import ATTENTION_CLASSES, FAMILIES, SCALED_DOT, attention_classes, \
+    family_classes, family_of, family_type
 from wenet_udps.transformer.cmvn import GlobalCMVN, load_cmvn_json
 from wenet_udps.transformer.ctc import CTC
 from wenet_udps.transformer.decoder import DECODER_CLASSES
@@ -44,6 +44,10 @@ MODEL_CLASSES = {"asr_model": ASRModel}
 SITES = {"enc_self": ("encoder", "selfattention_layer_type"),
          "dec_self": ("decoder", "selfattention_layer_type"),
          "dec_cross": ("decoder", "src_attention_layer_type")}
+# The attention kind (``attention.ATTENTION_KINDS``, each class's ``kind``) each site takes: a cross attention reuses
+# a given cache as the memory's keys (wrong for a self-attention's growing cache), a self-attention has no
+# ``memory_cache`` and a decoder self-attention needs ``step``; a wrong kind would train and then fail to decode.
+SITE_KINDS = {"enc_self": "self", "dec_self": "self", "dec_cross": "cross"}
 
 # Constructor arguments that the parts receive from the code, never from the config.
 _ATTENTION_SUPPLIED = ("n_head", "n_feat", "dropout_rate")
@@ -157,16 +161,36 @@ def family_value(families: Mapping[str, str]) -> str:
     return used[0] if len(sites) == len(SITES) else f"{used[0]}:{'+'.join(sites)}"
 
 
+def site_choices(site: str) -> Dict[str, type]:
+    """The attention types ``site`` takes, by name: those of its kind (:data:`SITE_KINDS`), and at a decoder site
+    those without relative positions (the decoder has no positional embedding to give them)."""
+    part = SITES[site][0]
+    return {name: cls for name, cls in attention_classes(SITE_KINDS[site]).items()
+            if part == "encoder" or not cls.uses_pos_emb}
+
+
 def _site_type(conf: Dict, site: str, cls: type, where: str, chosen: Optional[Mapping[str, str]]) -> str:
-    """The attention type of one site after the family rule; written back into ``conf``."""
+    """The attention type of one site after the family rule; written back into ``conf``.
+
+    Raises:
+        ConfigError: a type the site does not take (another kind, or relative positions in the decoder), listing
+            the site's valid choices; ValueError for an unregistered name (the same list).
+    """
     key = SITES[site][1]
     name = conf.get(key, defaults_of(cls).get(key))
-    lookup(ATTENTION_CLASSES, name, f"{where}.{key}")
+    choices = site_choices(site)
+    if name in ATTENTION_CLASSES and name not in choices:
+        given = ATTENTION_CLASSES[name]
+        why = (f"a {given.kind}-attention type" if given.kind != SITE_KINDS[site]
+               else "needs relative position embeddings, which the decoder does not have")
+        raise ConfigError(f"{where}.{key}", f"{name!r} is {why}; the {site} site takes {SITE_KINDS[site]}-attention "
+                          f"types, valid choices: {', '.join(sorted(choices))}")
+    lookup(choices, name, f"{where}.{key}")
     if chosen is not None:
         family = chosen[site]
         target = family_type(name, family)
         if target is None:
-            with_one = sorted(n for n in ATTENTION_CLASSES if family_type(n, family))
+            with_one = sorted(n for n in choices if family_type(n, family))
             raise ConfigError(f"{where}.{key}", f"{name!r} has no {FAMILIES[family].display} counterpart for the "
                               f"{site} site; types with one: {', '.join(with_one)}")
         name = target

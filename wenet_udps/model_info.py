@@ -5,7 +5,7 @@ Run labels: ``scaled_dot``; a family's name (``udps``, ``cosine``) when every si
 family besides scaled-dot, the family and the sites that have it (``udps_enc_self``, ``cosine_dec_self_dec_cross``,
 ``udps_enc_self_cosine_dec_cross``).
 """
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from torch import nn
 
@@ -78,16 +78,20 @@ def attention_label(types: Mapping[str, List[str]]) -> str:
     return "_".join(f"{f}_" + "_".join(s for s in built if f in families[s]) for f in used)
 
 
-def label_parts(label: str) -> List[Tuple[str, List[str]]]:
+def label_parts(label: str, families: Optional[Sequence[str]] = None) -> List[Tuple[str, List[str]]]:
     """A run label as (family, sites) pairs: ``udps_enc_self_cosine_dec_cross`` -> [(udps, [enc_self]), (cosine,
-    [dec_cross])]; a whole-model label (``cosine``) -> [(cosine, every site)]; ValueError for another string."""
-    if label in FAMILIES:
+    [dec_cross])]; a whole-model label (``cosine``) -> [(cosine, every site)]; ValueError for another string
+    (the empty one too). ``families``: the family names (default: the registry's ``FAMILIES``)."""
+    families = list(FAMILIES if families is None else families)
+    if label in families:
         return [(label, list(SITES))]
     words, parts = label, []
+    if not words:
+        raise ValueError("an empty string is no run label")
     while words:
-        family = next((f for f in FAMILIES if f != SCALED_DOT and words.startswith(f + "_")), None)
+        family = next((f for f in families if f != SCALED_DOT and words.startswith(f + "_")), None)
         if family is None:
-            raise ValueError(f"{label!r} is no run label (a family of {', '.join(FAMILIES)}, or <family>_<sites>)")
+            raise ValueError(f"{label!r} is no run label (a family of {', '.join(families)}, or <family>_<sites>)")
         words = words[len(family) + 1:]
         sites = []
         while (site := next((s for s in SITES if words == s or words.startswith(s + "_")), None)) is not None:

@@ -168,3 +168,23 @@ def test_export_refuses_a_chunk_size_the_model_ignores(tmp_path, capsys):
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert info.value.code == 2 and "--reverse_weight 0.3 exports the right-to-left decoder's output" in line
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("override", ["cosine_conf.alpha_form=log", "cosine_conf.eps=0.5",
+                                      "encoder_conf.attention_conf.alpha_form=squared"])
+def test_recognize_refuses_an_override_that_changes_what_the_weights_mean(tmp_path, fsdd_dir, capsys, override):
+    """Issue 81 attack F8: --override cosine_conf.alpha_form=log decoded a linear-alpha checkpoint (the stored 5
+    read as log 5: alpha e^5) with exit 0; a resume refuses the same change. One line, exit 2; a decoding option of
+    the conf (max_bad_fraction, above) and an initial value, which the weights replace, stay allowed."""
+    from wenet_udps.train.resume_check import meaning_changes
+    conf, ckpt = make_model_dir(tmp_path, att_family="cosine")
+    data = tmp_path / "test.list"
+    write_data_list(fsdd_dir, data, 1)
+    with pytest.raises(SystemExit) as e:
+        recognize.main(["--config", str(conf), "--checkpoint", str(ckpt), "--test_data", str(data),
+                        "--result_dir", str(tmp_path / "res"), "--modes", "ctc_greedy_search", "--override", override])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--override changes what {ckpt}'s trained parameters mean: {override.split('=')[0]}: " in err, err
+    assert not (tmp_path / "res" / "ctc_greedy_search" / "text").exists()
+    assert meaning_changes(load_config(str(conf)), load_config(str(conf), ["cosine_conf.alpha_init=3"])) == []

@@ -114,3 +114,19 @@ def test_the_lm_weights_are_the_recipe_s_with_the_lm_they_were_tuned_for(exp):
     tuned, untuned = (c[1]["lm_search"].conf for c in calls)
     assert (tuned.lm_weight, tuned.word_score) == (1.5, 2.0) and calls[0][1]["ctc_weight"] == 0.3
     assert (untuned.lm_weight, untuned.word_score) == (0.5, 0.0)
+
+
+def test_the_api_decodes_at_the_chunk_size_stage_5_decoded_at(tmp_path):
+    """Issue 81 attack F3b: after run.sh --decoding_chunk_size 4, decode_list decoded at full context, so 2 of 20
+    texts were not the text RESULTS.md scores. The chunking is recorded (decode.info) and taken as the other
+    options are; one given still wins."""
+    from tests.decode.decode_helpers import streaming_exp
+    exp = streaming_exp(tmp_path, 2)
+    stage5(exp, exp["dir"] / "test", "--modes", "attention", "--decoding_chunk_size", "4",
+           "--num_decoding_left_chunks", "1")
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    calls = decoded_with(model)
+    model.decode_list(str(exp["list"]), modes=["attention"], batch_size=1)
+    assert (calls[-1][1]["decoding_chunk_size"], calls[-1][1]["num_decoding_left_chunks"]) == (4, 1)
+    model.transcribe(str(exp["clips"][0]), mode="attention", decoding_chunk_size=-1)
+    assert calls[-1][1]["decoding_chunk_size"] == -1

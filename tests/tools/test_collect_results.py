@@ -109,6 +109,22 @@ def test_udps_panels_one_per_site_and_layer_with_heads():
     assert set(plots.udps_panels(scalars, per_epoch=True)) == {("encoder self-attention", 0)}
 
 
+def test_the_scale_plots_take_their_styles_and_title_from_the_families():
+    """Issue 81 attack F5: a cosine model's plot was titled "learned UDPS scales" and drew cos_alpha and cos_beta
+    alike (dotted: PARAM_STYLE knew alpha and beta only). Each class declares its scales (``scales``), so every
+    registered family's α is solid and β dashed, and the title names the families drawn."""
+    from wenet_udps.transformer.attention import ATTENTION_CLASSES, scale_symbols
+    plots = load_tool("collect_results").results_plots
+    scales = scale_symbols()
+    assert plots.scale_style("cos_alpha", scales) == ("α", "-") == plots.scale_style("alpha", scales)
+    assert plots.scale_style("cos_beta", scales) == ("β", "--") == plots.scale_style("beta", scales)
+    assert plots.scales_title(["cos_alpha", "cos_beta"], scales) == "cosine"
+    assert plots.scales_title(["alpha"], scales) == "UDPS"
+    for name, cls in ATTENTION_CLASSES.items():   # every scale a class reports is declared
+        module = cls(n_head=2, n_feat=8)
+        assert set(module.effective_scales()) == set(cls.scales), name
+
+
 def test_read_scalars_merges_event_files(tmp_path):
     mod = load_tool("collect_results")
     exp = build_exp_dir(tmp_path)

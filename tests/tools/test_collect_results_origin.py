@@ -188,3 +188,29 @@ def test_columns_scored_under_different_options_are_refused(tmp_path, capsys):
     assert rc == 1
     assert (f"{a / 'wer'} and {b / 'wer'} were scored under different options (remove_tag=1 vs remove_tag=0)"
             in out.err), out.err
+
+
+def test_one_column_decoded_under_different_options_is_refused(tmp_path, capsys):
+    """Issue 81 attack F3a: two exp dirs of one checkpoint, one decoded with decoding_chunk_size 4 and one with -1,
+    made a family table and a paired test whose whole difference was the decoding. Within one mode's column the
+    recorded decoding options must agree; another mode (another column) may differ, and so may an option one
+    record lacks (an older decode.info)."""
+    exp = decoded_exp(tmp_path)
+    shutil.copytree(exp / "m", exp / "n")
+    for name, chunk in (("m", 4), ("n", 4)):
+        for mode in ("attention", "attention_rescoring"):
+            info = exp / name / "test" / mode / "decode.info"
+            info.write_text(info.read_text(encoding="utf-8").replace("/m/", f"/{name}/")
+                            + f"decoding_chunk_size: {chunk if mode == 'attention' else 16}\nbeam_size: 10\n",
+                            encoding="utf-8")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 0, out.err
+    (exp / "RESULTS.md").unlink()
+    info = exp / "n" / "test" / "attention" / "decode.info"
+    info.write_text(info.read_text(encoding="utf-8").replace("decoding_chunk_size: 4", "decoding_chunk_size: -1"),
+                    encoding="utf-8")
+    rc, out = collect(tmp_path, capsys)
+    assert rc == 1 and not (exp / "RESULTS.md").exists()
+    assert (f"{exp / 'm' / 'test' / 'attention'} and {exp / 'n' / 'test' / 'attention'} were decoded under "
+            f"different options (decoding_chunk_size=4 vs decoding_chunk_size=-1), so their attention numbers do "
+            f"not compare") in out.err, out.err

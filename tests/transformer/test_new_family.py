@@ -5,12 +5,14 @@ the queries, its marker parameter ``gain``) and nothing else; a fresh process im
 at every site through ``att_family``, its options section, its run label and checkpoint label, run.sh's --families
 check (model_info.families_error, which run.sh calls) and RESULTS.md's column group per family.
 """
+import functools
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from wenet_udps.model_info import label_parts
 from wenet_udps.results.seeds import families_table
 
 PACKAGE = Path(__file__).resolve().parents[2] / "wenet_udps"
@@ -96,10 +98,13 @@ def test_the_results_table_has_a_column_group_per_family_given():
     groups = {f"x_{f}": {s: f"x_{f}_seed{s}" for s in (1, 2)} for f in ("scaled_dot", "udps", "cosine", "gainfam")}
     rates = {f"x_{f}_seed{s}": {("test", "attention"): base + s} for f, base in
              (("scaled_dot", 10.0), ("udps", 7.0), ("cosine", 8.0), ("gainfam", 9.5)) for s in (1, 2)}
-    table = families_table(groups, rates, ["test"], ["attention"], ["scaled_dot", "udps", "cosine", "gainfam"], "WER")
+    names = ["scaled_dot", "udps", "cosine", "gainfam"]
+    table = families_table(groups, rates, ["test"], ["attention"], names, "WER",
+                           functools.partial(label_parts, families=names))
     header, row = [line for line in table.splitlines() if line.startswith("| ")][:2]
     assert header == ("| set | mode | scaled_dot WER | udps WER | cosine WER | gainfam WER | cosine - scaled_dot "
                       "| gainfam - scaled_dot | udps - scaled_dot | udps - cosine |")
     assert row == ("| test | attention | 11.50 ± 0.71 (2) | 8.50 ± 0.71 (2) | 9.50 ± 0.71 (2) | 11.00 ± 0.71 (2) "
                    "| -2.00 | -0.50 | -3.00 | -1.00 |")
-    assert families_table(groups, rates, ["test"], ["attention"], ["scaled_dot"], "WER") == ""
+    assert families_table(groups, rates, ["test"], ["attention"], ["scaled_dot"], "WER",
+                          functools.partial(label_parts, families=names)) == ""

@@ -32,6 +32,7 @@ from wenet_udps.model_builder import ModelConfig
 from wenet_udps.scoring.references import reference_record
 from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
+from wenet_udps.train.resume_check import meaning_changes
 from wenet_udps.transformer.decode_options import CONTEXT_MODES, CONTEXT_USED_BY, DECODE_OPTIONS, \
     add_decode_arguments, check_decode_options, resolve_decode_options, value_for
 from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
@@ -96,6 +97,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         parser.error(f"--simulate_streaming decodes one utterance at a time: use --batch_size 1, not "
                      f"{args.batch_size}")
     config = load_config(args.config, args.override)
+    changed = meaning_changes(load_config(args.config), config) if args.override else []
+    if changed:  # the same rule as a resume's: the weights were trained under the conf's values
+        parser.error(f"--override changes what {args.checkpoint}'s trained parameters mean: {'; '.join(changed)}; "
+                     f"decode with the values it trained with ({args.config})")
     decoder = config.get("decoder", ModelConfig.decoder)
     if args.reverse_weight > 0 and decoder != "bitransformer":
         parser.error(f"--reverse_weight {args.reverse_weight:g} needs a bitransformer decoder; {args.config} has "

@@ -140,7 +140,8 @@ class RecognitionModel:
         decodes at): a one-line UserError, or a TypeError for an unknown keyword. Options not given are the
         recipe's decoding of this checkpoint (``decode/recipe.py``)."""
         check_keywords(where, given, KEYWORDS[where])
-        recipe = None if self.recipe is None else (lambda ms: self.recipe.defaults(ms, given.get("lm")))
+        asked = [name for name, value in {**given, **(fixed or {})}.items() if value is not None]
+        recipe = None if self.recipe is None else (lambda ms: self.recipe.defaults(ms, given.get("lm"), asked))
         modes, values = resolve_decode_options(modes, {**given, **(fixed or {})}, defaults=recipe)
         beam_size, batch_size, lm = values.pop("beam_size"), values.pop("batch_size"), values.pop("lm")
         lm_weight, word_score = values.pop("lm_weight"), values.pop("word_score")

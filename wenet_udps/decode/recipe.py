@@ -19,9 +19,13 @@ from wenet_udps.transformer.decode_options import DECODE_OPTIONS
 from wenet_udps.transformer.modes import DECODING_METHODS, JOINT_METHODS, LM_METHODS
 from wenet_udps.utils.source_info import content_sha256, file_sha256, read_source
 
-# The search options a record gives (chunking stays the model's own or the caller's: streaming passes its own).
+# The search options a record gives, chunking too (run.sh --decoding_chunk_size 4 decodes stage 5 in chunks, and
+# RESULTS.md scores that text; ``stream`` passes its own chunking, which wins as any option given does).
 RECORDED = ("beam_size", "ctc_weight", "reverse_weight", "length_penalty", "blank_penalty", "max_len_ratio",
-            "length_bonus")
+            "length_bonus") + ("decoding_chunk_size", "num_decoding_left_chunks")
+# The chunking options go together: a caller who gives one (or simulate_streaming) gets none of them from a record
+# (a recorded left-chunk count is no option of a full-context decode).
+CHUNKING = ("decoding_chunk_size", "num_decoding_left_chunks", "simulate_streaming")
 LM_RECORDED = ("lm_weight", "word_score")
 # run.sh's defaults of the same options: its variables of those names, and joint_ctc_weight, the ctc_weight it
 # decodes the joint modes with.
@@ -74,13 +78,17 @@ class RecipeDecoding:
             logging.warning("%s: %s %s is not a valid value now (%s); not used as a default", path, name, text, e)
             return None
 
-    def defaults(self, modes: Sequence[str], lm: Optional[str] = None) -> Dict[str, Any]:
+    def defaults(self, modes: Sequence[str], lm: Optional[str] = None, given: Sequence[str] = ()) -> Dict[str, Any]:
         """The options recorded for ``modes`` (see the module docstring), run.sh's defaults for the rest. An option
         that modes use differently (``ctc_weight``: the rescoring and the joint modes, ``DecodeOption.families``)
-        is looked up within each family, and comes as {mode: value} where the families' values differ."""
+        is looked up within each family, and comes as {mode: value} where the families' values differ. ``given``:
+        the options the caller gives; one of :data:`CHUNKING` among them leaves every chunking option out."""
         lm_sha = content_sha256(lm) if lm is not None and self.lm_sha and os.path.isfile(lm) else None
         out: Dict[str, Any] = {}
+        chunked_by_caller = any(name in given for name in CHUNKING)
         for name in RECORDED + LM_RECORDED:
+            if chunked_by_caller and name in CHUNKING:
+                continue
             spec = DECODE_OPTIONS[name]
             using = [m for m in DECODING_METHODS if spec.modes is None or m in spec.modes]
             per_mode: Dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""Plots of tools/collect_results.py (PNG, matplotlib Agg): losses, error-rate bars, learned UDPS α/β.
+"""Plots of tools/collect_results.py (PNG, matplotlib Agg): losses, error-rate bars, learned α/β of each family.
 
 Scalars come from TensorBoard (tags in wenet_udps/train/tensorboard.py): per optimizer step (``train/*``,
 ``udps/*``, every ``log_interval``) and per epoch (``cv/*``, ``train_epoch/*``, ``udps_epoch/*``), so a run
@@ -17,7 +17,22 @@ UDPS_TAG = re.compile(r"^(udps|udps_epoch)/(encoder|decoder)(?:\.(left|right)_de
 SITE_NAMES = {("encoder", "self_attn"): "encoder self-attention", ("decoder", "self_attn"): "decoder self-attention",
               ("decoder", "src_attn"): "decoder cross-attention"}
 SITE_ORDER = tuple(SITE_NAMES.values())
-PARAM_STYLE = {"alpha": "-", "beta": "--"}
+SYMBOL_STYLE = {"α": "-", "β": "--"}   # a scale of another symbol (or none known) is dotted
+# parameter name -> (symbol, family display name), transformer.attention.scale_symbols (passed in: this layer does
+# not import the model)
+Scales = Mapping[str, Tuple[str, str]]
+
+
+def scale_style(param: str, scales: Scales) -> Tuple[str, str]:
+    """(legend symbol, line style) of a learned scale's parameter name: α solid, β dashed (``cos_alpha`` too)."""
+    symbol = scales[param][0] if param in scales else param
+    return symbol, SYMBOL_STYLE.get(symbol, ":")
+
+
+def scales_title(params: Sequence[str], scales: Scales) -> str:
+    """The families of the scales drawn, as the title names them: ``cosine``, ``UDPS``, ``UDPS and cosine``."""
+    families = sorted({scales[p][1] for p in params if p in scales})
+    return " and ".join(families) if families else "attention"
 
 
 def _pyplot():
@@ -104,7 +119,7 @@ def udps_panels(scalars: Mapping[str, Series], per_epoch: bool) -> Dict[Tuple[st
     return panels
 
 
-def plot_udps(name: str, scalars: Mapping[str, Series], out: Path, per_epoch: bool) -> bool:
+def plot_udps(name: str, scalars: Mapping[str, Series], out: Path, per_epoch: bool, scales: Scales) -> bool:
     """Small multiples: a row per attention site, a column per layer; per head one colour, α solid, β dashed."""
     panels = udps_panels(scalars, per_epoch)
     if not panels:
@@ -121,10 +136,10 @@ def plot_udps(name: str, scalars: Mapping[str, Series], out: Path, per_epoch: bo
             ax = axes[r][c]
             for (param, head), series in sorted(panels.get((site, layer), {}).items()):
                 steps, values = zip(*series)
-                ax.plot(steps, values, PARAM_STYLE.get(param, ":"), color=colours(max(head, 0) % 10),
+                symbol, style = scale_style(param, scales)
+                ax.plot(steps, values, style, color=colours(max(head, 0) % 10),
                         marker="o" if per_epoch and len(steps) < 30 else None, markersize=3, linewidth=1.2,
-                        label=f"{'α' if param == 'alpha' else 'β' if param == 'beta' else param}"
-                              f"{' shared' if head < 0 else f' head {head}'}")
+                        label=f"{symbol}{' shared' if head < 0 else f' head {head}'}")
             if (site, layer) not in panels:
                 ax.set_axis_off()
             ax.set_title(f"{site}, layer {layer}", fontsize=9)
@@ -138,7 +153,8 @@ def plot_udps(name: str, scalars: Mapping[str, Series], out: Path, per_epoch: bo
     handles, labels = _legend_entries(axes)
     ncol = max(1, len({label.split(" ", 1)[1] for label in labels}))
     fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=ncol)
-    fig.suptitle(f"{name}: learned UDPS scales per {'epoch' if per_epoch else 'step'} "
+    drawn = {param for series in panels.values() for param, _ in series}
+    fig.suptitle(f"{name}: learned {scales_title(sorted(drawn), scales)} scales per {'epoch' if per_epoch else 'step'} "
                  f"(α solid, β dashed, one colour per head)", fontsize=10)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight(), 1, 1))
     with open_atomic(out, "wb") as f:
@@ -158,11 +174,12 @@ def _legend_entries(axes) -> Tuple[List, List[str]]:
     return [seen[label] for label in labels], labels
 
 
-def udps_outputs(name: str, scalars: Mapping[str, Series], plots_dir: Path) -> List[Path]:
-    """``udps_<name>_epochs.png`` and ``udps_<name>_steps.png`` where the run logged those scalars."""
+def udps_outputs(name: str, scalars: Mapping[str, Series], plots_dir: Path, scales: Scales) -> List[Path]:
+    """``udps_<name>_epochs.png`` and ``udps_<name>_steps.png`` where the run logged those scalars (any family's
+    learned scales; ``scales``: :data:`Scales`)."""
     written: List[Path] = []
     for per_epoch, suffix in ((True, "epochs"), (False, "steps")):
         out = plots_dir / f"udps_{name}_{suffix}.png"
-        if plot_udps(name, scalars, out, per_epoch):
+        if plot_udps(name, scalars, out, per_epoch, scales):
             written.append(out)
     return written

@@ -1,9 +1,12 @@
 """Results over training seeds: mean ± std per mode, one column per attention family, and the paired significance
 of every family against scaled-dot and of UDPS against cosine.
 
-Experiments trained by ``run.sh --seeds "1 2 3"`` live in ``<exp>_seed<N>``; ``<exp>`` ends with the attention
-label (``..._scaled_dot``, ``..._udps``, ``..._cosine``: a family's name, wenet_udps.model_info).
-tools/collect_results.py renders these sections into RESULTS.md.
+Experiments trained by ``run.sh --seeds "1 2 3"`` live in ``<exp>_seed<N>``; ``<exp>`` is ``<prefix>_<label>``,
+the prefix the conf's name and the label the run label of the built model (``scaled_dot``, ``udps``, ``cosine``,
+or a site set such as ``udps_enc_self``: wenet_udps.model_info). Two groups are compared only when their prefixes
+are equal and each rest is exactly a run label (read by the ``label_parts`` passed in, model_info.label_parts: this
+layer does not import the model), so ``train_conformer_short_cosine`` is never paired with
+``train_conformer_scaled_dot`` (another conf). tools/collect_results.py renders these sections into RESULTS.md.
 """
 import re
 from pathlib import Path
@@ -18,9 +21,12 @@ from wenet_udps.utils.source_info import read_record, stale_reason
 
 SEED_RE = re.compile(r"^(.*)_seed(\d+)$")
 BASELINE_SUFFIX = "_scaled_dot"
-# Besides every model against the scaled-dot one of its prefix: (baseline, system) labels also tested against each
-# other where both exist (issue 81's primary hypothesis: UDPS - cosine, the length factor g alone).
+# Besides every model against the scaled-dot one of its prefix: (baseline, system) families also tested against
+# each other where both exist at the same sites (issue 81's primary hypothesis: UDPS - cosine, the length factor g
+# alone; ``cosine_enc_self`` against ``udps_enc_self`` too, the paper author's configuration).
 CONTRASTS = (("cosine", "udps"),)
+# A run label -> its (family, sites) pairs; ValueError for a string that is no run label (model_info.label_parts).
+LabelParts = Callable[[str], Sequence[Tuple[str, Sequence[str]]]]
 Rates = Mapping[Tuple[str, str], float]  # (set, mode) -> %
 Errors = Mapping[str, Tuple[int, int]]  # utterance -> (errors, reference tokens), of one seed's decoding
 
@@ -51,26 +57,43 @@ def seeds_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rat
     return "\n".join(lines) + "\n"
 
 
+def run_labels(base: str, label_parts: LabelParts) -> List[Tuple[str, str]]:
+    """Every (prefix, label) with ``base == f"{prefix}_{label}"`` and ``label`` a run label (``label_parts``)."""
+    found = []
+    for i in range(1, len(base)):
+        if base[i] == "_":
+            try:
+                label_parts(base[i + 1:])
+            except ValueError:
+                continue
+            found.append((base[:i], base[i + 1:]))
+    return found
+
+
 def families_table(groups: Mapping[str, Mapping[int, str]], rates: Mapping[str, Rates], sets: Sequence[str],
-                   modes: Sequence[str], families: Sequence[str], metric: str) -> str:
-    """Markdown: per prefix with two or more ``<prefix>_<family>`` seed groups (``families``: the family names, in
-    order, passed in: this layer does not import the model), a row per set and mode, a column group per family
-    (mean ± std over its seeds, n), then the mean per-seed difference of each :func:`paired_groups` pair over the seeds
-    both have. "" when no prefix has two families."""
+                   modes: Sequence[str], families: Sequence[str], metric: str, label_parts: LabelParts) -> str:
+    """Markdown: per prefix with two or more ``<prefix>_<label>`` seed groups (a label: a run label, ``label_parts``,
+    of the ``families`` passed in: this layer does not import the model), a row per set and mode, a column group per
+    label (a family, or a family at a site set: ``udps_enc_self``; mean ± std over its seeds, n), then the mean
+    per-seed difference of each :func:`paired_groups` pair over the seeds both have. "" when no prefix has two."""
     by_prefix: Dict[str, Dict[str, Mapping[int, str]]] = {}
     for base, members in groups.items():
-        for family in families:
-            if base.endswith("_" + family):
-                by_prefix.setdefault(base[:-len(family) - 1], {})[family] = members
+        for prefix, label in run_labels(base, label_parts):
+            if all(family in families for family, _ in label_parts(label)):
+                by_prefix.setdefault(prefix, {})[label] = members
+
+    def order(label: str) -> Tuple[int, int, str]:
+        first = label_parts(label)[0][0]
+        return families.index(first), label not in families, label
     text = ""
     for prefix, found in sorted(by_prefix.items()):
         if len(found) < 2:
             continue
-        shown = [f for f in families if f in found]
-        pairs = [(a[len(prefix) + 1:], b[len(prefix) + 1:]) for a, b in paired_groups({f"{prefix}_{f}": 1
-                                                                                          for f in shown})]
+        shown = sorted(found, key=order)
+        pairs = [(a[len(prefix) + 1:], b[len(prefix) + 1:])
+                 for a, b in paired_groups({f"{prefix}_{f}": 1 for f in shown}, label_parts)]
         header = ["set", "mode"] + [f"{f} {metric}" for f in shown] + [f"{b} - {a}" for a, b in pairs]
-        lines = [f"\n`{prefix}_<family>`, mean ± std over seeds (n seeds); differences: mean over the seeds both "
+        lines = [f"\n`{prefix}_<label>`, mean ± std over seeds (n seeds); differences: mean over the seeds both "
                  f"have (the paired tests below give their intervals).\n",
                  "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         for s in sets:
@@ -110,22 +133,30 @@ def sign_counts(baseline: Sequence[Errors], system: Sequence[Errors],
     return text
 
 
-def paired_groups(groups: Mapping[str, object]) -> List[Tuple[str, str]]:
-    """(baseline, system) group names to test: each ``<prefix>_<label>`` against ``<prefix>_scaled_dot``, then the
-    :data:`CONTRASTS` of each prefix that has both."""
+def paired_groups(groups: Mapping[str, object], label_parts: LabelParts) -> List[Tuple[str, str]]:
+    """(baseline, system) group names to test: each ``<prefix>_<label>`` (``label`` exactly a run label,
+    ``label_parts``) against ``<prefix>_scaled_dot``, then the :data:`CONTRASTS` of each prefix that has both at the
+    same sites (``<prefix>_cosine`` against ``<prefix>_udps``, ``<prefix>_cosine_enc_self`` against
+    ``<prefix>_udps_enc_self``)."""
     pairs = []
     for base in sorted(groups):
         if base.endswith(BASELINE_SUFFIX):
             prefix = base[:-len(BASELINE_SUFFIX)]
-            pairs += [(base, other) for other in sorted(groups) if other != base and other.startswith(prefix + "_")]
+            pairs += [(base, other) for other in sorted(groups) if other != base
+                      and (prefix, other[len(prefix) + 1:]) in run_labels(other, label_parts)]
     for a, b in CONTRASTS:
-        pairs += [(name, f"{name[:-len(a)]}{b}") for name in sorted(groups)
-                  if name.endswith("_" + a) and f"{name[:-len(a)]}{b}" in groups]
+        for name in sorted(groups):
+            for prefix, label in run_labels(name, label_parts):
+                parts = label_parts(label)
+                partner = f"{prefix}_{b}{label[len(a):]}"
+                if len(parts) == 1 and parts[0][0] == a and partner in groups and (name, partner) not in pairs:
+                    pairs.append((name, partner))
     return pairs
 
 
 def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir: Path, sets: Sequence[str],
-                modes: Sequence[str], *, char: bool, as_text: Callable[[Dict[str, str]], Dict[str, str]] = dict,
+                modes: Sequence[str], *, char: bool, label_parts: LabelParts,
+                as_text: Callable[[Dict[str, str]], Dict[str, str]] = dict,
                 utt2spk: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[str]:
     """One sentence per pair of :func:`paired_groups`, set and mode: the system's difference to the baseline, its 95 %
     CI (paired bootstrap over utterances pooled over the seeds both groups have), the permutation p-value and
@@ -133,7 +164,7 @@ def comparisons(groups: Mapping[str, Mapping[int, str]], exp_dir: Path, data_dir
     hypotheses before scoring (speakers.letters: the letter CER of a word-scored corpus)."""
     lines = []
     sums: Dict[str, str] = {}
-    for base, other in paired_groups(groups):
+    for base, other in paired_groups(groups, label_parts):
         members, other_members = groups[base], groups[other]
         seeds = sorted(set(members) & set(other_members))
         for s in sets:

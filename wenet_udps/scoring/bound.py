@@ -30,7 +30,7 @@ refused too. A ``decode.info`` without ``text_sha256`` (written before 2026-12-0
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from wenet_udps.scoring.tokens import read_ignore_words, read_text, tokenize
 from wenet_udps.scoring.wer import SEPARATOR, score as score_texts
@@ -218,10 +218,14 @@ def check_scored(score: Score, hyp: str, ref: Optional[str] = None, sums: Option
     check_rescored(score, hyp, ref)   # and its numbers are those of the text decoded (issue 80 round 7)
 
 
-def options_problem(scores: Sequence[Score]) -> Optional[str]:
+def options_problem(scores: Sequence[Score],
+                    decoded: Sequence[Tuple[str, str, Mapping[str, str]]] = ()) -> Optional[str]:
     """Why ``scores`` cannot sit in one table, or None: two ``wer`` files whose ``Scored with:`` options differ
     (``char`` aside: a recipe scores characters or words), named with the options that differ. A ``wer`` of
-    another option gives another number on the same text (``--remove_tag 0`` counts ``<unk>``)."""
+    another option gives another number on the same text (``--remove_tag 0`` counts ``<unk>``). Likewise the
+    decodes: ``decoded`` holds (result dir, column, recorded decoding options) and two results of one column (a
+    mode: one table column, and what the paired tests pair) whose decode.info record different values of an option
+    both record (``decoding_chunk_size 4`` against ``-1``: another number from the same weights) are named."""
     recorded = [s for s in scores if s.options is not None]
     for other in recorded[1:]:
         first = recorded[0]
@@ -230,4 +234,13 @@ def options_problem(scores: Sequence[Score]) -> Optional[str]:
             return (f"{first.path} and {other.path} were scored under different options ("
                     + ", ".join(f"{k}={first.options[k]} vs {k}={other.options.get(k)}" for k in differ)
                     + "), so their numbers do not compare; score every result with the recipe's options")
+    firsts: Dict[str, Tuple[str, Mapping[str, str]]] = {}
+    for path, column, options in decoded:
+        first_path, first = firsts.setdefault(column, (path, options))
+        differ = [k for k in first if k in options and first[k] != options[k]]
+        if differ:
+            return (f"{first_path} and {path} were decoded under different options ("
+                    + ", ".join(f"{k}={first[k]} vs {k}={options[k]}" for k in differ)
+                    + f"), so their {column} numbers do not compare; decode every result of one table with the "
+                      f"same options (run.sh --stage 5), or collect them from separate exp dirs")
     return None

@@ -48,6 +48,18 @@ def config_changes(was: Mapping[str, Any], now: Mapping[str, Any], exempt=MAY_CH
             if key not in exempt and old.get(key, absent) != new.get(key, absent)]
 
 
+def meaning_changes(was: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
+    """The :func:`config_changes` that change what a trained parameter means, of a model whose weights are kept (a
+    decode's ``--override``): each family's options section (``udps_conf``, ``cosine_conf``: ``alpha_form`` reads
+    the stored scales linearly, squared or as logs; ``eps`` floors the norms the weights were trained under) and a
+    part's ``attention_conf``; their ``*_init`` start a training only (the weights replace them)."""
+    from wenet_udps.transformer.attention import FAMILIES
+    sections = tuple(f"{f.conf_key}." for f in FAMILIES.values() if f.conf_key) + tuple(
+        f"{part}_conf.attention_conf." for part in ("encoder", "decoder"))
+    return [change for change in config_changes(was, now)
+            if change.startswith(sections) and not change.split(":")[0].endswith("_init")]
+
+
 def resume_changes(info: Mapping[str, Any], config: Mapping[str, Any], data: Mapping[str, Mapping[str, str]],
                    ran: Optional[Mapping[str, Any]] = None) -> Tuple[List[str], List[str]]:
     """How this resume differs from the run recorded in checkpoint YAML ``info``: (differences that need

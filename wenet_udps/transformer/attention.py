@@ -142,6 +142,9 @@ class MultiHeadedAttention(nn.Module):
     family = SCALED_DOT                # its similarity (a ``FAMILIES`` name): att_family / att_udps target it
     uses_pos_emb = False               # reads ``pos_emb`` (relative positions; the decoder has none)
     counterpart: Optional[str] = None  # the scaled-dot type this class stands in for (None: scaled-dot itself)
+    # its learned score scales: parameter name (an ``effective_scales`` key) -> the symbol it is in the score
+    # (plots draw α solid, β dashed, titled with the family's display name: :func:`scale_symbols`)
+    scales: Dict[str, str] = {}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0):
         super().__init__()
@@ -284,6 +287,12 @@ def family_classes(family: str) -> List[Type[MultiHeadedAttention]]:
     return [cls for cls in ATTENTION_CLASSES.values() if cls.family == family]
 
 
+def scale_symbols() -> Dict[str, Tuple[str, str]]:
+    """Every registered class's learned scales: parameter name -> (its symbol, its family's display name)."""
+    return {param: (symbol, FAMILIES[cls.family].display) for cls in ATTENTION_CLASSES.values()
+            for param, symbol in cls.scales.items()}
+
+
 def is_udps(name: str) -> bool:
     """Whether a registry name is a UDPS attention."""
     return family_of(name) == "udps"
@@ -291,8 +300,9 @@ def is_udps(name: str) -> bool:
 
 def family_type(name: str, family: str) -> Optional[str]:
     """The type a site of type ``name`` gets in ``family``: itself when already of that family, else the class of
-    that family whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none. ``att_udps`` and
-    ``att_family`` map every site through this."""
+    that family and of ``name``'s kind whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none.
+    ``att_udps`` and ``att_family`` map every site through this, after the site's kind is checked
+    (model_builder.SITE_KINDS), so a self type never becomes a source attention."""
     cls = ATTENTION_CLASSES[name]
     if cls.family == family:
         return name
@@ -301,7 +311,8 @@ def family_type(name: str, family: str) -> Optional[str]:
         return None
     if family == SCALED_DOT:
         return base
-    return next((c.name for c in ATTENTION_CLASSES.values() if c.family == family and c.counterpart == base), None)
+    return next((c.name for c in ATTENTION_CLASSES.values()
+                 if c.family == family and c.kind == cls.kind and c.counterpart == base), None)
 
 
 def _import_families() -> None:

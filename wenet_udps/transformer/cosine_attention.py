@@ -35,6 +35,7 @@ class CosineMultiHeadedAttention(MultiHeadedAttention):
     name = "cosine_selfattn"
     family = COSINE
     counterpart = "selfattn"
+    scales = {"cos_alpha": "α"}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
                  alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
@@ -76,6 +77,7 @@ class RelPositionCosineMultiHeadedAttention(CosineMultiHeadedAttention):
     name = "rel_cosine_selfattn"
     uses_pos_emb = True
     counterpart = "rel_selfattn"
+    scales = {"cos_alpha": "α", "cos_beta": "β"}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 5.0,
                  beta_init: float = 5.0, alpha_form: str = "linear", alpha_per_head: bool = True,

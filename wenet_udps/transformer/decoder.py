@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import nn
 
-from wenet_udps.transformer.attention import ATTENTION_CLASSES
+from wenet_udps.transformer.attention import attention_classes
 from wenet_udps.transformer.decoder_layer import DecoderLayer
 from wenet_udps.transformer.embedding import PositionalEncoding
 from wenet_udps.transformer.positionwise_feed_forward import ACTIVATION_CLASSES, PositionwiseFeedForward
@@ -73,8 +73,9 @@ class TransformerDecoder(nn.Module):
             raise ValueError(f"unknown decoder_conf.input_layer {input_layer!r}; valid choices: "
                              f"{', '.join(DECODER_INPUT_LAYERS)}")
         d = encoder_output_size
-        self_cls = lookup(ATTENTION_CLASSES, selfattention_layer_type, "decoder_conf.selfattention_layer_type")
-        src_cls = lookup(ATTENTION_CLASSES, src_attention_layer_type, "decoder_conf.src_attention_layer_type")
+        # Each site takes its kind only (a self type has no memory cache, a cross type no step cache).
+        self_cls = lookup(attention_classes("self"), selfattention_layer_type, "decoder_conf.selfattention_layer_type")
+        src_cls = lookup(attention_classes("cross"), src_attention_layer_type, "decoder_conf.src_attention_layer_type")
         if self_cls.uses_pos_emb:
             raise ValueError(f"decoder_conf.selfattention_layer_type {selfattention_layer_type!r} needs relative "
                              "position embeddings, which the decoder does not have")

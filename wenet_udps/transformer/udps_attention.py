@@ -34,6 +34,7 @@ class UDPSMultiHeadedAttention(MultiHeadedAttention):
     name = "udps_selfattn"
     family = UDPS
     counterpart = "selfattn"
+    scales = {"alpha": "α"}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 10.0,
                  alpha_form: str = "linear", alpha_per_head: bool = True, eps: float = DEFAULT_EPS):
@@ -87,6 +88,7 @@ class RelPositionUDPSMultiHeadedAttention(UDPSMultiHeadedAttention):
     name = "rel_udps_selfattn"
     uses_pos_emb = True
     counterpart = "rel_selfattn"
+    scales = {"alpha": "α", "beta": "β"}
 
     def __init__(self, *, n_head: int, n_feat: int, dropout_rate: float = 0.0, alpha_init: float = 5.0,
                  beta_init: float = 5.0, alpha_form: str = "linear", alpha_per_head: bool = True,

@@ -243,6 +243,9 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r"warmup_steps|min_length|token_min_length|min_output_input_ratio|weight_decay|num_t_mask|num_f_mask"
      r"|max_t|max_f|ctc_blank_id|save_interval|channel", 0.0, math.inf, True),
     (r"betas", 0.0, 1.0, True, False),  # Adam's moment decays: 1 would never forget
+    # the floor of the UDPS / cosine norms (udps_conf, cosine_conf, attention_conf): sqrt(eps) of a negative one is
+    # a math domain error at the first batch, and 0 makes a zero query or key row 0/0 = NaN
+    (r"eps", 0.0, math.inf, False),
 )
 
 
