@@ -290,7 +290,7 @@ def test_export_into_a_used_dir_leaves_no_stale_model(exported, tmp_path):
 def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
     """Issue 36 item 11: with a segments file, sherpa got the whole recordings (100 % CER in stage 7)."""
     from wenet_udps.bin import sherpa_decode
-    from wenet_udps.utils.source_info import file_sha256, read_source
+    from wenet_udps.utils.source_info import file_sha256, read_source, write_source
     name, tmp, config, out, data = exported
     if VARIANTS[name]["streaming"]:
         pytest.skip("one variant is enough")
@@ -309,7 +309,9 @@ def test_segments_beside_the_wav_scp_are_cut(exported, tmp_path, capsys):
     # An export whose checkpoint has been replaced since still decodes, with a warning naming it.
     import shutil
     shutil.copytree(out, tmp_path / "old_export")
-    (tmp_path / "old_export" / "export.info").write_text(f"checkpoint: {tmp_path / 'gone.pt'}\nsha256: 0123\n")
+    info = read_source(str(tmp_path / "old_export" / "export.info"))   # its file list kept: the set still verifies
+    write_source(str(tmp_path / "old_export" / "export.info"),
+                 {**info, "checkpoint": str(tmp_path / "gone.pt"), "sha256": "0123"})
     capsys.readouterr()
     sherpa_decode.main(["--config", str(tmp / "train.yaml"), "--export_dir", str(tmp_path / "old_export"),
                         "--wav_scp", str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res2")])

@@ -18,6 +18,7 @@ from wenet_udps.decode.norm_ratio import measure, table
 from wenet_udps.utils import cli
 from wenet_udps.utils.atomic import write_json
 from wenet_udps.utils.cli import run_cli
+from wenet_udps.utils.schema import BATCH_SIZE_MAX, BATCH_WHY
 
 
 def get_parser() -> cli.ArgumentParser:
@@ -26,7 +27,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--checkpoint", required=True, type=cli.existing_file, help="the weights (e.g. EXP/avg_5.pt)")
     p.add_argument("--test_data", required=True, type=cli.existing_file, help="data.list (or shard list) to run")
     p.add_argument("--data_type", choices=["raw", "shard"], default="raw")
-    p.add_argument("--batch_size", type=cli.int_range(1), default=8, help="utterances per forward pass")
+    p.add_argument("--batch_size", type=cli.int_range(1, BATCH_SIZE_MAX, why=BATCH_WHY), default=8,
+                   help="utterances per forward pass")
     p.add_argument("--max_utts", type=cli.int_range(1), default=None, help="stop after this many (default: all)")
     p.add_argument("--out", required=True, type=cli.output_file, help="the JSON file to write")
     return p

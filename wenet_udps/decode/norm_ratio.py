@@ -43,6 +43,7 @@ from wenet_udps.config import load_config
 from wenet_udps.dataset.dataset import DataTally
 from wenet_udps.decode.attention_maps import AttentionCall, recording
 from wenet_udps.decode.data_list import eval_dataset, model_from_checkpoint
+from wenet_udps.model_builder import build_model
 from wenet_udps.text import init_tokenizer
 from wenet_udps.transformer.attention import MultiHeadedAttention
 from wenet_udps.transformer.udps_attention import UDPS
@@ -185,11 +186,12 @@ def measure(config_path: str, checkpoint: str, test_data: str, *, data_type: str
     """The JSON record of the bin: the model's source, the definitions, and per UDPS site, layer and head its
     statistics (the module docstring). UserError when the model has no UDPS site."""
     config = load_config(config_path)
-    model = model_from_checkpoint(config, checkpoint)
-    sites = udps_sites(model)
-    if not sites:
+    # The sites are known from the conf alone: refuse before the weights are read (and warned about).
+    if not udps_sites(build_model(config)):
         raise UserError(f"{config_path}: the model has no UDPS attention site (r = |q|/|k| is UDPS's length "
                         f"factor's argument): give a UDPS model's train.yaml")
+    model = model_from_checkpoint(config, checkpoint)
+    sites = udps_sites(model)
     dataset = eval_dataset(config, init_tokenizer(config), test_data, batch_size, data_type)
     tally = DataTally()
     tallies, used = collect(model, tally.batches(dataset), max_utts)
