@@ -72,6 +72,24 @@ def _seed():
     assert grad_left_on, "this test left torch's grad mode disabled"
 
 
+@pytest.fixture(autouse=True)
+def _root_logging():
+    """The programs' mains call logging.basicConfig(force=True), which binds a handler to the sys.stderr of the
+    moment: under capsys, a file closed when the test ends. A later test's warning then printed a 'Logging error'
+    traceback into its own captured stderr (CI, 2026-12-02). The root logger's handlers and level are put back."""
+    import logging
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in set(root.handlers) - set(handlers):
+        root.removeHandler(handler)
+        handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+
+
 @pytest.fixture
 def one_thread():
     """One intra-op thread: tiny models run faster on one (much faster when other tests share the cores), and CPU
