@@ -17,14 +17,15 @@ SCRIPT = ROOT / "recipes" / "an4" / "issue81_seed.sh"
 FAKE_RUN_SH = r'''#!/usr/bin/env bash
 set -euo pipefail
 echo "$*" >> "$(dirname "$0")/calls.log"
-dir= families= seeds= modes= lambda=0.3
+dir= families= seeds= modes= lambda=0.3 data=
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --dir) dir=$2 ;; --families) families=$2 ;; --seeds) seeds=$2 ;; --decode_modes) modes=$2 ;;
+    --dir) dir=$2 ;; --data) data=$2 ;; --families) families=$2 ;; --seeds) seeds=$2 ;; --decode_modes) modes=$2 ;;
     --joint_ctc_weight) lambda=$2 ;;
   esac
   shift 2
 done
+for set in dev test; do mkdir -p "${data}/${set}"; echo "u1 REF ${set}" > "${data}/${set}/text"; done
 for f in ${families}; do
   exp=${dir}_${f}_seed${seeds}
   mkdir -p "${exp}"
@@ -90,7 +91,9 @@ def test_one_seed_keeps_every_decode_at_every_lambda(tmp_path, pin):
     assert all("--seeds 3" in c and "--families scaled_dot udps cosine" in c for c in calls)
     assert [c.split("--joint_ctc_weight ")[1].split()[0] for c in calls[1:]] == ["0.1", "0.2", "0.5", "0.7"]
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["COMMIT", "cosine_seed3", "scaled_dot_seed3", "udps_seed3"]
+    assert sorted(p.name for p in out.iterdir()) == ["COMMIT", "cosine_seed3", "refs", "scaled_dot_seed3",
+                                                     "udps_seed3"]
+    assert (out / "refs" / "test" / "text").read_text() == "u1 REF test\n"
     for family in ("scaled_dot", "udps", "cosine"):
         kept = out / f"{family}_seed3"
         for set_ in ("dev", "test"):
@@ -117,6 +120,10 @@ def test_one_seed_keeps_every_decode_at_every_lambda(tmp_path, pin):
     again = run(tmp_path, pin)
     assert again.returncode == 0, again.stderr
     assert not list((tmp_path / "out").glob("*.partial"))
+    # a seed scored against other references than the kept ones is refused before anything is kept
+    (tmp_path / "out" / "refs" / "dev" / "text").write_text("u1 OTHER\n")
+    other = run(tmp_path, pin)
+    assert other.returncode == 1 and "differs from the kept" in other.stderr
 
 
 @pytest.mark.parametrize("damage, message", [

@@ -10,7 +10,8 @@
 # the joint modes at λ 0.1 0.2 0.5 0.7 (the dev grid; test is decoded at each λ too because the models do not
 # outlive the machine, and the verdict reads only the λ that dev chose), and copies every decode's text, wer and
 # decode.info (and the LM tuning grids' wer and best) to recipes/an4/hypotheses/issue81/<family>_seed<N>/, with the UDPS
-# model's r statistics (norm_ratio.json, .txt: this checkout's wenet_udps.bin.norm_ratio). A rerun resumes:
+# model's r statistics (norm_ratio.json, .txt: this checkout's wenet_udps.bin.norm_ratio), and the references once
+# (refs/<set>/text; recipes/an4/issue81_verdict.py reads them). A rerun resumes:
 # run.sh skips what its stamps show done.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -81,6 +82,16 @@ keep() {
     done < <(find "${from}/lm_tune" \( -name wer -o -name best \) -type f)
   fi
 }
+# the references every seed is scored against, kept once (the verdict rescores each kept text against them)
+for set in dev test; do
+  ref=${out_root}/refs/${set}/text
+  if [[ -f ${ref} ]]; then
+    cmp -s "${ref}" "${work}/data/${set}/text" \
+      || { echo "issue81_seed.sh: ${work}/data/${set}/text differs from the kept ${ref}" >&2; exit 1; }
+  else
+    mkdir -p "$(dirname "${ref}")" && cp "${work}/data/${set}/text" "${ref}.partial" && mv "${ref}.partial" "${ref}"
+  fi
+done
 for family in ${families}; do
   model=an4_${family}_seed${seed}
   dest=${out_root}/${family}_seed${seed}
