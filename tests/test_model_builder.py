@@ -1,5 +1,6 @@
 import copy
 import json
+import re
 
 import pytest
 import torch
@@ -107,9 +108,14 @@ def test_att_family_wires_every_site_and_agrees_with_att_udps(att_family, att_ud
     ("udps:enc_self", True, "contradicts att_udps: True"),
     ("udps", "enc_self", "contradicts att_udps: enc_self (which is att_family: udps:enc_self)"),
     ("qknorm", None, "att_family: 'qknorm': unknown family 'qknorm'; valid: a family of scaled_dot, udps, cosine"),
+    # issue 81 F6: the empty site set made every site cosine, as att_family: cosine does; an empty name in a set
+    ("cosine:", None, "att_family: 'cosine:': no site after ':'; valid: a family of scaled_dot, udps, cosine, or "
+                      "<family>:<sites> with sites joined by '+' from enc_self, dec_self, dec_cross"),
+    ("udps: ", None, "att_family: 'udps: ': no site after ':'"),
+    ("cosine:enc_self+", None, "att_family: 'cosine:enc_self+': an empty site name; valid: "),
 ])
 def test_contradictory_or_unknown_family_choices_are_refused(att_family, att_udps, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         build_model(tiny(att_family=att_family, att_udps=att_udps))
 
 

@@ -122,12 +122,16 @@ def family_sites(att_family: Optional[str]) -> Optional[Dict[str, str]]:
     """
     if att_family is None:
         return None
-    name, _, sites = str(att_family).partition(":")
+    name, colon, sites = str(att_family).partition(":")
     how = (f"a family of {', '.join(FAMILIES)}, or <family>:<sites> with sites joined by '+' from "
            f"{', '.join(SITES)} (e.g. cosine, cosine:enc_self, udps:dec_self+dec_cross)")
     if name.strip() not in FAMILIES:
         raise ConfigError("att_family", f"{att_family!r}: unknown family {name.strip()!r}; valid: {how}")
-    chosen = {n.strip() for n in sites.split("+")} if sites else set(SITES)
+    if colon and not sites.strip():   # not every site: that is the family's name alone
+        raise ConfigError("att_family", f"{att_family!r}: no site after ':'; valid: {how}")
+    chosen = {n.strip() for n in sites.split("+")} if colon else set(SITES)
+    if "" in chosen:
+        raise ConfigError("att_family", f"{att_family!r}: an empty site name; valid: {how}")
     unknown = sorted(chosen - set(SITES))
     if unknown:
         raise ConfigError("att_family", f"{att_family!r}: unknown site {unknown[0]!r}; valid: {how}")
