@@ -131,6 +131,34 @@ def test_cosine_conf_reaches_only_cosine_sites():
         build_model(tiny(att_family="cosine", cosine_conf={"pos_norm": "qp"}))
 
 
+def test_a_family_section_that_reaches_no_site_is_refused_where_it_would_set_an_option():
+    """Issue 81 F10: udps_conf.alpha_form: log on an att_family: cosine model was ignored without a word, so the
+    cosine model trained linear scales beside a UDPS model with log ones (they should differ in g alone)."""
+    cosine_sites = "the enc_self site's rel_cosine_selfattn reads cosine_conf, where alpha_form is unset"
+    with pytest.raises(ValueError, match=re.escape(
+            f"udps_conf.alpha_form: 'log' reaches no site (att_family: cosine makes no site UDPS); {cosine_sites} "
+            f"(its default 'linear'): set cosine_conf.alpha_form: log for the same option, or remove it from "
+            f"udps_conf")):
+        build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "log"}))
+    # the other way round; alpha_init 10 is the plain types' default, not rel_udps_selfattn's 5
+    with pytest.raises(ValueError, match=re.escape("cosine_conf.alpha_init: 10.0 reaches no site (att_family: udps "
+                                                   "makes no site cosine); the enc_self site's rel_udps_selfattn "
+                                                   "reads udps_conf, where alpha_init is unset (its default 5.0)")):
+        build_model(tiny("conformer", att_family="udps", cosine_conf={"alpha_init": 10}))
+    # nothing is lost: the stock confs' udps_conf (every value a default; pos_norm, which no cosine type takes), a
+    # key cosine_conf sets itself, a scaled-dot model (no options), or a site of the family (the section reaches it)
+    build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "linear", "alpha_per_head": True,
+                                                                  "pos_norm": "qp"}))
+    model = build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "log"},
+                             cosine_conf={"alpha_form": "squared"}))
+    assert model.encoder.encoders[0].self_attn.alpha_form == "squared"
+    build_model(tiny("conformer", att_family="scaled_dot", udps_conf={"alpha_form": "log"}))
+    mixed = tiny("conformer", udps_conf={"alpha_form": "log"})   # types as written: a cosine and a UDPS site
+    mixed["encoder_conf"]["selfattention_layer_type"] = "rel_cosine_selfattn"
+    mixed["decoder_conf"]["selfattention_layer_type"] = "udps_selfattn"
+    assert build_model(mixed).decoder.decoders[0].self_attn.alpha_form == "log"
+
+
 def test_att_udps_overrides_per_site_keys_and_per_site_override_alone():
     cfg = tiny(att_udps=True)
     cfg["decoder_conf"]["src_attention_layer_type"] = "crossattn"
