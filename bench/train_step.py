@@ -18,6 +18,8 @@ decoder step, since the two untrained models stop the beam search after differen
     python -m bench.train_step --confs tiny_zh --batches 8x250 8x440 --threads 1   # the main job's conf and lengths
     python -m bench.train_step --confs mini_librispeech --data_list data/mini_librispeech/train/data.list \
         --threads 1 --clock cpu        # real batches: the shortest, median and longest 8 utterances of the list
+    python -m bench.train_step --confs an4 --families scaled_dot cosine udps --data_list data/an4/train/data.list \
+        --no-decode --threads 1 --clock cpu    # issue 81: the three families on AN4's conformer and utterances
 
 ``--neighbour`` (busyloop, matmul, suite: bench/_harness.py) times everything next to a process competing for the
 cores, as ``bench/decode_speed.py --neighbour`` does; with ``--threads 2`` on 2 cores that oversubscribes them, the
@@ -57,7 +59,8 @@ from bench._step_profile import profile_rows  # noqa: E402
 CONFS = {"conformer": ROOT / "conf/aishell/train_conformer.yaml",
          "transformer": ROOT / "conf/aishell/train_transformer.yaml",
          "tiny_zh": ROOT / "conf/tiny_zh/train_conformer.yaml",  # the main job's conf (run.sh)
-         "mini_librispeech": ROOT / "conf/mini_librispeech/train_conformer.yaml"}
+         "mini_librispeech": ROOT / "conf/mini_librispeech/train_conformer.yaml",
+         "an4": ROOT / "conf/an4/train_conformer.yaml"}   # issue 81's conf (cosine vs UDPS)
 # (utterances, frames): 8 utterances of 6 s and 4 of 20 s at 10 ms frames, as the project owner's measurements.
 BATCHES = [(8, 600), (4, 2000)]
 METHODS = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]

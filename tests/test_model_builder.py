@@ -1,5 +1,6 @@
 import copy
 import json
+import re
 
 import pytest
 import torch
@@ -107,9 +108,14 @@ def test_att_family_wires_every_site_and_agrees_with_att_udps(att_family, att_ud
     ("udps:enc_self", True, "contradicts att_udps: True"),
     ("udps", "enc_self", "contradicts att_udps: enc_self (which is att_family: udps:enc_self)"),
     ("qknorm", None, "att_family: 'qknorm': unknown family 'qknorm'; valid: a family of scaled_dot, udps, cosine"),
+    # issue 81 F6: the empty site set made every site cosine, as att_family: cosine does; an empty name in a set
+    ("cosine:", None, "att_family: 'cosine:': no site after ':'; valid: a family of scaled_dot, udps, cosine, or "
+                      "<family>:<sites> with sites joined by '+' from enc_self, dec_self, dec_cross"),
+    ("udps: ", None, "att_family: 'udps: ': no site after ':'"),
+    ("cosine:enc_self+", None, "att_family: 'cosine:enc_self+': an empty site name; valid: "),
 ])
 def test_contradictory_or_unknown_family_choices_are_refused(att_family, att_udps, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         build_model(tiny(att_family=att_family, att_udps=att_udps))
 
 
@@ -123,6 +129,34 @@ def test_cosine_conf_reaches_only_cosine_sites():
     assert not hasattr(model.decoder.decoders[0].self_attn, "cos_alpha")
     with pytest.raises(ValueError, match=r"cosine_conf.pos_norm: unknown key.*alpha_form, alpha_init"):
         build_model(tiny(att_family="cosine", cosine_conf={"pos_norm": "qp"}))
+
+
+def test_a_family_section_that_reaches_no_site_is_refused_where_it_would_set_an_option():
+    """Issue 81 F10: udps_conf.alpha_form: log on an att_family: cosine model was ignored without a word, so the
+    cosine model trained linear scales beside a UDPS model with log ones (they should differ in g alone)."""
+    cosine_sites = "the enc_self site's rel_cosine_selfattn reads cosine_conf, where alpha_form is unset"
+    with pytest.raises(ValueError, match=re.escape(
+            f"udps_conf.alpha_form: 'log' reaches no site (att_family: cosine makes no site UDPS); {cosine_sites} "
+            f"(its default 'linear'): set cosine_conf.alpha_form: log for the same option, or remove it from "
+            f"udps_conf")):
+        build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "log"}))
+    # the other way round; alpha_init 10 is the plain types' default, not rel_udps_selfattn's 5
+    with pytest.raises(ValueError, match=re.escape("cosine_conf.alpha_init: 10.0 reaches no site (att_family: udps "
+                                                   "makes no site cosine); the enc_self site's rel_udps_selfattn "
+                                                   "reads udps_conf, where alpha_init is unset (its default 5.0)")):
+        build_model(tiny("conformer", att_family="udps", cosine_conf={"alpha_init": 10}))
+    # nothing is lost: the stock confs' udps_conf (every value a default; pos_norm, which no cosine type takes), a
+    # key cosine_conf sets itself, a scaled-dot model (no options), or a site of the family (the section reaches it)
+    build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "linear", "alpha_per_head": True,
+                                                                  "pos_norm": "qp"}))
+    model = build_model(tiny("conformer", att_family="cosine", udps_conf={"alpha_form": "log"},
+                             cosine_conf={"alpha_form": "squared"}))
+    assert model.encoder.encoders[0].self_attn.alpha_form == "squared"
+    build_model(tiny("conformer", att_family="scaled_dot", udps_conf={"alpha_form": "log"}))
+    mixed = tiny("conformer", udps_conf={"alpha_form": "log"})   # types as written: a cosine and a UDPS site
+    mixed["encoder_conf"]["selfattention_layer_type"] = "rel_cosine_selfattn"
+    mixed["decoder_conf"]["selfattention_layer_type"] = "udps_selfattn"
+    assert build_model(mixed).decoder.decoders[0].self_attn.alpha_form == "log"
 
 
 def test_att_udps_overrides_per_site_keys_and_per_site_override_alone():

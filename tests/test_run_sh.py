@@ -72,6 +72,8 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--average_mode", "best"], "--average_mode takes one of: val_best latest; got 'best'"),
     (["--families", "scaled_dot cosin"], "--families: 'cosin': unknown family 'cosin'; valid: a family of"),
     (["--families", "udps udps:enc_self+dec_self+dec_cross"], "udps and udps:enc_self+dec_self+dec_cross are one"),
+    # issue 81 F6: an empty site set after the colon trained every site cosine, as 'cosine' does
+    (["--families", "cosine:"], "--families: 'cosine:': no site after ':'; valid: a family of"),
     (["--att_udps", "true"], "unknown option --att_udps"),
     (["--data_type", "tar"], "--data_type takes one of: raw shard"),
     (["--skip_gpu_check", "yes"], "option --skip_gpu_check takes true or false, got 'yes'"),

@@ -12,7 +12,8 @@ scaled-dot; ``att_udps`` keeps its meaning, as the UDPS case of the same rule (`
 ``false`` is ``scaled_dot``, a site set ``enc_self`` is ``udps:enc_self``). Each site's type goes through
 ``attention.family_type``. Both keys absent or null keep each site's ``*_layer_type`` as written; both given and
 choosing differently is an error naming both. A family's options section reaches only its own sites, each getting
-the keys its class accepts.
+the keys its class accepts; one that reaches no site where it would set another family's option is an error
+(:func:`check_unread_options`).
 """
 import copy
 import dataclasses
@@ -122,12 +123,16 @@ def family_sites(att_family: Optional[str]) -> Optional[Dict[str, str]]:
     """
     if att_family is None:
         return None
-    name, _, sites = str(att_family).partition(":")
+    name, colon, sites = str(att_family).partition(":")
     how = (f"a family of {', '.join(FAMILIES)}, or <family>:<sites> with sites joined by '+' from "
            f"{', '.join(SITES)} (e.g. cosine, cosine:enc_self, udps:dec_self+dec_cross)")
     if name.strip() not in FAMILIES:
         raise ConfigError("att_family", f"{att_family!r}: unknown family {name.strip()!r}; valid: {how}")
-    chosen = {n.strip() for n in sites.split("+")} if sites else set(SITES)
+    if colon and not sites.strip():   # not every site: that is the family's name alone
+        raise ConfigError("att_family", f"{att_family!r}: no site after ':'; valid: {how}")
+    chosen = {n.strip() for n in sites.split("+")} if colon else set(SITES)
+    if "" in chosen:
+        raise ConfigError("att_family", f"{att_family!r}: an empty site name; valid: {how}")
     unknown = sorted(chosen - set(SITES))
     if unknown:
         raise ConfigError("att_family", f"{att_family!r}: unknown site {unknown[0]!r}; valid: {how}")
@@ -297,15 +302,43 @@ def resolve_model_config(config: Mapping) -> Dict:
         config[key] = config.get(key) or fields[key]
         lookup(registry, config[key], key)
     chosen = site_families(config)
+    site_types: Dict[str, str] = {}
     for part, registry in (("encoder", ENCODER_CLASSES), ("decoder", DECODER_CLASSES)):
         where = f"{part}_conf"
         conf = copy.deepcopy(config.get(where) or {})
-        types = [_site_type(conf, site, registry[config[part]], where, chosen)
-                 for site, (site_part, _) in SITES.items() if site_part == part]
-        _attention_conf(conf, types, config, where)
+        for site, (site_part, _) in SITES.items():
+            if site_part == part:
+                site_types[site] = _site_type(conf, site, registry[config[part]], where, chosen)
+        _attention_conf(conf, [site_types[s] for s in SITES if SITES[s][0] == part], config, where)
         config[where] = conf
+    check_unread_options(config, site_types)
     check_model_size(config)
     return config
+
+
+def check_unread_options(config: Mapping, site_types: Mapping[str, str]) -> None:
+    """ConfigError when a family's options section (``udps_conf``) reaches no site, every site being of other
+    families, and one of its keys is an option of another family's site (``alpha_form`` of a cosine type) that
+    nothing sets there (neither that family's section nor the part's ``attention_conf``), at a value other than the
+    site's default: ignored, a model of ``att_family: cosine`` from a conf tuned for UDPS would differ from the
+    UDPS one in more than the similarity. ``config`` resolved (each part's ``attention_conf`` merged)."""
+    families = {ATTENTION_CLASSES[name].family for name in site_types.values()}
+    for absent in FAMILIES.values():
+        section = (config.get(absent.conf_key) or {}) if absent.conf_key else {}
+        if absent.name in families or not section:
+            continue
+        how = " and ".join(f"{k}: {config[k]}" for k in SELECTION_KEYS if config.get(k) is not None)
+        for key, value in section.items():
+            for site, name in site_types.items():
+                cls, part = ATTENTION_CLASSES[name], SITES[site][0]
+                reads = FAMILIES[cls.family].conf_key
+                default = defaults_of(cls).get(key, value)   # a key the type does not take: nothing to set
+                if not reads or key in (config[f"{part}_conf"].get("attention_conf") or {}) or default == value:
+                    continue
+                raise ConfigError(f"{absent.conf_key}.{key}", f"{value!r} reaches no site "
+                                  f"({how or 'the types as written'} makes no site {absent.display}); the {site} "
+                                  f"site's {name} reads {reads}, where {key} is unset (its default {default!r}): set "
+                                  f"{reads}.{key}: {value} for the same option, or remove it from {absent.conf_key}")
 
 
 def parameter_estimate(config: Mapping) -> Dict[str, int]:

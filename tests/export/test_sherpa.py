@@ -1,5 +1,6 @@
 """Models exported with --format sherpa-onnx decode in sherpa-onnx as in our own search (offline and streaming)."""
 import json
+import os
 import re
 import shutil
 
@@ -376,18 +377,24 @@ def test_sherpa_decode_that_used_nothing_fails_with_its_counts(exported, tmp_pat
     assert err.value.exit_status == 1 and not (tmp_path / "res" / "text").exists()
 
 
+def _earlier_export(exported, tmp_path):
+    """(config, exp dir, a copy of the fixture's export at tmp_path / "sherpa", its files' contents by name): the
+    setup of a test that exports over an earlier export (one non-streaming variant is enough)."""
+    name, tmp, config, out, _ = exported
+    if VARIANTS[name]["streaming"]:
+        pytest.skip("one variant is enough")
+    earlier = tmp_path / "sherpa"
+    shutil.copytree(out, earlier)
+    return config, tmp, earlier, {p.name: p.read_bytes() for p in earlier.iterdir()}
+
+
 def test_an_export_onto_a_full_disk_leaves_the_earlier_export_whole(exported, tmp_path, monkeypatch):
     """Issue 80 round 7, F: every file of the earlier export was deleted first, and a full disk half way left a
     mix that sherpa_decode decoded. The set is written into a temporary folder and moved in whole."""
     import errno
     from wenet_udps.decode.data_list import model_from_checkpoint
     from wenet_udps.export import sherpa
-    name, tmp, config, out, _ = exported
-    if VARIANTS[name]["streaming"]:
-        pytest.skip("one variant is enough")
-    earlier = tmp_path / "sherpa"
-    shutil.copytree(out, earlier)
-    before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+    config, tmp, earlier, before = _earlier_export(exported, tmp_path)
 
     def full_disk(src, dst):
         with open(dst, "wb") as f:   # the test's stand-in for the quantizer, cut by a full disk
@@ -441,16 +448,11 @@ def test_a_failing_parity_check_leaves_the_earlier_export(exported, tmp_path):
     (exit 1) stayed in place, export.info and all, for sherpa_decode to load. The check runs on the new set first."""
     from wenet_udps.decode.data_list import model_from_checkpoint
     from wenet_udps.export import sherpa
-    name, tmp, config, out, _ = exported
-    if VARIANTS[name]["streaming"]:
-        pytest.skip("one variant is enough")
-    earlier = tmp_path / "sherpa"
-    shutil.copytree(out, earlier)
-    before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+    config, tmp, earlier, before = _earlier_export(exported, tmp_path)
     seen = []
 
     def failing(folder):
-        seen.append(sorted(p for p in __import__("os").listdir(folder)))
+        seen.append(sorted(os.listdir(folder)))
         raise SystemExit(1)
 
     with pytest.raises(SystemExit):

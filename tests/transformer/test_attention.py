@@ -1,4 +1,5 @@
 """Every attention registry entry against a hand-written formula."""
+import copy
 import math
 import subprocess
 import sys
@@ -231,6 +232,32 @@ def test_bounded_families_under_autocast_are_finite_with_large_activations(name,
     with torch.no_grad():
         ref, _ = m(x, x, x, mask, pos)
     assert (out.float() - ref).abs().max() < 0.1 * ref.abs().max()
+
+
+@pytest.mark.parametrize("amp", [True, False])
+def test_rel_cosine_in_float16_does_not_overflow_where_the_key_is_short(amp):
+    """Issue 81 F7: rel_cosine_selfattn's keys (a k + b p) / |k| are not bounded by a and b: where |k| is near its
+    floor sqrt(eps) (here 0, floored at 1e-3) the position term b p / |k| passed float16's 65504 and the keys, cast
+    back to float16, became inf (NaN outputs). Under fp16 autocast and in a float16 model they stay float32."""
+    torch.manual_seed(0)
+    m = ATTENTION_CLASSES["rel_cosine_selfattn"](n_head=N_HEAD, n_feat=N_FEAT)
+    with torch.no_grad():
+        m.linear_k.weight.zero_()
+        m.linear_k.bias.zero_()
+    x = torch.randn(2, 6, N_FEAT).requires_grad_()
+    pos = torch.randn(1, 6, N_FEAT) * 60   # b |p_d| / 1e-3 above 65504
+    mask = torch.ones(2, 1, 6, dtype=torch.bool)
+    mask[1, :, 3:] = False
+    with torch.no_grad():
+        ref, _ = m(x, x, x, mask, pos)
+    half = m if amp else copy.deepcopy(m).half()
+    with torch.autocast("cpu", dtype=torch.float16, enabled=amp):
+        out, _ = half(x if amp else x.half(), x if amp else x.half(), x if amp else x.half(), mask,
+                      pos if amp else pos.half())
+    assert out.dtype == torch.float16 and torch.isfinite(out).all()
+    out.float().sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert (out.float() - ref).abs().max() < 0.05 * ref.abs().max()
 
 
 def test_udps_options_and_bad_values():

@@ -10,8 +10,9 @@ mirror the UDPS ones class by class, with the same options (``cosine_conf``: ``a
 rel_shift), its score (a q.k + b q.p) / (|q| |k|). The learnable scales are the parameters ``cos_alpha`` and
 ``cos_beta`` (the family's marker ``cos_alpha`` tells a cosine checkpoint from a UDPS one by its parameter names).
 Every score is one SDPA call on unit queries and scaled unit keys (:mod:`wenet_udps.kernels.cosine`), so cosine
-costs what scaled-dot costs. Streaming caches hold the raw k and v, as scaled-dot's (the keys are normalised per
-call); the decoder's step cache and the source attention's memory cache hold unit keys.
+costs what scaled-dot costs (but ``rel_cosine_selfattn`` in float16, whose unbounded keys stay float32). Streaming
+caches hold the raw k and v, as scaled-dot's (the keys are normalised per call); the decoder's step cache and the
+source attention's memory cache hold unit keys. A conf's ``udps_conf`` never reaches a cosine site.
 """
 from typing import Dict
 
@@ -72,7 +73,8 @@ class CosineMultiHeadedAttention(MultiHeadedAttention):
 @register_attention
 class RelPositionCosineMultiHeadedAttention(CosineMultiHeadedAttention):
     """``rel_udps_selfattn`` without g: scores = (a q.k + b q.p) / (|q| |k|), p = linear_pos(pos_emb), no
-    pos_bias_u/v, no rel_shift; the position term shares the q/k denominator (not bounded to [-b, b])."""
+    pos_bias_u/v, no rel_shift; the position term shares the q/k denominator (not bounded to [-b, b]: in float16
+    its keys and its SDPA call are float32, :mod:`wenet_udps.kernels.cosine`)."""
 
     name = "rel_cosine_selfattn"
     uses_pos_emb = True
