@@ -41,7 +41,7 @@ def test_conf_builds_and_runs(path):
 @pytest.mark.parametrize("path", YAMLS, ids=[str(p.relative_to(CONF_DIR)) for p in YAMLS])
 def test_conf_loads_as_every_family(path):
     """run.sh --families trains any conf as each family (the override att_family=<family>): none may be refused, e.g.
-    for a udps_conf key a cosine model would not read (model_builder.check_unread_options, issue 81 F10)."""
+    for a udps_conf key a cosine model would not read (site_families.check_unread_options, issue 81 F10)."""
     from wenet_udps.transformer.attention import FAMILIES
     for family in FAMILIES:
         load_config(str(path), [f"att_family={family}"])

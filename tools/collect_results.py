@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from wenet_udps.model_builder import SITES
+from wenet_udps.transformer.site_families import SITES
 from wenet_udps.config import read_conf
 from wenet_udps.results import plots as results_plots
 from wenet_udps.results.biasing import collect_biasing, section as biasing_section

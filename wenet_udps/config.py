@@ -29,7 +29,8 @@ from wenet_udps.dataset.dataset import DataConfig
 from wenet_udps.dataset.features import extractor_problem, feature_dim
 from wenet_udps.dataset.processor import batch_plan
 from wenet_udps.dataset.transforms import ResampleConf
-from wenet_udps.model_builder import SELECTION_KEYS, SITES, ModelConfig, check_written_sites, resolve_model_config
+from wenet_udps.model_builder import ModelConfig, resolve_model_config
+from wenet_udps.transformer.site_families import SELECTION_KEYS, SITES, check_written_sites
 from wenet_udps.text import TokenizerConfig, init_tokenizer
 from wenet_udps.train.executor import TrainLoopConfig
 from wenet_udps.train.scheduler import OPTIM_DEFAULTS, OptimConfig

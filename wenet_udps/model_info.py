@@ -10,7 +10,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from torch import nn
 
 from wenet_udps.dataset.features import feature_dim
-from wenet_udps.model_builder import SITES, attention_sites, build_model, family_sites
+from wenet_udps.model_builder import attention_sites, build_model
+from wenet_udps.transformer.site_families import SITES, family_sites
 from wenet_udps.transformer.attention import FAMILIES, SCALED_DOT, family_classes, family_of, family_type
 
 SITE_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention",

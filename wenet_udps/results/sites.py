@@ -23,7 +23,7 @@ Runs = Dict[Optional[int], str]   # seed (None: the config's own) -> experiment 
 def site_set(label: str, sites: Sequence[str]) -> str:
     """A run label as the --udps_sites value that trains it: ``scaled_dot`` -> ``none``, ``udps`` -> ``all``,
     ``udps_dec_self_dec_cross`` -> ``dec_self+dec_cross``. ``sites``: the site names in order
-    (wenet_udps.model_builder.SITES, passed in: this layer does not import the model)."""
+    (wenet_udps.transformer.site_families.SITES, passed in: this layer does not import the model)."""
     if label == "scaled_dot":
         return "none"
     if label == "udps":

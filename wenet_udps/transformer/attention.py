@@ -302,7 +302,7 @@ def family_type(name: str, family: str) -> Optional[str]:
     """The type a site of type ``name`` gets in ``family``: itself when already of that family, else the class of
     that family and of ``name``'s kind whose ``counterpart`` is ``name``'s scaled-dot type; None when there is none.
     ``att_udps`` and ``att_family`` map every site through this, after the site's kind is checked
-    (model_builder.SITE_KINDS), so a self type never becomes a source attention."""
+    (site_families.SITE_KINDS), so a self type never becomes a source attention."""
     cls = ATTENTION_CLASSES[name]
     if cls.family == family:
         return name
