@@ -42,3 +42,30 @@ def test_the_last_frame_is_cut_by_the_kept_bonus():
     assert got[0][1] == float(emissions[0, 1]) + float(emissions[1, 2]) + 2.0
     plain = search.search(emissions)
     assert plain[0][0] == (0,) or plain[0][1] < got[0][1]
+
+
+def test_phrase_words_outside_the_lm_are_named_in_one_warning(tmp_path, caplog):
+    """Issue 82, F8: a phrase holding a word the LM lacks can never be completed by the lexicon search; the
+    *_lm modes say so once, naming the words, however many batches they decode."""
+    import logging
+
+    import torch
+
+    from tests.lm.lm_helpers import need_flashlight, write_units
+    from tests.lm.test_search import write_arpa
+    from wenet_udps.decode.hotwords import context_graph
+    from wenet_udps.lm.search import LmSearch, LmSearchConfig
+    from wenet_udps.text import CharTokenizer
+
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "a", "b", "c", "▁", "<sos/eos>"])
+    tok = CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+    search = LmSearch(write_arpa(tmp_path / "lm.arpa", {"a": -0.9, "ab": -0.9, "c": -0.9}), tok, 0,
+                      LmSearchConfig(beam_size=4))
+    graph = context_graph(["ab c", "abc ba", "cab"], tok, 2.0)
+    logp = torch.randn(1, 12, 7, generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            search(logp, torch.tensor([12]), graph)
+    named = [r.getMessage() for r in caplog.records if "not words of the LM" in r.getMessage()]
+    assert len(named) == 1 and "(abc ba cab)" in named[0], caplog.text

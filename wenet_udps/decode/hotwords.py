@@ -95,8 +95,8 @@ def units_case(tokenizer: Any) -> str:
 
 
 def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Iterable[int] = (),
-                 norm: Optional[TextNorm] = None, dropped: Optional[List[str]] = None
-                 ) -> List[Tuple[List[int], float]]:
+                 norm: Optional[TextNorm] = None, dropped: Optional[List[str]] = None,
+                 texts: Optional[List[str]] = None) -> List[Tuple[List[int], float]]:
     """[(unit ids, per-unit score)] of a hotword file or list (module docstring); UserError naming the line.
 
     Args:
@@ -107,6 +107,7 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
         dropped: where given, a phrase the units cannot spell is left out, its message appended here, instead of
             refused (``recognize --context_unspellable drop``: a public list may hold a character that the
             training transcripts lack).
+        texts: where given, each phrase kept is appended here as text (normalised, as spelled).
     """
     name, rows = read_lines(hotwords)
     speller = Speller(tokenizer, score, reserved, norm, dropped)
@@ -116,7 +117,7 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
         phrase = speller(text, given, where)
         if phrase is None:
             continue
-        units, own = phrase
+        units, own, text = phrase
         key = tuple(units)
         if key in seen:
             first, index = seen[key]
@@ -126,6 +127,8 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
             continue
         seen[key] = (where, len(out))
         out.append((units, own))
+        if texts is not None:
+            texts.append(text)
         if len(out) > PHRASES_MAX:
             raise UserError(f"{name}: more than {PHRASES_MAX} phrases: {PHRASES_WHY}")
     if not out and dropped:
@@ -137,9 +140,9 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
 
 
 class Speller:
-    """``speller(phrase, its own score or None, where)`` -> (unit ids, per-unit score), or, with ``dropped``, None
-    for a phrase the units cannot spell (its message appended there); UserError naming ``where``. What depends on
-    the units alone (their case, whether they are whole words) is found once, here."""
+    """``speller(phrase, its own score or None, where)`` -> (unit ids, per-unit score, the phrase normalised), or,
+    with ``dropped``, None for a phrase the units cannot spell (its message appended there); UserError naming
+    ``where``. What depends on the units alone (their case, whether they are whole words) is found once, here."""
 
     def __init__(self, tokenizer: Any, score: float, reserved: Iterable[int] = (), norm: Optional[TextNorm] = None,
                  dropped: Optional[List[str]] = None):
@@ -154,14 +157,14 @@ class Speller:
         self.word_units = (isinstance(tokenizer, CharTokenizer) and bool(words)
                            and not all(c in tokenizer.symbol_table for w in words for c in w))
 
-    def __call__(self, raw: str, given: Optional[float], where: str) -> Optional[Tuple[List[int], float]]:
+    def __call__(self, raw: str, given: Optional[float], where: str) -> Optional[Tuple[List[int], float, str]]:
         counts = NormCounts()
         text = self.norm(raw, counts, 1)
         if counts.refused:
             raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw!r}: "
                             f"the units spell no punctuation; remove it")
         try:
-            return self._spell(text, where), self.score if given is None else given
+            return self._spell(text, where), self.score if given is None else given, text
         except UserError as e:
             if self.dropped is None:
                 raise
@@ -196,7 +199,8 @@ def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
     list: no biasing)."""
     if hotwords is None or (isinstance(hotwords, (list, tuple)) and not hotwords):
         return None
-    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped))
+    texts: List[str] = []
+    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped, texts=texts), texts)
     logging.info("hotwords: %d phrases, %d graph states", graph.phrases, len(graph))
     return graph
 
@@ -220,7 +224,7 @@ class UtteranceContexts:
         check_keys(lists, path, keys, what)
         speller = Speller(tokenizer, score, reserved, dropped=dropped)
         index: Dict[str, int] = {}
-        self.table: List[Optional[Tuple[List[int], float]]] = []   # None: dropped (``dropped``)
+        self.table: List[Optional[Tuple[List[int], float, str]]] = []   # None: dropped (``dropped``)
         self.lists: Dict[str, List[int]] = {}
         for key, (lineno, phrases) in lists.items():
             for raw in phrases:
@@ -240,4 +244,5 @@ class UtteranceContexts:
     def graph(self, key: str) -> Optional[ContextGraph]:
         """The context graph of utterance ``key``'s list, None for an utterance without phrases."""
         own = self.lists[key]
-        return ContextGraph([self.table[i] for i in own]) if own else None
+        phrases = [self.table[i] for i in own]
+        return ContextGraph([p[:2] for p in phrases], [p[2] for p in phrases]) if own else None

@@ -39,9 +39,11 @@ MEMO_PER_STATE = 8  # (a search extends a state by its beam's few likely units, 
 
 class ContextGraph:
     """The automaton of ``phrases``: (unit ids, per-unit score > 0) pairs, each non-empty; a phrase given twice
-    keeps its highest score (the hotword reader merges duplicates before, naming them)."""
+    keeps its highest score (the hotword reader merges duplicates before, naming them). ``texts``: the phrases as
+    text (``decode.hotwords`` gives them; ``LmSearch`` names the words its LM lacks)."""
 
-    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]]):
+    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]], texts: Sequence[str] = ()):
+        self.texts = tuple(texts)  # the phrases as text, where known: what an LM search checks its words against
         self.children: List[Dict[int, int]] = [{}]
         unit_score: List[float] = [0.0]   # the best per-unit score of the phrases through the node
         own: List[float] = [0.0]          # the score of the phrase ending at the node (0: none does)
