@@ -5,6 +5,7 @@ search, ``joint_ctc_attention`` and with the word LM ``joint_ctc_attention_lm`` 
 already computed encoder output, so one encoder pass serves all modes. The modes' names are in ``modes``."""
 import math
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import torch
@@ -126,20 +127,23 @@ def _biased_cut(live: List[Tuple[Tuple[int, ...], List[Any]]], beam_size: int, c
     (issue 82, F2); the extra one is the prefix that would win if the utterance ended now. The last frame's cut is
     by the kept bonus alone, the one the n-best is ranked by.
     """
-    end = context.end
-
-    def kept(kv: Tuple[Tuple[int, ...], List[Any]]) -> float:
+    node_score = context.node_score  # (the open match's bonus of a state: ContextGraph.end's, read directly)
+    scored = []
+    for kv in live:
         entry = kv[1]
-        return log_add(entry[0], entry[1]) + entry[3] + end(entry[2])
-
+        scored.append((log_add(entry[0], entry[1]) + entry[3], kv))
     if last:
-        return sorted(live, key=kept, reverse=True)[:beam_size]
-    ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]) + kv[1][3], reverse=True)
-    if len(ranked) > beam_size:
-        extra = max(ranked[beam_size:], key=kept)
-        if kept(extra) > max(kept(kv) for kv in ranked[:beam_size]):
-            return ranked[:beam_size] + [extra]
-    return ranked[:beam_size]
+        scored.sort(key=lambda sk: sk[0] - node_score[sk[1][1][2]], reverse=True)
+        return [kv for _, kv in scored[:beam_size]]
+    scored.sort(key=itemgetter(0), reverse=True)
+    ranked = [kv for _, kv in scored[:beam_size]]
+    if len(scored) > beam_size:
+        inside = max(score - node_score[kv[1][2]] for score, kv in scored[:beam_size])
+        kept, extra = max(((score - node_score[kv[1][2]], i) for i, (score, kv) in enumerate(scored[beam_size:])),
+                          key=itemgetter(0))
+        if kept > inside:
+            ranked.append(scored[beam_size + extra][1])
+    return ranked
 
 
 def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam_size: int,
