@@ -5,11 +5,12 @@ the list) by Le et al.'s definitions, and the list's phrase recall, precision an
 Usage: compute-biased-wer.py --biasing_list LIST | --biasing_lists LISTS [--char=0|1] [--cs=0|1] [--ig=FILE] [--rt=0|1]
                              [--missing=deletions|skip] [--case ...] [--punctuation ...] ref hyp > biased_wer
 
-``LIST`` is a hotword file (one phrase a line; a `` :score`` at the end is ignored), ``ref`` and ``hyp`` Kaldi-style
-text files as compute-wer.py takes them, with its options, its tokens and its alignment, so WER here is its
-Overall. ``LISTS`` is a list per utterance (wenet_udps/scoring/context_lists.py: a line per utterance of ``ref``, its
-key, then its phrases after tabs; a key ``ref`` lacks, or an utterance without a line, is refused naming it): each
-utterance scored against its own, as Le et al. score with the rare words of each reference. The output, after
+``LIST`` is a hotword file (one phrase a line; a `` :score`` at the end is ignored), read by the decoder's own
+reader (``wenet_udps.decode.hotwords.read_lines``: a bad score or a typed ``▁`` refused naming the line); ``ref``
+and ``hyp`` Kaldi-style text files as compute-wer.py takes them, with its options, its tokens and its alignment,
+so WER here is its Overall. ``LISTS`` is a list per utterance (wenet_udps/scoring/context_lists.py: a line per utterance
+of ``ref``, its key, then its phrases after tabs; a key ``ref`` lacks, or an utterance without a line, is refused naming
+it): each utterance scored against its own, as Le et al. score with the rare words of each reference. The output, after
 compute-wer's two binding lines::
 
     WER -> 8.77 % N=... C=... S=... D=... I=...
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from wenet_udps.scoring import read_ignore_words, read_text
-from wenet_udps.scoring.biasing import read_phrase_list, score_biased, split_score
+from wenet_udps.decode.hotwords import read_lines, split_line
+from wenet_udps.scoring.biasing import score_biased
 from wenet_udps.scoring.context_lists import check_keys, read_context_lists
 from wenet_udps.scoring.bound import binding_lines
 from wenet_udps.scoring.references import check_references
@@ -64,9 +66,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.biasing_lists:
         lists = read_context_lists(args.biasing_lists)
         check_keys(lists, args.biasing_lists, refs, args.ref)
-        phrases = {k: [norm(split_score(p)[0]) for p in v] for k, (_, v) in lists.items()}
-    else:
-        phrases = [norm(p) for p in read_phrase_list(args.biasing_list)]
+        phrases = {k: [norm(split_line(p, f"{args.biasing_lists}:{lineno}")[0]) for p in v]
+                   for k, (lineno, v) in lists.items()}
+    else:  # the decoder's reader (decode.hotwords): a list it refuses is refused here, naming the same line
+        rows = read_lines(args.biasing_list)[1]
+        if not rows:
+            raise cli.UserError(f"{args.biasing_list}: no phrase (one a line)")
+        phrases = [norm(text) for _, text, _ in rows]
     refs = wer.normalised(refs, args.ref, norm)
     hyps = wer.normalised(hyps, args.hyp, norm if norm.punctuation != "refuse" else replace(norm, punctuation="keep"))
     out = score_biased(refs, hyps, phrases, char=bool(args.char), case_sensitive=bool(args.case_sensitive),

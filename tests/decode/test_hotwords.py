@@ -161,7 +161,7 @@ def test_the_prefix_search_takes_a_completed_phrase_and_keeps_only_completed_bon
 
 def reference_prefix_search(logp, beam_size, graph):
     """The prefix search with hotwords as it was first written (issue 82): each prefix's (state, bonus) in a dict
-    of its own, from its parent's by ``ContextGraph.step``; the oracle of the faster search."""
+    of its own, from its parent's by ``ContextGraph.step``, with F2's cut; the oracle of the faster search."""
     hyps, bonus = [((), (0.0, -math.inf))], {(): (0, 0.0)}
     top_logp, top_idx = (x.tolist() for x in logp.topk(min(beam_size, logp.size(1)), dim=1))
     for t in range(logp.size(0)):
@@ -185,11 +185,19 @@ def reference_prefix_search(logp, beam_size, graph):
                 state, got = bonus[prefix[:-1]]
                 state, delta = graph.step(state, prefix[-1])
                 bonus[prefix] = (state, got + delta)
-        ranked = sorted(live, key=lambda kv: log_add(*kv[1]) + bonus[kv[0]][1], reverse=True)[:beam_size]
+        def kept(kv):
+            return log_add(*kv[1]) + bonus[kv[0]][1] + graph.end(bonus[kv[0]][0])
+
+        if t == logp.size(0) - 1:  # the last cut: by the kept bonus (issue 82, F2)
+            ranked = sorted(live, key=kept, reverse=True)[:beam_size]
+        else:  # the beam, and the best by its kept bonus where the beam lacks it
+            ranked = sorted(live, key=lambda kv: log_add(*kv[1]) + bonus[kv[0]][1], reverse=True)
+            best = max(ranked, key=kept)
+            ranked = ranked[:beam_size] + ([best] if best not in ranked[:beam_size] else [])
         bonus = {prefix: bonus[prefix] for prefix, _ in ranked}
         hyps = ranked
     kept = [(p, log_add(*s), bonus[p][1] + graph.end(bonus[p][0])) for p, s in hyps]
-    return sorted(((p, score + b, b) for p, score, b in kept), key=lambda h: h[1], reverse=True)
+    return sorted(((p, score + b, b) for p, score, b in kept), key=lambda h: h[1], reverse=True)[:beam_size]
 
 
 def reference_joint_bonus(search, cand):
@@ -375,9 +383,9 @@ def test_the_api_builds_a_list_once_and_a_rewritten_file_anew(exp, tmp_path, mon
     built = []
     real = hotword_file.ContextGraph
 
-    def counted(phrases):
+    def counted(phrases, texts=()):
         built.append(len(phrases))
-        return real(phrases)
+        return real(phrases, texts)
 
     monkeypatch.setattr(hotword_file, "ContextGraph", counted)
     wav = str(exp["clips"][1])

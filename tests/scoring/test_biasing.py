@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from wenet_udps.scoring import score
-from wenet_udps.scoring.biasing import PhraseIndex, read_phrase_list, score_biased, split_score
-from wenet_udps.utils.cli import UserError
+from wenet_udps.scoring.biasing import PhraseIndex, score_biased
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -64,17 +63,6 @@ def test_the_split_adds_up_to_compute_wer(seed):
         brute = [any(tokens[s:s + len(p.split())] == p.split() for p in phrases
                      for s in range(max(0, i - len(p.split()) + 1), i + 1)) for i in range(len(tokens))]
         assert index.covered(tokens) == brute
-
-
-def test_phrase_list_format(tmp_path):
-    assert split_score("ZEBRA CROSSING :4.5\n") == ("ZEBRA CROSSING", "4.5")
-    assert split_score("  MARMALADE ") == ("MARMALADE", None)
-    path = tmp_path / "list.txt"
-    path.write_text("A B :2\n\nC\n", encoding="utf-8")
-    assert read_phrase_list(str(path)) == ["A B", "C"]
-    path.write_text("\n\n", encoding="utf-8")
-    with pytest.raises(UserError, match="no phrase"):
-        read_phrase_list(str(path))
 
 
 def test_command(tmp_path):

@@ -3,6 +3,8 @@ sets, and the bonus rule (a completed phrase keeps its bonus, a partial one is t
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wenet_udps.transformer.context_graph import ContextGraph
 
@@ -13,11 +15,17 @@ def occurrences(phrase, seq):
 
 
 def brute_node_score(phrases, prefix):
-    """The bonus of a phrase prefix: per unit, the best score of the phrases that start with the prefix so far."""
-    total = 0.0
-    for i in range(1, len(prefix) + 1):
-        total += max(s for p, s in phrases if tuple(p[:i]) == tuple(prefix[:i]))
-    return total
+    """The open match's bonus of a phrase prefix: its length times the best score of the phrases through it."""
+    return len(prefix) * max(s for p, s in phrases if tuple(p[:len(prefix)]) == tuple(prefix))
+
+
+def brute_bonus(phrases, seq):
+    """(kept, open) by brute force: every occurrence of every phrase in ``seq`` (overlapping, nested) paid its own
+    score times its length; the open match is the longest suffix of ``seq`` that some phrase starts with."""
+    kept = sum(occurrences(p, seq) * s * len(p) for p, s in phrases)
+    prefixes = {tuple(p[:k]) for p, _ in phrases for k in range(1, len(p) + 1)}
+    longest = max((j for j in range(1, len(seq) + 1) if tuple(seq[len(seq) - j:]) in prefixes), default=0)
+    return kept, brute_node_score(phrases, seq[len(seq) - longest:]) if longest else 0.0
 
 
 def random_phrases(rng, vocab, count, longest):
@@ -31,8 +39,9 @@ def random_phrases(rng, vocab, count, longest):
 @pytest.mark.parametrize("seed", range(40))
 def test_matches_and_kept_bonus_equal_brute_force(seed):
     """Each step's match count (phrases ending there, through the output links) sums to the brute-force number
-    of phrase occurrences, overlapping and nested ones included; the kept bonus is each occurrence's prefix
-    bonus; the bonus while searching is the kept one plus the open match, and the end takes the open match back."""
+    of phrase occurrences, overlapping and nested ones included; the kept bonus is each occurrence's own score
+    times its length; the bonus while searching is the kept one plus the open match, and the end takes the open
+    match back."""
     rng = random.Random(seed)
     vocab = rng.choice([2, 3, 5])  # small alphabets: many shared prefixes, overlaps and failure arcs
     phrases = random_phrases(rng, vocab, rng.randint(1, 12), 5)
@@ -44,16 +53,40 @@ def test_matches_and_kept_bonus_equal_brute_force(seed):
             state, delta = graph.step(state, unit)
             bonus += delta
             count += graph.matches[state]
-            # the state is the longest suffix of seq[:i+1] that is a phrase prefix
-            prefixes = {p[:k] for p, _ in phrases for k in range(1, len(p) + 1)}
-            longest = max((j for j in range(1, i + 2) if tuple(seq[i + 1 - j:i + 1]) in prefixes), default=0)
-            kept = sum(occurrences(p, seq[:i + 1]) * brute_node_score(phrases, p) for p, _ in phrases)
-            open_part = brute_node_score(phrases, seq[i + 1 - longest:i + 1]) if longest else 0.0
+            kept, open_part = brute_bonus(phrases, seq[:i + 1])
             assert bonus == pytest.approx(kept + open_part)
         assert count == sum(occurrences(p, seq) for p, _ in phrases)
-        kept = sum(occurrences(p, seq) * brute_node_score(phrases, p) for p, _ in phrases)
+        kept = brute_bonus(phrases, seq)[0]
         assert bonus + graph.end(state) == pytest.approx(kept)
         assert graph.final_bonus(seq) == pytest.approx(kept)
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(0, 2), min_size=1, max_size=4),
+                          st.sampled_from([0.5, 1.0, 2.5, 4.0])), min_size=1, max_size=8),
+       st.lists(st.integers(0, 2), max_size=24))
+@settings(max_examples=300, deadline=None)
+def test_property_bonus_equals_a_brute_force_matcher(listed, seq):
+    """Issue 82, F1: over any phrase set on a 3-unit alphabet (shared prefixes, overlaps, a phrase inside another
+    with another score) the bonus after each unit is the brute-force kept bonus plus the open match, and the final
+    bonus is the kept one."""
+    phrases = {}
+    for units, score in listed:
+        phrases[tuple(units)] = max(phrases.get(tuple(units), 0.0), score)
+    phrases = list(phrases.items())
+    graph = ContextGraph(phrases)
+    state, bonus = 0, 0.0
+    for i, unit in enumerate(seq):
+        state, delta = graph.step(state, unit)
+        bonus += delta
+        assert bonus == pytest.approx(sum(brute_bonus(phrases, seq[:i + 1])))
+    assert graph.final_bonus(seq) == pytest.approx(brute_bonus(phrases, seq)[0])
+
+
+def test_a_phrase_inside_a_longer_one_is_paid_its_own_score():
+    graph = ContextGraph([((1, 2), 5.0), ((1, 2, 3), 1.0)])
+    assert graph.final_bonus([1, 2]) == pytest.approx(10.0)
+    assert graph.final_bonus([1, 2, 3]) == pytest.approx(10.0 + 3.0)
+    assert graph.final_bonus([9, 2]) == 0.0
 
 
 def test_completed_phrase_keeps_its_bonus_partial_one_is_taken_back():

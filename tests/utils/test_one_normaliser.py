@@ -223,7 +223,6 @@ def _score(texts):
 # How each function is called on a list of texts; None: exempt, with the reason as a comment.
 CALLS = {
     "wenet_udps.scoring.tokens.tokenize": _per_text(lambda t: scoring_tokens.tokenize(t, char=True)),
-    "wenet_udps.scoring.biasing.split_score": None,  # cuts a hotword line's ` :score`; the phrase is normalised after
     "wenet_udps.scoring.biasing.score_biased": None,  # scores through wer.score's tokenize (guarded above)
     "wenet_udps.scoring.bound.reference_tokens": _per_text(lambda t: bound.reference_tokens({"u": t}, {
         "case": "keep", "punctuation": "keep", "char": "1", "case_sensitive": "1", "remove_tag": "1"})),

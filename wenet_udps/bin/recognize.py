@@ -34,7 +34,7 @@ from wenet_udps.text import init_tokenizer
 from wenet_udps.train.checkpoint import add_verify_flag
 from wenet_udps.train.resume_check import meaning_changes
 from wenet_udps.transformer.decode_options import CONTEXT_MODES, CONTEXT_USED_BY, DECODE_OPTIONS, \
-    add_decode_arguments, check_decode_options, resolve_decode_options, value_for
+    add_decode_arguments, check_decode_options, idle_record, resolve_decode_options, value_for
 from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
@@ -86,6 +86,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     if args.context_unspellable != "refuse" and args.hotwords is None and args.context_list is None:
         parser.error(f"--context_unspellable {args.context_unspellable} decides on the phrases of a list: give "
                      f"--context_file or --context_list too, or leave it out")
+    asked = [name for name, value in given.items() if value is not None]
     try:  # the one check of the values, the modes that use them and the LM the *_lm modes need
         args.modes, options = resolve_decode_options(args.modes, given, flags=True)
     except UserError as e:
@@ -171,7 +172,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     # ... and what its hypotheses must be scored against (scoring.references: compute-wer, collect_results)
     source.update(reference_record(args.test_data, stats["references"], stats["skipped"]))
     # ctc_weight as each mode applied it (the rescoring and joint modes have their own defaults)
-    per_mode = {m: {"ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m))} for m in args.modes}
+    # ... and None for what a mode did not use of the options given (its record is its own, issue 82 F3)
+    per_mode = {m: {"ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m)), **idle_record(m, asked, source)}
+                for m in args.modes}
     for path in write_results(results, args.result_dir, source, lm_source, per_mode):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)

@@ -7,26 +7,31 @@ format)::
     MARMALADE
     阿里巴巴
 
-Blank lines are skipped. Each phrase goes through the one text normaliser (``wenet_udps.utils.text_norm``: its
-case, punctuation refused, naming the line) and is spelled with the model's own units by its tokenizer (characters,
-BPE pieces, Mandarin characters; a phrase of several words carries the word-boundary unit where the units have
-one). Refused, each naming the file and line: a phrase that the units cannot spell (WeNet maps such a unit to
-``<unk>`` silently, which biases toward ``<unk>``), a bad score, an empty file, more than :data:`PHRASES_MAX`
-phrases. A phrase given twice (the same units) is kept once with its highest score, with a warning naming both
-lines.
+Blank lines are skipped. :func:`read_lines` is the one reader of the format (the decoder's and
+``tools/compute-biased-wer.py``'s). Each phrase goes through the one text normaliser (``wenet_udps.utils.text_norm``:
+punctuation refused, naming the line) in the case of the model's units (:func:`units_case`: upper-case units, an
+upper-cased phrase; lower-case ones, lower-cased), and is spelled with the model's own units by its tokenizer
+(characters, BPE pieces, Mandarin characters; a phrase of several words carries the word-boundary unit where the
+units have one). Refused, each naming the file and line: a phrase that the units cannot spell (WeNet maps such a
+unit to ``<unk>`` silently, which biases toward ``<unk>``), among them a word that whole-word units lack, which
+their characters would spell as other words; a typed ``▁`` (the units' word boundary: write a space); a score that
+is not an ASCII decimal in range; an empty file; more than :data:`PHRASES_MAX` phrases. A phrase given twice (the
+same units) is kept once with its highest score, with a warning naming both lines.
 """
 import logging
 import math
 import os
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from wenet_udps.scoring.biasing import split_score
 from wenet_udps.scoring.context_lists import check_keys, read_context_lists
+from wenet_udps.text.base_tokenizer import SPACE
+from wenet_udps.text.char_tokenizer import CharTokenizer
 from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.decode_options import CONTEXT_SCORE_MAX
 from wenet_udps.utils.cli import UserError
 from wenet_udps.utils.kaldi_files import utf8_lines
-from wenet_udps.utils.text_norm import NormCounts, TextNorm
+from wenet_udps.utils.text_norm import BRACKETED, CJK, NormCounts, TextNorm
 
 # Le et al.'s largest LibriSpeech biasing list holds 2,000 distractors per utterance (3,838 biased words in all on
 # test-other); a list far beyond that biases nearly every word of the language, and its graph (a node per distinct
@@ -36,55 +41,94 @@ PHRASES_WHY = (f"a list of more than {PHRASES_MAX} phrases biases nearly every w
                f"list holds 2,000 per utterance); split it by topic or keep the phrases that matter")
 
 Hotwords = Union[str, "os.PathLike[str]", Sequence[str]]
+SCORED = re.compile(r"^(.*\S)\s+:(\S+)$")  # a hotword line "phrase :score" (sherpa-onnx's format)
+DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII digits: float() also reads 1e400, nan, ١ and 1_0
 
 
-def _lines(hotwords: Hotwords) -> Tuple[str, List[Tuple[int, str]]]:
-    """(what the phrases are called in messages, [(line number, text)]) of a file path or a list of phrases."""
-    if isinstance(hotwords, (list, tuple)):
-        return "hotwords", [(i, text) for i, text in enumerate(hotwords)]
-    path = os.fspath(hotwords)
-    return path, list(utf8_lines(path))
+def split_line(raw: str, where: str) -> Tuple[str, Optional[float]]:
+    """(phrase, its own `` :score`` or None) of one hotword line, stripped; UserError naming ``where`` for a score
+    that is not an ASCII decimal in (0, CONTEXT_SCORE_MAX] or a typed ``▁``."""
+    text, given = raw.strip(), None
+    match = SCORED.match(text)
+    if match:
+        text, given = match.groups()
+    if SPACE in text:
+        raise UserError(f"{where}: the phrase {text!r} holds {SPACE!r}, the units' word boundary; write a space "
+                        f"between words")
+    if given is None:
+        return text, None
+    own = float(given) if DECIMAL.fullmatch(given) else math.nan
+    if not (math.isfinite(own) and 0.0 < own <= CONTEXT_SCORE_MAX):
+        raise UserError(f"{where}: score {given!r} after ' :' must be a decimal number (ASCII digits, e.g. 1.5) in "
+                        f"(0, {CONTEXT_SCORE_MAX:g}] (a bonus per unit)")
+    return text, own
 
 
-def _where(name: str, lineno: int, listed: bool) -> str:
-    return f"{name}[{lineno}]" if listed else f"{name}:{lineno}"
+def read_lines(hotwords: Hotwords) -> Tuple[str, List[Tuple[str, str, Optional[float]]]]:
+    """(what the phrases are called in messages, [(where, phrase, its own score or None)]) of a hotword file's
+    path or a list of phrases, blank lines skipped (:func:`split_line`'s refusals naming the line)."""
+    listed = isinstance(hotwords, (list, tuple))
+    if listed:
+        name, rows = "hotwords", list(enumerate(hotwords))
+    else:
+        name = os.fspath(hotwords)
+        rows = list(utf8_lines(name))
+    out = []
+    for lineno, raw in rows:
+        where = f"{name}[{lineno}]" if listed else f"{name}:{lineno}"
+        text, own = split_line(raw, where)
+        if text:
+            out.append((where, text, own))
+    return name, out
+
+
+def units_case(tokenizer: Any) -> str:
+    """The case phrases are put in before spelling: a BPE model's own (``tokenizer.case``), else that of the units'
+    letters: "upper" where every cased letter of the units is upper case, "lower" where every one is lower case,
+    else "keep" (issue 82, F5: lower-case units and an upper-case list)."""
+    own = getattr(tokenizer, "case", None)
+    if own is not None:
+        return own
+    letters = "".join(t for t in tokenizer.symbol_table if not BRACKETED.fullmatch(t))
+    upper, lower = letters != letters.lower(), letters != letters.upper()
+    return "upper" if upper and not lower else "lower" if lower and not upper else "keep"
 
 
 def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Iterable[int] = (),
-                 norm: Optional[TextNorm] = None, dropped: Optional[List[str]] = None
-                 ) -> List[Tuple[List[int], float]]:
+                 norm: Optional[TextNorm] = None, dropped: Optional[List[str]] = None,
+                 texts: Optional[List[str]] = None) -> List[Tuple[List[int], float]]:
     """[(unit ids, per-unit score)] of a hotword file or list (module docstring); UserError naming the line.
 
     Args:
         tokenizer: the model's (``text2tokens`` and ``symbol_table``, ``unk_id``).
         score: the per-unit score of a phrase without its own (``--context_score``).
         reserved: unit ids no phrase may hold (the blank, sos/eos) besides ``<unk>``.
-        norm: the normaliser (default: case kept, punctuation refused).
+        norm: the normaliser (default: the units' case, :func:`units_case`; punctuation refused).
         dropped: where given, a phrase the units cannot spell is left out, its message appended here, instead of
             refused (``recognize --context_unspellable drop``: a public list may hold a character that the
             training transcripts lack).
+        texts: where given, each phrase kept is appended here as text (normalised, as spelled).
     """
-    name, rows = _lines(hotwords)
-    listed = isinstance(hotwords, (list, tuple))
-    norm = norm or TextNorm(case="keep", punctuation="refuse")
-    banned = set(reserved) | {tokenizer.unk_id}
+    name, rows = read_lines(hotwords)
+    speller = Speller(tokenizer, score, reserved, norm, dropped)
     seen: dict = {}
     out: List[Tuple[List[int], float]] = []
-    for lineno, raw in rows:
-        where = _where(name, lineno, listed)
-        phrase = _phrase(raw, where, tokenizer, score, banned, norm, dropped)
+    for where, text, given in rows:
+        phrase = speller(text, given, where)
         if phrase is None:
             continue
-        units, own = phrase
+        units, own, text = phrase
         key = tuple(units)
         if key in seen:
             first, index = seen[key]
             logging.warning("%s: the phrase %r is the same units as %s; merged (keeping the higher score)", where,
-                            split_score(raw)[0], first)
+                            text, first)
             out[index] = (units, max(out[index][1], own))
             continue
         seen[key] = (where, len(out))
         out.append((units, own))
+        if texts is not None:
+            texts.append(text)
         if len(out) > PHRASES_MAX:
             raise UserError(f"{name}: more than {PHRASES_MAX} phrases: {PHRASES_WHY}")
     if not out and dropped:
@@ -95,49 +139,58 @@ def read_phrases(hotwords: Hotwords, tokenizer: Any, score: float, reserved: Ite
     return out
 
 
-def _phrase(raw: str, where: str, tokenizer: Any, score: float, banned: set, norm: TextNorm,
-            dropped: Optional[List[str]] = None) -> Optional[Tuple[List[int], float]]:
-    """(unit ids, per-unit score) of one hotword line, None for a blank one (or, with ``dropped``, one the units
-    cannot spell); UserError naming ``where``."""
-    text, given = split_score(raw)
-    if not text:
-        return None
-    own = score
-    if given is not None:
+class Speller:
+    """``speller(phrase, its own score or None, where)`` -> (unit ids, per-unit score, the phrase normalised), or,
+    with ``dropped``, None for a phrase the units cannot spell (its message appended there); UserError naming
+    ``where``. What depends on the units alone (their case, whether they are whole words) is found once, here."""
+
+    def __init__(self, tokenizer: Any, score: float, reserved: Iterable[int] = (), norm: Optional[TextNorm] = None,
+                 dropped: Optional[List[str]] = None):
+        self.tokenizer, self.score, self.dropped = tokenizer, score, dropped
+        self.norm = norm or TextNorm(case=units_case(tokenizer), punctuation="refuse")
+        self.banned = set(reserved) | {tokenizer.unk_id}
+        # Whole-word character units without their letters (tiny_en's): a word they lack falls back to its
+        # characters, and where those are units at all they are one-letter words ("A", "I"), so the spelling is
+        # another text. Units that also hold the letters of their words (a code-switch table) spell it by letters.
+        words = [t for t in tokenizer.symbol_table if len(t) > 1 and not BRACKETED.fullmatch(t) and SPACE not in t
+                 and not CJK.search(t) and t not in getattr(tokenizer, "non_lang_syms", ())]
+        self.word_units = (isinstance(tokenizer, CharTokenizer) and bool(words)
+                           and not all(c in tokenizer.symbol_table for w in words for c in w))
+
+    def __call__(self, raw: str, given: Optional[float], where: str) -> Optional[Tuple[List[int], float, str]]:
+        counts = NormCounts()
+        text = self.norm(raw, counts, 1)
+        if counts.refused:
+            raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw!r}: "
+                            f"the units spell no punctuation; remove it")
         try:
-            own = float(given)
-        except ValueError:
-            own = math.nan
-        if not (math.isfinite(own) and 0.0 < own <= CONTEXT_SCORE_MAX):
-            raise UserError(f"{where}: score {given!r} after ' :' must be a number in (0, "
-                            f"{CONTEXT_SCORE_MAX:g}] (a bonus per unit)")
-    counts = NormCounts()
-    text = norm(text, counts, 1)
-    if counts.refused:
-        raise UserError(f"{where}: punctuation {counts.refused[0][1]!r} in the phrase {raw.strip()!r}: "
-                        f"the units spell no punctuation; remove it")
-    try:
-        return _spell(text, tokenizer, banned, where), own
-    except UserError as e:
-        if dropped is None:
-            raise
-        dropped.append(str(e))
-        return None
+            return self._spell(text, where), self.score if given is None else given, text
+        except UserError as e:
+            if self.dropped is None:
+                raise
+            self.dropped.append(str(e))
+            return None
 
-
-def _spell(text: str, tokenizer: Any, banned: set, where: str) -> List[int]:
-    """The unit ids of ``text``; UserError naming ``where`` and the unit that is missing."""
-    tokens = tokenizer.text2tokens(text)
-    if not tokens:
-        raise UserError(f"{where}: the phrase {text!r} has no unit")
-    units = []
-    for token in tokens:
-        unit = tokenizer.symbol_table.get(token)
-        if unit is None or unit in banned:
-            raise UserError(f"{where}: the phrase {text!r} cannot be spelled with the units "
-                            f"{tokenizer.symbol_table_path}: {token!r} is not one of them (case, script?)")
-        units.append(unit)
-    return units
+    def _spell(self, text: str, where: str) -> List[int]:
+        """The unit ids of ``text``; UserError naming ``where`` and the unit (or whole word) that is missing."""
+        tok = self.tokenizer
+        tokens = tok.text2tokens(text)
+        if not tokens:
+            raise UserError(f"{where}: the phrase {text!r} has no unit")
+        lacking = self.word_units and next((w for w in text.split() if not CJK.search(w) and w not in
+                                            tok.symbol_table and w not in tok.non_lang_syms), None)
+        if lacking:
+            raise UserError(f"{where}: the phrase {text!r} cannot be spelled with the units {tok.symbol_table_path}: "
+                            f"they are whole words and {lacking!r} is not one of them (its characters would spell "
+                            f"other words)")
+        units = []
+        for token in tokens:
+            unit = tok.symbol_table.get(token)
+            if unit is None or unit in self.banned:
+                raise UserError(f"{where}: the phrase {text!r} cannot be spelled with the units "
+                                f"{tok.symbol_table_path}: {token!r} is not one of them (case, script?)")
+            units.append(unit)
+        return units
 
 
 def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
@@ -146,7 +199,8 @@ def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
     list: no biasing)."""
     if hotwords is None or (isinstance(hotwords, (list, tuple)) and not hotwords):
         return None
-    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped))
+    texts: List[str] = []
+    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped, texts=texts), texts)
     logging.info("hotwords: %d phrases, %d graph states", graph.phrases, len(graph))
     return graph
 
@@ -168,16 +222,16 @@ class UtteranceContexts:
         self.path = path
         lists = read_context_lists(path)
         check_keys(lists, path, keys, what)
-        norm = TextNorm(case="keep", punctuation="refuse")
-        banned = set(reserved) | {tokenizer.unk_id}
+        speller = Speller(tokenizer, score, reserved, dropped=dropped)
         index: Dict[str, int] = {}
-        self.table: List[Optional[Tuple[List[int], float]]] = []   # None: dropped (``dropped``)
+        self.table: List[Optional[Tuple[List[int], float, str]]] = []   # None: dropped (``dropped``)
         self.lists: Dict[str, List[int]] = {}
         for key, (lineno, phrases) in lists.items():
             for raw in phrases:
                 if raw not in index:
                     index[raw] = len(self.table)
-                    self.table.append(_phrase(raw, f"{path}:{lineno}", tokenizer, score, banned, norm, dropped))
+                    where = f"{path}:{lineno}"
+                    self.table.append(speller(*split_line(raw, where), where))
             own = list(dict.fromkeys(index[raw] for raw in phrases if self.table[index[raw]] is not None))
             if len(own) > PHRASES_MAX:
                 raise UserError(f"{path}:{lineno}: more than {PHRASES_MAX} phrases for {key}: {PHRASES_WHY}")
@@ -190,4 +244,5 @@ class UtteranceContexts:
     def graph(self, key: str) -> Optional[ContextGraph]:
         """The context graph of utterance ``key``'s list, None for an utterance without phrases."""
         own = self.lists[key]
-        return ContextGraph([self.table[i] for i in own]) if own else None
+        phrases = [self.table[i] for i in own]
+        return ContextGraph([p[:2] for p in phrases], [p[2] for p in phrases]) if own else None

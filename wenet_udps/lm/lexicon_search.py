@@ -112,23 +112,29 @@ class LexiconBeamSearch:
 
     def search(self, emissions: np.ndarray, bias: Any = None) -> List[Tuple[Tuple[int, ...], float]]:
         """``bias``: the hotwords' bonus (``lm.context.WordContext``), added to a hypothesis's score as its units
-        grow, before the beam is cut; the end takes its open match back."""
+        grow, before the beam is cut; the last frame's cut takes its open match back (``_step``'s ``last``)."""
         frames = np.asarray(emissions, dtype=np.float32).astype(np.float64)
         # The LM states and scores asked for are this call's own (_Memo): one search object serves every thread
         # that decodes with it, so nothing of an utterance may live on it (issue 80, item 3: with the memo on the
         # search, a thread's next utterance replaced the states another thread's search was still reading).
         memo = _Memo(self.lm, bias)
         beam: List[Tuple[Key, float]] = [(((), ROOT, self.sil, False), 0.0)]
-        for row in frames:
-            beam = self._step(memo, beam, row)
+        for t, row in enumerate(frames):
+            beam = self._step(memo, beam, row, last=t == len(frames) - 1)
         return [(tuple(w for w in key[0] if w != END), score) for key, score in self._end(memo, beam)]
 
-    def _step(self, memo: "_Memo", beam: List[Tuple[Key, float]], row: np.ndarray) -> List[Tuple[Key, float]]:
+    def _step(self, memo: "_Memo", beam: List[Tuple[Key, float]], row: np.ndarray, last: bool = False
+              ) -> List[Tuple[Key, float]]:
         """One frame: every extension of every hypothesis (flashlight's decodeStep), then the beam.
 
         Of one hypothesis's extensions (all of different keys) only its ``beam_size`` best can be in the frame's
         beam, whatever the other hypotheses give: so only they are kept, and a word's LM score is asked only where
-        the word could be among them (a log probability is <= 0, which bounds its score from above)."""
+        the word could be among them (a log probability is <= 0, which bounds its score from above).
+
+        ``last`` (the utterance's last frame) with hotwords: each candidate's open match is taken back before the
+        cut, so the beam that ends the sentence is the best by the bonus it keeps (issue 82, F2: cut by the bonus
+        of open matches, it could drop every hypothesis that had completed a phrase). The kept bonus is at most the
+        open one, so only the frame's floor bounds which extensions are made."""
         cands = _Candidates(self.opt.beam_threshold)
         w, ws, size, trie, bias = self.opt.lm_weight, self.opt.word_score, self.opt.beam_size, self.trie, memo.bias
         for (words, node, token, after_blank), score in beam:
@@ -145,7 +151,9 @@ class LexiconBeamSearch:
                 unit = self.sil if node == ROOT else token
                 group.append(((words, node, unit, False), score + float(row[unit])))
             fixed = np.concatenate([scores, [s for _, s in group]])
-            cutoff = max(cands.floor(), float(np.partition(fixed, -size)[-size]) if fixed.size >= size else -math.inf)
+            cutoff = cands.floor()
+            if not (last and bias is not None):
+                cutoff = max(cutoff, float(np.partition(fixed, -size)[-size]) if fixed.size >= size else -math.inf)
             keep = scores >= cutoff
             group += [((words, int(c), int(u), False), float(v))
                       for c, u, v in zip(ex.nodes[inside[keep]], ex.units[inside[keep]], scores[keep])]
@@ -164,6 +172,8 @@ class LexiconBeamSearch:
                 keep = ended >= cutoff
                 group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
                           zip(ex.label_word[ends[keep]], ex.units[ex.label_pos[ends[keep]]], ended[keep])]
+            if last and bias is not None:  # the open hotword match taken back
+                group = [(key, value + (bias.final(key[0]) - bias.bonus(key[0], key[1]))) for key, value in group]
             for key, value in _ranked(group, size):
                 cands.add(key, value)
         return cands.best(size)
@@ -171,13 +181,10 @@ class LexiconBeamSearch:
     def _end(self, memo: "_Memo", beam: List[Tuple[Key, float]]) -> List[Tuple[Key, float]]:
         """The LM's end of sentence for the hypotheses at a word boundary (all of them when none is: flashlight's
         decodeEnd), then the final beam, best first."""
-        bias = memo.bias
         cands = _Candidates(self.opt.beam_threshold)
         nice = any(node == ROOT for (_, node, _, _), _ in beam)
-        for (words, node, _, _), score in beam:
+        for (words, node, _, _), score in beam:  # (the hotwords' open match was taken back by the last frame)
             if not nice or node == ROOT:
-                if bias is not None:  # the open hotword match taken back
-                    score += bias.final(words) - bias.bonus(words, node)
                 cands.add((words + (END,), node, self.sil, False), score + self.opt.lm_weight
                           * memo.lm_score(words, END))
         return cands.best(self.opt.beam_size)

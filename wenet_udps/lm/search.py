@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 
 import torch
 
-from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm
+from wenet_udps.lm.arpa import SPECIAL_WORDS, LmError, LmInfo, is_char_lm, words_of_text
 from wenet_udps.lm.binary import load_kenlm, read_lm
 from wenet_udps.lm.context import TriePaths, WordContext
 from wenet_udps.lm.lexicon_search import LexiconBeamSearch, LexiconTrie, SearchOptions
@@ -149,6 +149,8 @@ class LmSearch:
         self._words = None
         self._words_lock = threading.Lock()  # word_scorer is made once, by whichever thread asks first
         self._paths: Optional[TriePaths] = None  # (so are the trie's paths, for hotwords)
+        self.lexicon_words = frozenset(lexicon)
+        self._oov_named: Set[str] = set()  # hotword words outside the lexicon, warned of once
         trie.smear()  # a prefix's look-ahead: its best word's unigram score
         self.trie = trie
         self.search = LexiconBeamSearch(trie, self.lm, self.sil_id, blank_id, SearchOptions(
@@ -204,6 +206,19 @@ class LmSearch:
                 self._paths = TriePaths(self.spelling, self.trie.children)
             return self._paths
 
+    def warn_oov(self, context: ContextGraph) -> None:
+        """One warning naming the words of the hotword phrases (``context.texts``) that the LM's lexicon lacks and
+        no earlier warning named: the search writes LM words only, so such a phrase can never be completed in the
+        *_lm modes' first pass (issue 82, F8)."""
+        words = words_of_text(context.texts, self.char_lm)
+        with self._words_lock:
+            new = list(dict.fromkeys(w for w in words if w not in self.lexicon_words and w not in self._oov_named))
+            self._oov_named.update(new)
+        if new:
+            logging.warning("hotwords: %d word(s) of the phrases are not words of the LM %s (%s%s): the *_lm modes "
+                            "cannot write them, so a phrase holding one is never completed there; add them to the "
+                            "LM's text", len(new), self.info.path, " ".join(new[:10]), " ..." if len(new) > 10 else "")
+
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between two words unless
         both join without one (CJK), when the units have one (so the tokenizer's detokenize gives the words' text)."""
@@ -225,6 +240,8 @@ class LmSearch:
         probs = ctc_probs.detach().float().cpu()
         results = []
         space = self.sil_id if self.sil_id != self.blank_id else None
+        if context is not None:
+            self.warn_oov(context)
         for i in range(probs.size(0)):
             nbest: Dict[tuple, float] = {}
             bias = None if context is None else WordContext(context, self.spelling, self.trie_paths(), space)

@@ -14,33 +14,11 @@ Over the alignment of each utterance:
 Phrases: for each utterance and phrase, ``r`` its occurrences in the reference, ``h`` in the hypothesis, matched
 ``min(r, h)``; recall = matched / sum r, precision = matched / sum h, F1 their harmonic mean.
 """
-import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
 
 from wenet_udps.scoring.tokens import tokenize
 from wenet_udps.scoring.wer import Report, score
-from wenet_udps.utils.cli import UserError
-from wenet_udps.utils.kaldi_files import utf8_lines
-
-SCORED = re.compile(r"^(.*\S)\s+:(\S+)$")  # a hotword line "phrase :score" (sherpa-onnx's format)
-
-
-def split_score(line: str) -> Tuple[str, "str | None"]:
-    """(phrase, the text of its `` :score`` or None) of one hotword line, stripped."""
-    text = line.strip()
-    match = SCORED.match(text)
-    return (match.group(1), match.group(2)) if match else (text, None)
-
-
-def read_phrase_list(path: str) -> List[str]:
-    """The phrases of a biasing list (a hotword file: one a line, a `` :score`` at the end dropped; blank lines
-    skipped); UserError for a list without any."""
-    phrases = [split_score(line)[0] for _, line in utf8_lines(path)]
-    phrases = [p for p in phrases if p]
-    if not phrases:
-        raise UserError(f"{path}: no phrase (one a line)")
-    return phrases
 
 
 @dataclass

@@ -4,21 +4,23 @@ A search hypothesis carries two numbers for it: its graph state (an int; 0 is th
 bonus it has so far (a float). Extending the hypothesis by a unit is :meth:`ContextGraph.step`; ending it (the
 utterance is over, or the hypothesis emits eos) is :meth:`ContextGraph.end`. The rules:
 
-- ``node_score[n]``: the bonus of the units on the trie path from the root to node ``n``; each unit earns the
-  per-unit score of the best-scoring phrase through its node (a phrase's score is its own `` :score``, else
-  ``context_score``).
+- ``node_score[n]``: the open match's bonus at node ``n``: its depth times the best per-unit score of the phrases
+  through ``n`` (a phrase's score is its own `` :score``, else ``context_score``), what the match would keep if it
+  went on to the best phrase it may still become.
+- ``completed[n]``: what reaching ``n`` locks in: over every phrase that ends at ``n``'s string (``n`` itself and the
+  nodes of its failure chain), that phrase's own score times its length. A phrase is paid by its own score, never
+  by that of a longer phrase sharing its prefix (issue 82, F1: "AB :5" inside "ABC :1" paid 5 a unit to "ABC").
 - ``step(s, u) -> (n, delta)``: ``n`` is the node of the longest phrase prefix that ends the hypothesis (found
   through the failure arcs: a mismatch falls back to the longest proper suffix that is still a phrase prefix);
-  ``delta = node_score[n] - node_score[s] + completed[n]``, where ``completed[n]`` is the sum of ``node_score`` of
-  every phrase that ends at ``n``'s string (``n`` itself and its suffixes, through the output links). So a unit that
-  continues a match earns its score; leaving a partial match takes back what it earned; completing a phrase adds
-  the phrase's bonus once more, which nothing takes back.
+  ``delta = node_score[n] - node_score[s] + completed[n]``. So a unit that continues a match earns its score;
+  leaving a partial match takes back what it earned; completing a phrase adds the phrase's bonus once more, which
+  nothing takes back.
 - ``end(s) = -node_score[s]``: the partial match still open when the hypothesis ends is taken back.
 
 A hypothesis's final bonus is therefore the sum, over the phrase occurrences it completed (overlapping and nested
-ones too), of their ``node_score``; a phrase it began but did not complete earned nothing. While the search runs,
-the open partial match counts, which is what draws the beam toward a phrase (WeNet's and icefall's design; the code
-is written from that description).
+ones too), of their own score times their length; a phrase it began but did not complete earned nothing. While the
+search runs, the open partial match counts, which is what draws the beam toward a phrase (WeNet's and icefall's
+design; the code is written from that description).
 
 Memory grows with the phrases' total length (one node per distinct unit prefix; tests/transformer/
 test_context_graph.py ``test_memory_grows_linearly_with_the_phrases_total_length``). The graph is read-only once
@@ -37,11 +39,14 @@ MEMO_PER_STATE = 8  # (a search extends a state by its beam's few likely units, 
 
 class ContextGraph:
     """The automaton of ``phrases``: (unit ids, per-unit score > 0) pairs, each non-empty; a phrase given twice
-    keeps its highest score (the hotword reader merges duplicates before, naming them)."""
+    keeps its highest score (the hotword reader merges duplicates before, naming them). ``texts``: the phrases as
+    text (``decode.hotwords`` gives them; ``LmSearch`` names the words its LM lacks)."""
 
-    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]]):
+    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]], texts: Sequence[str] = ()):
+        self.texts = tuple(texts)  # the phrases as text, where known: what an LM search checks its words against
         self.children: List[Dict[int, int]] = [{}]
-        unit_score: List[float] = [0.0]
+        unit_score: List[float] = [0.0]   # the best per-unit score of the phrases through the node
+        own: List[float] = [0.0]          # the score of the phrase ending at the node (0: none does)
         ends: List[bool] = [False]
         parent: List[int] = [0]
         unit_of: List[int] = [-1]
@@ -57,12 +62,14 @@ class ContextGraph:
                     child = self.children[node][unit] = len(self.children)
                     self.children.append({})
                     unit_score.append(0.0)
+                    own.append(0.0)
                     ends.append(False)
                     parent.append(node)
                     unit_of.append(unit)
                 unit_score[child] = max(unit_score[child], float(score))
                 node = child
             ends[node] = True
+            own[node] = max(own[node], float(score))
         size = len(self.children)
         self.phrases = sum(ends)
         self.node_score = [0.0] * size
@@ -76,12 +83,12 @@ class ContextGraph:
             node = queue.popleft()
             by_depth.append(node)
             self.depth[node] = self.depth[parent[node]] + 1
-            self.node_score[node] = self.node_score[parent[node]] + unit_score[node]
+            self.node_score[node] = self.depth[node] * unit_score[node]
             up = parent[node]
             if up != 0:
                 self.fail[node] = self._goto(self.fail[up], unit_of[node])
             target = self.fail[node]
-            self.completed[node] = (self.node_score[node] if ends[node] else 0.0) + self.completed[target]
+            self.completed[node] = self.depth[node] * own[node] + self.completed[target]
             self.matches[node] = int(ends[node]) + self.matches[target]
             queue.extend(self.children[node].values())
         self.is_end = ends

@@ -5,7 +5,9 @@ Every entry point goes through it: ``recognize`` and ``bench/decode_speed.py`` (
 (``transcribe``, ``decode_list``, ``stream``: the same function on the keywords) and ``ASRModel.decode``
 (:func:`check_decode_options`). A value out of range, an option given that no requested mode uses, an LM mode
 without an LM: a :class:`UserError` naming the option and what is valid (one line; exit 2 from a command, where it
-reads ``--ctc_weight``, and ``ctc_weight=`` from Python).
+reads ``--ctc_weight``, and ``ctc_weight=`` from Python). An option that some requested modes use and others
+cannot: those others decode without it, with one warning naming them, and their decode.info records None for it
+(:func:`idle_record`).
 
 What a model can decode at is decided from its own encoder (built from its conf): ``use_dynamic_chunk`` (any chunk
 size, or full context), ``static_chunk_size`` S > 0 without dynamic chunks (the encoder applies chunk S whatever
@@ -14,6 +16,7 @@ is asked: S only), neither (full context only). ``recognize``, ``ASRModel.decode
 model's own is refused on every path alike.
 """
 import argparse
+import logging
 import numbers
 import os
 from dataclasses import dataclass
@@ -219,6 +222,34 @@ def _refuse_unused(modes: Sequence[str], asked: Mapping[str, Any], flags: bool) 
                             f"{_spell('modes', flags)} or leave the option out")
 
 
+def idle_options(mode: str, asked: Iterable[str]) -> List[str]:
+    """The options of ``asked`` (names the user gave) that ``mode`` does not use."""
+    return [n for n in asked if DECODE_OPTIONS[n].modes is not None and mode not in DECODE_OPTIONS[n].modes]
+
+
+def _warn_idle(modes: Sequence[str], asked: Mapping[str, Any], flags: bool) -> None:
+    """One warning for the options in ``asked`` that some of ``modes`` use and the others decode without."""
+    parts = []
+    for name, value in asked.items():
+        idle = [m for m in modes if idle_options(m, [name])]
+        if idle:
+            parts.append(f"{' '.join(idle)} without {_spell(name, flags, value)} (it applies to "
+                         f"{DECODE_OPTIONS[name].used_by} only)")
+    if parts:
+        logging.warning("decoding %s", "; ".join(parts))
+
+
+def idle_record(mode: str, asked: Iterable[str], record: Mapping[str, str]) -> Dict[str, str]:
+    """The lines of ``record`` (a decode.info's, shared by the modes of one run) that ``mode`` did not use, each
+    as "None": every option of ``asked`` the mode does not use, and for the hotwords every ``context_*`` line (the
+    list's file, its SHA-256, its phrases, the scores that weigh it)."""
+    idle = idle_options(mode, asked)
+    keys = {DECODE_OPTIONS[name].flag or name for name in idle} | set(idle)
+    if "hotwords" in idle:
+        keys |= {key for key in record if key.startswith("context_")}
+    return {key: "None" for key in record if key in keys}
+
+
 def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str, Any], *,
                            defaults: Optional[Callable[[List[str]], Mapping[str, Any]]] = None,
                            flags: bool = False, empty_ok: bool = False) -> Tuple[List[str], Dict[str, Any]]:
@@ -247,6 +278,7 @@ def resolve_decode_options(modes: Union[str, Sequence[str]], given: Mapping[str,
     checked = {name: option_value(name, value, flags) for name, value in given.items()
                if value is not None and not (name == "hotwords" and isinstance(value, (list, tuple)) and not value)}
     _refuse_unused(modes, checked, flags)
+    _warn_idle(modes, checked, flags)
     lone = [name for name in NEED_HOTWORDS if name in checked and "hotwords" not in checked]
     if lone:
         raise UserError(f"{_spell(lone[0], flags, checked[lone[0]])} weighs the hotwords' bonus: give "

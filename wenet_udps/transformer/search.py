@@ -5,6 +5,7 @@ search, ``joint_ctc_attention`` and with the word LM ``joint_ctc_attention_lm`` 
 already computed encoder output, so one encoder pass serves all modes. The modes' names are in ``modes``."""
 import math
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import torch
@@ -54,8 +55,9 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
 
     Each prefix keeps two scores: ending in blank (pb) and ending in its last token (pnb), so a repeated token
     extends the prefix only after a blank. With ``context`` a prefix also carries its graph state and bonus, set
-    when a frame first reaches it (from the prefix it extends: one memoised step) and counted when the beam is cut;
-    the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match taken back).
+    when a frame first reaches it (from the prefix it extends: one memoised step) and counted when the beam is cut
+    (:func:`_biased_cut`); the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match
+    taken back).
     """
     neg_inf = -math.inf
     steps = None if context is None else context.memo
@@ -65,6 +67,7 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
     top_logp, top_idx = logp.topk(min(beam_size, logp.size(1)), dim=1)
     top_logp, top_idx = top_logp.tolist(), top_idx.tolist()
     nxt: Dict[Tuple[int, ...], List[Any]] = {}  # this frame's prefix -> [pb, pnb, state, bonus]
+    last = logp.size(0) - 1
 
     def entry_of(prefix: Tuple[int, ...], state: int, got: float) -> List[Any]:
         entry = nxt.get(prefix)
@@ -106,12 +109,41 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
         if steps is None:
             ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]), reverse=True)[:beam_size]
         else:
-            ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]) + kv[1][3], reverse=True)[:beam_size]
+            ranked = _biased_cut(live, beam_size, context, last=t == last)
         hyps = [(prefix, pb, pnb, state, got) for prefix, (pb, pnb, state, got) in ranked]
     if context is None:
         return [(prefix, log_add(pb, pnb)) for prefix, pb, pnb, _, _ in hyps]
     kept = [(prefix, log_add(pb, pnb), got + context.end(state)) for prefix, pb, pnb, state, got in hyps]
-    return sorted(((prefix, score + b, b) for prefix, score, b in kept), key=lambda h: h[1], reverse=True)
+    return sorted(((prefix, score + b, b) for prefix, score, b in kept), key=lambda h: h[1], reverse=True)[:beam_size]
+
+
+def _biased_cut(live: List[Tuple[Tuple[int, ...], List[Any]]], beam_size: int, context: ContextGraph, last: bool
+                ) -> List[Tuple[Tuple[int, ...], List[Any]]]:
+    """A frame's beam with hotwords: ``live`` [(prefix, [pb, pnb, state, bonus])] -> the kept ones, best first.
+
+    The ``beam_size`` best by log P + bonus, the open match counted (it draws the beam toward a phrase), and one
+    more: the best by log P + kept bonus (the open match taken back), where the cut left it out. Why: prefixes in
+    open matches that the end will take back can fill the beam and push out a prefix that has completed a phrase
+    (issue 82, F2); the extra one is the prefix that would win if the utterance ended now. The last frame's cut is
+    by the kept bonus alone, the one the n-best is ranked by.
+    """
+    node_score = context.node_score  # (the open match's bonus of a state: ContextGraph.end's, read directly)
+    scored = []
+    for kv in live:
+        entry = kv[1]
+        scored.append((log_add(entry[0], entry[1]) + entry[3], kv))
+    if last:
+        scored.sort(key=lambda sk: sk[0] - node_score[sk[1][1][2]], reverse=True)
+        return [kv for _, kv in scored[:beam_size]]
+    scored.sort(key=itemgetter(0), reverse=True)
+    ranked = [kv for _, kv in scored[:beam_size]]
+    if len(scored) > beam_size:
+        inside = max(score - node_score[kv[1][2]] for score, kv in scored[:beam_size])
+        kept, extra = max(((score - node_score[kv[1][2]], i) for i, (score, kv) in enumerate(scored[beam_size:])),
+                          key=itemgetter(0))
+        if kept > inside:
+            ranked.append(scored[beam_size + extra][1])
+    return ranked
 
 
 def ctc_prefix_beam_search(ctc_probs: torch.Tensor, ctc_lens: torch.Tensor, beam_size: int,
