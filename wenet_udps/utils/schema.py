@@ -223,7 +223,7 @@ EPOCHS_WHY = "an epoch is a pass over the training data; WeNet's recipes train 1
 FRAME_MS_MAX = 1000.0
 FRAME_WHY = "milliseconds; Kaldi's frame is 25 ms long every 10 ms, and a frame of over 1 s is no frame"
 RATE_MAX = 192_000
-RATE_WHY = "Hz; 192 kHz is the highest audio rate in use, and every utterance is resampled to this rate"
+RATE_WHY = "Hz; 192 kHz is the highest audio rate in use"   # (also an array's rate: dataset.audio)
 
 RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
@@ -235,7 +235,7 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
      True, SIZE_WHY),
     (r"max_epoch", 0.0, EPOCHS_MAX, False, True, EPOCHS_WHY),
     (r"frame_shift|frame_length", 0.0, FRAME_MS_MAX, False, True, FRAME_WHY),
-    (r"resample_rate", 0.0, RATE_MAX, False, True, RATE_WHY),
+    (r"resample_rate", 0.0, RATE_MAX, False, True, f"{RATE_WHY}, and every utterance is resampled to this rate"),
     (r"lr|grad_clip|max_frames_in_batch"
      r"|accum_grad|num_mel_bins|num_ceps|sample_rate"
      r"|shuffle_size|sort_size|log_interval|max_length|token_max_length"
