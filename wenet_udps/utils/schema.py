@@ -215,6 +215,9 @@ WIDTH_MAX = 65536
 DEPTH_MAX = 1024
 MODEL_PARAMS_MAX = 2 * 10 ** 9
 SIZE_WHY = "a model's weights are allocated at once; this is far above any speech model's"
+# A units file's size (tools/train_bpe.py --nbpe): the CTC and decoder output layers hold a row per unit
+UNITS_MAX = WIDTH_MAX
+UNITS_WHY = "a model's output layers hold a row per unit; ASR vocabularies are of a few thousand"
 # (key name pattern, low, high, low inclusive[, high inclusive[, why]]): the valid range of every key whose name
 # matches (fullmatch), and why a ceiling is where it is; a list value (``betas``) is checked item by item.
 # Ceilings of the data and training loop (issue 80 round 7: 1e12 was accepted, then hung or failed far inside).
