@@ -19,7 +19,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -203,6 +203,11 @@ class LmSearch:
             if self._paths is None:
                 self._paths = TriePaths(self.spelling, self.trie.children)
             return self._paths
+
+    def inserted(self) -> Tuple[int, ...]:
+        """The units :meth:`units` puts between two words whether CTC emitted them there or not: the space unit,
+        where the units have one (an alignment of the text lets them take no frame: ``decode.align``)."""
+        return () if self.sil_id == self.blank_id else (self.sil_id,)
 
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between two words unless
