@@ -95,6 +95,8 @@ class StreamingDecoder:
         self.scanned = 0      # outputs the partial text's CTC path has read
         self.last_id: Optional[int] = None
         self.tokens: List[int] = []
+        self.pieces: List[str] = []   # the tokens' strings (tokenizer.ids2tokens), each mapped once
+        self.text = ""                # partial()'s text of them
         self.ended = False        # finish() flushed the audio's tail: no chunk may follow
         self.refused: Optional[str] = None   # why the audio, once ended, cannot be decoded
         self.finished = False     # every chunk is encoded: finish() searches the whole output
@@ -132,8 +134,10 @@ class StreamingDecoder:
             self._chunk()
 
     def partial(self) -> str:
-        """CTC greedy text of the chunks encoded so far (the path of the new chunks only is searched; a thread may
-        ask while another feeds the stream: it waits for the accept_waveform under way)."""
+        """CTC greedy text of the chunks encoded so far (the path of the new chunks only is searched, and only its
+        new tokens are mapped to their strings; a thread may ask while another feeds the stream: it waits for the
+        accept_waveform under way). The text is the tokenizer's ``detokenize`` of the tokens (``tokens2text`` of
+        their strings), made again only when a token was added."""
         with self._busy:
             if self.scanned < len(self.outputs):
                 out = torch.cat(self.outputs[self.scanned:], dim=1)
@@ -145,8 +149,10 @@ class StreamingDecoder:
                     if token != self.last_id and token != blank:
                         self.tokens.append(token)
                     self.last_id = token
-            tokens = list(self.tokens)
-        return self.model.tokenizer.detokenize(tokens)[0] if tokens else ""
+            if len(self.pieces) < len(self.tokens):
+                self.pieces += self.model.tokenizer.ids2tokens(self.tokens[len(self.pieces):])
+                self.text = self.model.tokenizer.tokens2text(self.pieces)
+            return self.text
 
     @_one_caller
     def finish(self) -> str:
