@@ -237,6 +237,19 @@ def test_data_and_loop_sizes_have_a_ceiling_and_features_fit_the_rate(override, 
         load_config(CONF, [override])
 
 
+@pytest.mark.parametrize("override", ["seed=4294967296", "seed=2147483648", "seed=-1",
+                                      "dataset_conf.seed=10000000000000"])
+def test_a_seed_numpy_and_torch_cannot_take_is_refused_naming_its_key(override):
+    """Issue 80 round 7, F7: seed 2**32 passed every check, and training died in np.random.seed (a ValueError
+    traceback; -1 alike). Every rank seeds with seed + rank, so the ceiling leaves room below 2**32."""
+    key, value = override.split("=")
+    words = (r"must be <= 2147483647, got \d+ \(numpy's seeds are 32-bit" if not value.startswith("-")
+             else r"must be >= 0, got -1")
+    with pytest.raises(ConfigError, match=rf"^--override {override}: {key}: {words}"):
+        load_config(CONF, [override])
+    load_config(CONF, [f"{key}=2147483647"])
+
+
 @pytest.mark.parametrize("override", ["cosine_conf.eps=-1", "cosine_conf.eps=0", "udps_conf.eps=0",
                                       "udps_conf.eps=-0.5", "encoder_conf.attention_conf.eps=0"])
 def test_a_norm_floor_eps_must_be_positive(override):

@@ -1,5 +1,6 @@
 """run.sh end to end on a few synthesised utterances (every stage but the download), and its input checks."""
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from tests.bare_path import bare_bin
 from tests.run_sh_helpers import ROOT, TINY_MODEL, one_error_line as _one_error_line, run_sh
+from wenet_udps.utils.cli import CPU_CEILING
 
 MODES = ["ctc_greedy_search", "ctc_prefix_beam_search", "attention", "attention_rescoring"]
 
@@ -99,6 +101,11 @@ def test_unknown_corpus_lists_only_real_corpora():
     (["--beam_size", "1000000000"], "--beam_size 1000000000: must be in 1..1000, got 1000000000 (hypotheses kept"),
     (["--decode_batch_size", "5000"], "--decode_batch_size 5000: must be in 1..1024, got 5000 (a batch's padded"),
     (["--num_workers", "-1"], "--num_workers must be >= 0, got -1"),
+    # issue 80 round 7, F8: no ceiling (100000 workers were started, or trainings side by side); the programs' own
+    (["--num_workers", "100000"], f"--num_workers 100000: must be in 0..{CPU_CEILING}, got 100000 (each is a process"),
+    (["--num_workers", "99999999999999999999"], "--num_workers 99999999999999999999: must be in 0.."),
+    (["--cpu_jobs", "100000"], f"--cpu_jobs 100000 is more than this machine's {len(os.sched_getaffinity(0))} CPUs"),
+    (["--cpu_jobs", "99999999999"], "--cpu_jobs 99999999999 is more than this machine's"),
     (["--node_rank", "1"], "--node_rank must be in 0..0 (--num_nodes 1), got 1"),
     (["--decoding_chunk_size", "0"], "--decoding_chunk_size 0: must be in 1..10000 or -1, got 0"),
     (["--num_decoding_left_chunks", "4"], "--num_decoding_left_chunks 4 limits the left context of chunked"),

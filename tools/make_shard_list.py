@@ -80,7 +80,7 @@ def write_shard(entries: List[Entry], tar_path: str, target_sr: Optional[int]) -
 def main(argv=None) -> None:
     parser = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num_utts_per_shard", type=cli.positive_int, default=1000)
-    parser.add_argument("--num_threads", type=cli.non_negative_int, default=1, help="threads (0: one)")
+    parser.add_argument("--num_threads", type=cli.workers_int, default=1, help="threads (0: one)")
     parser.add_argument("--prefix", default="shards", help="tar file name prefix")
     parser.add_argument("--segments", default=None, type=cli.existing_file, help="Kaldi segments file")
     parser.add_argument("--resample", type=cli.positive_int, default=None, help="resample audio to this rate (Hz)")

@@ -51,12 +51,18 @@ check_options() {
   [[ ${stop_stage} -ge -1 && ${stop_stage} -le 7 ]] || die "--stop_stage must be in -1..7, got ${stop_stage}"
   [[ ${stage} -le ${stop_stage} ]] || die "--stage ${stage} is after --stop_stage ${stop_stage}: no stage would run"
   [[ ${cpu_jobs} -ge 1 ]] || die "--cpu_jobs must be >= 1, got ${cpu_jobs}"
+  # a ceiling (issue 80), as --nproc_per_node's: each training side by side wants a CPU of its own
+  local cpus
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)   # (nproc honours OMP_NUM_THREADS)
+  [[ ${#cpu_jobs} -le 6 && ${cpu_jobs} -le ${cpus} ]] \
+    || die "--cpu_jobs ${cpu_jobs} is more than this machine's ${cpus} CPUs (nproc): each training side by side" \
+           "runs on a CPU of its own; give at most ${cpus}"
   [[ ${average_num} -ge 1 ]] || die "--average_num must be >= 1, got ${average_num}"
   for v in num_utts_per_shard num_nodes; do
     [[ ${!v} -ge 1 ]] || die "--${v} must be >= 1, got ${!v}"
   done
-  check_decode_values   # recognize's own checkers, before the checks below compare the numbers
   [[ ${num_workers} -ge 0 ]] || die "--num_workers must be >= 0, got ${num_workers}"
+  check_decode_values   # recognize's own checkers (and --num_workers' ceiling), before the checks below compare
   [[ ${node_rank} -ge 0 && ${node_rank} -lt ${num_nodes} ]] \
     || die "--node_rank must be in 0..$((num_nodes - 1)) (--num_nodes ${num_nodes}), got ${node_rank}"
   [[ ${num_decoding_left_chunks} -eq -1 || ${decoding_chunk_size} -ge 1 ]] \
@@ -177,16 +183,24 @@ run_loso() {
 # check_decode_values: stage 5's decoding options (--decode_modes, --beam_size, --decode_batch_size,
 # --decoding_chunk_size, --num_decoding_left_chunks, --joint_ctc_weight) and, with --lm true, --lm_weights,
 # --word_scores, --lm_order and --lm_prune, by the rules of the programs stages 2 and 5 give them to
-# (wenet_udps/transformer/decode_options.py, wenet_udps/lm/options.py; ceilings included), before any stage: a bad
-# value would stop a stage half-way, after hours of training. One python3 for both (its torch import is most of the
-# time).
+# (wenet_udps/transformer/decode_options.py, wenet_udps/lm/options.py; ceilings included), and --num_workers by the
+# checker of the programs stages 1 and 4 give it to (wenet_udps/utils/cli.py workers_int: its ceiling, a multiple of
+# the CPUs), before any stage: a bad value would stop a stage half-way, after hours of training. One python3 for all
+# (its torch import is most of the time).
 check_decode_values() {
   local err lm_values=()
   [[ ${lm} == false ]] || lm_values=("${lm_weights}" "${word_scores}" "${lm_order}" "${lm_prune}")
-  err=$(python3 -c 'import sys; from wenet_udps.lm.options import run_sh_error as lm_error
+  err=$(python3 -c 'import argparse, sys; from wenet_udps.lm.options import run_sh_error as lm_error
 from wenet_udps.transformer.decode_options import run_sh_error as decode_error
-args = sys.argv[1:13]
-print(decode_error(dict(zip(args[0::2], args[1::2]))) or (lm_error(*sys.argv[13:]) if sys.argv[13:] else ""))' \
+from wenet_udps.utils.cli import workers_int
+try:
+    workers_int(sys.argv[1])
+    workers = ""
+except argparse.ArgumentTypeError as e:
+    workers = f"--num_workers {sys.argv[1]}: {e}"
+args = sys.argv[2:14]
+print(workers or decode_error(dict(zip(args[0::2], args[1::2]))) or (lm_error(*sys.argv[14:]) if sys.argv[14:]
+                                                                     else ""))' "${num_workers}" \
         decode_modes "${decode_modes}" beam_size "${beam_size}" decode_batch_size "${decode_batch_size}" \
         decoding_chunk_size "${decoding_chunk_size}" num_decoding_left_chunks "${num_decoding_left_chunks}" \
         joint_ctc_weight "${joint_ctc_weight}" ${lm_values[@]+"${lm_values[@]}"}) \

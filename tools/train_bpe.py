@@ -22,12 +22,18 @@ from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.atomic import write_bytes
 from wenet_udps.utils.counts import check_pass, counts_line
 from wenet_udps.utils.kaldi_files import sentences
+from wenet_udps.utils.schema import UNITS_MAX, UNITS_WHY
 
 
 def sentencepiece_problem(message: str, text: str, nbpe: int) -> str:
-    """sentencepiece's reason, on one line, naming the option it is about: ``--nbpe`` too high for ``text``, with
-    the largest that fits where sentencepiece says it."""
+    """sentencepiece's reason, on one line, naming the option it is about: ``--nbpe`` too low for the characters of
+    ``text`` (each is a unit of its own; the smallest that fits is sentencepiece's count), or too high for its
+    pieces, with the largest that fits where sentencepiece says it."""
     reason = cli.one_line(message)
+    smallest = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+    if smallest:
+        return (f"--nbpe {nbpe} is too low for {text}: its characters and <unk> need {smallest.group(1)} units "
+                f"(sentencepiece: {reason}); the smallest that fits is --nbpe {smallest.group(1)}")
     largest = re.search(r"value <= (\d+)", message)
     if largest or "Vocabulary size" in message:
         fits = f"; the largest that fits is --nbpe {largest.group(1)}" if largest else ""
@@ -42,8 +48,8 @@ def main(argv=None) -> None:
     parser.add_argument("--model_prefix", required=True, type=cli.output_file,
                         help="writes PREFIX.model and PREFIX.vocab")
     parser.add_argument("--units", required=True, type=cli.output_file, help="units file to write")
-    parser.add_argument("--nbpe", type=cli.positive_int, default=5000,
-                        help="vocabulary size of the sentencepiece model")
+    parser.add_argument("--nbpe", type=cli.int_range(2, UNITS_MAX, why=UNITS_WHY), default=5000,
+                        help="vocabulary size of the sentencepiece model (<unk> and at least one piece)")
     parser.add_argument("--bpe_mode", choices=("unigram", "bpe"), default="unigram")
     text_norm.add_arguments(parser, case="upper")
     args = parser.parse_args(argv)

@@ -210,6 +210,8 @@ ISSUE_CASES = [
                                                 "--batch_size 1, not 16"),
     ("bin/recognize", ["--config", CONF, "--modes", "attention_rescoring", "--reverse_weight", "0.5"],
      "--reverse_weight 0.5 needs a bitransformer decoder; " + CONF + " has 'transformer'"),
+    # issue 80 round 7, F7: a seed numpy cannot take was a traceback in np.random.seed, after the model was built
+    ("bin/train", ["--seed", "4294967296"], "--seed: must be in 0..2147483647, got 4294967296 (numpy's seeds are"),
     ("bin/average_model", ["--num", "0"], "--num: must be >= 1, got 0"),
     ("bin/average_model", ["--min_epoch", "5", "--max_epoch", "3"], "--min_epoch 5 is above --max_epoch 3"),
     ("bin/export", ["--format", "sherpa-onnx", "--left_chunks", "0"], "--left_chunks must be > 0"),

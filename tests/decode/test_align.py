@@ -25,3 +25,19 @@ def test_spans_follow_the_best_path_and_repeats_need_a_blank():
 def test_too_many_tokens_for_the_frames():
     with pytest.raises(ValueError, match="3 tokens cannot be aligned to 3 CTC frames|4 tokens"):
         ctc_forced_align(emissions([1, 1, 1]), [1, 1, 2])
+
+
+def test_an_optional_unit_takes_a_frame_where_ctc_emitted_it_and_none_where_it_did_not():
+    """Issue 80 round 7, F9: an LM search puts the space unit between two words whether CTC emitted it or not, so
+    'A ▁ B' on two frames could not be aligned (a ValueError traceback from transcribe(timestamps=True)). The space
+    may take no frame; where CTC emitted it, it has its frame."""
+    assert ctc_forced_align(emissions([2, 3]), [2, 4, 3], optional={4}) == [(0, 0), (1, 0), (1, 1)]
+    assert ctc_forced_align(emissions([2, 4, 3]), [2, 4, 3], optional={4}) == [(0, 0), (1, 1), (2, 2)]
+    assert ctc_forced_align(emissions([2, 0, 3, 3]), [2, 4, 3], optional={4}) == [(0, 0), (1, 0), (2, 3)]
+    # two equal units around a skipped space still need a blank between them; a required unit is never skipped
+    with pytest.raises(ValueError, match="3 tokens cannot be aligned to 2 CTC frames"):
+        ctc_forced_align(emissions([2, 2]), [2, 4, 2], optional={4})
+    spans = ctc_forced_align(emissions([2, 0, 2]), [2, 4, 2], optional={4})
+    assert spans[0] == (0, 0) and spans[2] == (2, 2) and spans[1][1] - spans[1][0] <= 0
+    with pytest.raises(ValueError, match="3 tokens cannot be aligned to 2 CTC frames"):
+        ctc_forced_align(emissions([2, 3]), [2, 4, 3])

@@ -83,6 +83,26 @@ def test_timestamps_follow_the_ctc_alignment_of_the_text(exp):
         assert starts == sorted(starts) and all(t["start"] < t["end"] <= duration + 0.1 for t in tokens)
 
 
+def test_timestamps_of_a_text_ctc_cannot_spell_in_its_frames_are_one_line_naming_the_mode(exp, monkeypatch):
+    """Issue 80 round 7, F9: a text of more units than CTC frames (an attention decoder may emit one) was a
+    ValueError traceback from the alignment. One line naming the input and the mode; the text alone still comes."""
+    model = wenet_udps.load_model(str(exp["dir"]), checkpoint="avg.pt")
+    decode = model.model.decode
+
+    def long_text(modes, *args, **kwargs):
+        results = decode(modes, *args, **kwargs)
+        for result in results.values():
+            result[0].tokens = [2, 3] * 200
+        return results
+
+    monkeypatch.setattr(model.model, "decode", long_text)
+    clip = str(exp["clips"][0])
+    with pytest.raises(UserError, match=rf"^{clip}: timestamps=True in mode attention: its text's 400 tokens cannot "
+                                        rf"be aligned to \d+ CTC frames \(the times are the CTC alignment"):
+        model.transcribe(clip, mode="attention", timestamps=True)
+    assert model.transcribe(clip, mode="attention")
+
+
 def test_decode_list_reports_what_recognize_prints(exp, capsys):
     want = recognize_texts(exp, ["ctc_greedy_search", "attention"], exp["dir"] / "res")
     printed = capsys.readouterr().out

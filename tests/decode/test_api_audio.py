@@ -115,3 +115,58 @@ def test_a_refused_stream_chunk_leaves_the_stream_usable(model, tmp_path):
     for piece in pieces:
         stream.accept_waveform(piece, 8000)
     assert stream.finish() == want
+
+
+def test_a_refused_finish_is_refused_again_not_an_empty_text(model, tmp_path):
+    """Issue 80 round 7, F3: a finish() refused (too short) marked the stream finished first, so the next finish()
+    returned '' as if it had decoded. A finish refused before any audio leaves the stream to be fed; one refused
+    after the audio ended is refused again, and the stream takes no more audio."""
+    _, pcm = _clip(tmp_path)
+    wav = pcm / 32768.0
+    clean = model.stream(chunk_size=4, mode="ctc_greedy_search")
+    clean.accept_waveform(wav, 8000)
+    want = clean.finish()
+    stream = model.stream(chunk_size=4, mode="ctc_greedy_search")
+    with pytest.raises(UserError, match="the stream: too short to decode"):
+        stream.finish()
+    stream.accept_waveform(wav, 8000)   # nothing had come: the stream goes on
+    assert stream.finish() == want
+    short = model.stream(chunk_size=4, mode="ctc_greedy_search")
+    short.accept_waveform(wav[:100], 8000)
+    for _ in range(2):
+        with pytest.raises(UserError, match=r"the stream \(100 samples\): too short to decode"):
+            short.finish()
+    with pytest.raises(UserError, match="this stream's audio has ended"):
+        short.accept_waveform(wav, 8000)
+
+
+@pytest.mark.parametrize("rate", [2 ** 31, 10 ** 20, 192_001])
+def test_a_sample_rate_above_the_ceiling_is_one_line(model, rate):
+    """Issue 80 round 7, F4: a sample rate of 2**31 Hz or more was an OverflowError from soundfile. An array's rate
+    has the ceiling of every rate (schema.RATE_MAX)."""
+    words = rf"sample rate must be <= 192000 Hz, got {rate} \(Hz; 192 kHz is the highest audio rate in use"
+    with pytest.raises(UserError, match=words):
+        model.transcribe((np.zeros(8000, dtype=np.float32), rate), mode="ctc_greedy_search")
+    stream = model.stream(chunk_size=4, mode="ctc_greedy_search")
+    with pytest.raises(UserError, match=words):
+        stream.accept_waveform(np.zeros(800, dtype=np.float32), rate)
+    stream.accept_waveform(np.zeros(800, dtype=np.float32), 8000)   # the stream was left as it was
+
+
+def test_a_list_of_floats_is_read_as_the_array(model, tmp_path):
+    """Issue 80 round 7, F8: a stream's chunk may be a list of floats (a microphone callback's samples), read as the
+    array np.asarray makes of it; so may the samples of transcribe's (samples, sample_rate) pair (they were refused
+    as 'audio of type list')."""
+    _, pcm = _clip(tmp_path)
+    wav = pcm / 32768.0
+    assert (model.transcribe((wav.tolist(), 8000), mode="ctc_greedy_search")
+            == model.transcribe((wav, 8000), mode="ctc_greedy_search"))
+    torch.testing.assert_close(model.features((wav.tolist(), 8000))[1], model.features((wav, 8000))[1])
+    texts = []
+    for pieces in ([wav[i:i + 700] for i in range(0, len(wav), 700)],
+                   [wav[i:i + 700].tolist() for i in range(0, len(wav), 700)]):
+        stream = model.stream(chunk_size=4, mode="ctc_greedy_search")
+        for piece in pieces:
+            stream.accept_waveform(piece, 8000)
+        texts.append((stream.finish(), len(stream.outputs)))
+    assert texts[0] == texts[1] and texts[0][1] > 2

@@ -240,3 +240,29 @@ def test_one_stream_fed_in_turn_from_two_threads_is_refused(setup):
                                     for e in errors), errors
     stream.accept_waveform(audio[half:], rate)   # the refused calls left it as it was
     assert stream.finish() == want
+
+
+def test_a_refused_first_chunk_binds_the_stream_to_no_thread(setup):
+    """Issue 80 round 7, F5: a first chunk refused in one thread (NaN samples) bound the stream to that thread, so
+    the thread that then fed it good audio was refused. A stream is bound once its first chunk is accepted."""
+    audio, rate = sf.read(setup["clips"][0], dtype="float32")
+    model = load(setup["dir"])
+    plain = model.stream(CHUNK, mode="ctc_greedy_search")
+    plain.accept_waveform(audio, rate)
+    want = plain.finish()
+    stream = model.stream(CHUNK, mode="ctc_greedy_search")
+    errors = []
+
+    def other():
+        for call in (lambda: stream.accept_waveform(audio * float("nan"), rate), stream.finish):
+            try:
+                call()
+            except UserError as e:
+                errors.append(str(e))
+
+    thread = threading.Thread(target=other, name="other")
+    thread.start()
+    thread.join(30)
+    assert len(errors) == 2 and "NaN/Inf samples" in errors[0] and "too short to decode" in errors[1], errors
+    stream.accept_waveform(audio, rate)
+    assert stream.finish() == want

@@ -152,6 +152,21 @@ def test_train_bpe_with_nbpe_too_high_is_one_line_saying_what_fits(tmp_path):
     assert not (tmp_path / "units.txt").exists()
     fits = errors[0].rsplit("the largest that fits is --nbpe ", 1)[1]
     assert train(fits).returncode == 0 and (tmp_path / "units.txt").is_file()
+    # issue 80 round 7, F1/F2: too low was worded "too high"; 1 and 2**31 were sentencepiece's tracebacks or riddles
+    (tmp_path / "units.txt").unlink()
+    proc = train("5")
+    errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"train_bpe.py: error: --nbpe 5 is too low for {tmp_path / 'text'}: its characters "
+                                f"and <unk> need "), errors
+    fits = errors[0].rsplit("the smallest that fits is --nbpe ", 1)[1]
+    assert int(fits) > 5 and not (tmp_path / "units.txt").exists()
+    assert train(fits).returncode == 0 and (tmp_path / "units.txt").is_file()
+    for nbpe, words in (("1", "--nbpe: must be in 2..65536, got 1"),
+                        ("99999999999", "--nbpe: must be in 2..65536, got 99999999999 (a model's output layers")):
+        proc = train(nbpe)
+        errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+        assert proc.returncode == 2 and len(errors) == 1 and words in errors[0], proc.stderr
 
 
 @pytest.mark.parametrize("wav_scp, text, words", [

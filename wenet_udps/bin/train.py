@@ -46,6 +46,7 @@ from wenet_udps.train.same_settings import check_same_settings, settings_record 
 from wenet_udps.train.trainer import Run, resolve_checkpoint, train  # noqa: E402
 from wenet_udps.utils import cli  # noqa: E402
 from wenet_udps.utils.cli import run_cli  # noqa: E402
+from wenet_udps.utils.schema import SEED_MAX, SEED_WHY  # noqa: E402
 
 
 def _prefixes(text: str) -> List[str]:
@@ -81,7 +82,8 @@ def get_parser() -> cli.ArgumentParser:
                    help="units file (default: tokenizer_conf.symbol_table_path)")
     p.add_argument("--cmvn", default=None, type=cli.existing_file,
                    help="global CMVN JSON (default: cmvn_conf.cmvn_file)")
-    p.add_argument("--seed", type=cli.non_negative_int, default=None, help="default: the config's seed, else 777")
+    p.add_argument("--seed", type=cli.int_range(0, SEED_MAX, why=SEED_WHY), default=None,
+                   help="default: the config's seed, else 777")
     p.add_argument("--device", default="cpu", type=cli.device, help="cpu | cuda")
     p.add_argument("--dist_backend", default=None, choices=["nccl", "gloo"],
                    help="default: nccl with --device cuda, else gloo")

@@ -19,6 +19,7 @@ import soxr
 
 from wenet_udps.dataset.audio_length import FORMATS, cut_before_open, length_problem
 from wenet_udps.utils.cli import NotRegularFileError, UserError, open_input
+from wenet_udps.utils.schema import RATE_MAX, RATE_WHY
 
 INT16_SCALE = float(1 << 15)
 # Below any real recording's rate; a header claiming less is corrupt.
@@ -228,9 +229,11 @@ def array_frames(samples: Any, what: str = "the array") -> np.ndarray:
 def array_wav_bytes(samples: Any, sample_rate: Any, what: str = "the array") -> bytes:
     """An array (:func:`array_frames`) as a float WAV in memory, which :func:`load_audio` then reads (rate,
     channel policy, length) as any file. UserError for an empty array or a sample rate that is not a positive
-    integer."""
+    integer, or above the ceiling of every rate (``schema.RATE_MAX``; a WAV header holds 32 bits)."""
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
         raise UserError(f"an array needs its sample rate as a positive integer (Hz), got {sample_rate!r}")
+    if sample_rate > RATE_MAX:
+        raise UserError(f"an array's sample rate must be <= {RATE_MAX} Hz, got {sample_rate} ({RATE_WHY})")
     frames = array_frames(samples, what)
     if frames.size == 0:
         raise UserError(f"{what} is empty (shape {np.shape(samples)})")

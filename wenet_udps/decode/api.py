@@ -212,7 +212,8 @@ class RecognitionModel:
         ``hotwords`` (a list of phrases or a hotword file's path: docs/hotwords.md), ...,
         ``decode_options.DECODE_OPTIONS``) with its checks; one not given is what the recipe decoded this
         checkpoint with (``decode/recipe.py``). Returns the text; with ``timestamps=True`` a dict ``{"text",
-        "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text.
+        "tokens": [{"token", "start", "end"}]}`` instead, the times in seconds from the CTC alignment of the text
+        (in the ``*_lm`` modes a space unit between two words that CTC did not emit has ``start == end``).
         For a list, a :class:`~wenet_udps.decode.outcome.Transcripts`: a list of those in input order, ``None``
         for an input that could not be decoded, named with its position in ``.failures``; more unusable inputs
         than ``max_bad_fraction`` (default: the experiment's ``dataset_conf.max_bad_fraction``, else 0.05) is a
@@ -245,23 +246,33 @@ class RecognitionModel:
 
     def _transcribe_one(self, audio: Audio, mode: str, beam_size: int, kwargs: Dict[str, Any], timestamps: bool,
                         sample_rate: Optional[int]) -> Any:
-        _, feats = self.features(audio, sample_rate)
+        name, feats = self.features(audio, sample_rate)
         feats = feats.unsqueeze(0).to(self.device)
         lens = torch.tensor([feats.size(1)], device=self.device)
         tokens = self.model.decode([mode], feats, lens, beam_size, **kwargs)[mode][0].tokens
         text = self.tokenizer.detokenize(tokens)[0]
         if not timestamps:
             return text
-        return {"text": text, "tokens": self._times(feats, lens, tokens, kwargs)}
+        return {"text": text, "tokens": self._times(feats, lens, tokens, kwargs, name, mode)}
 
-    def _times(self, feats: torch.Tensor, lens: torch.Tensor, tokens: List[int],
-               kwargs: Dict[str, Any]) -> List[Dict[str, Any]]:
+    def _times(self, feats: torch.Tensor, lens: torch.Tensor, tokens: List[int], kwargs: Dict[str, Any],
+               name: str, mode: str) -> List[Dict[str, Any]]:
+        """The CTC alignment of ``tokens`` (feats (1, T, F)): a unit's times are its frames on the best CTC path
+        that spells the text. The space unit an LM search puts between words (``LmSearch.inserted``) may take no
+        frame: the search emitted the words on consecutive frames, and the space is then at their boundary."""
         chunk = chunk_size_for(self.model.encoder, kwargs.get("decoding_chunk_size"), "decoding_chunk_size")
         with torch.no_grad():
             out, mask = self.model.encode(feats, lens, chunk, kwargs.get("num_decoding_left_chunks", -1),
                                           kwargs.get("simulate_streaming", False))
             logp = self.model.ctc_logprobs(out, kwargs.get("blank_penalty", 0.0))[0, :int(mask.sum())]
-        spans = ctc_forced_align(logp.cpu(), tokens, self.model.ctc.blank_id)
+        search = kwargs.get("lm_search")
+        try:
+            spans = ctc_forced_align(logp.cpu(), tokens, self.model.ctc.blank_id,
+                                     () if search is None else search.inserted())
+        except ValueError as e:   # an attention decoder may emit more units than CTC has frames
+            raise UserError(f"{name}: timestamps=True in mode {mode}: its text's {e} (the times are the CTC "
+                            f"alignment of the text, a frame per unit and a blank between two equal ones); "
+                            f"decode it without timestamps, or in a CTC mode") from None
         pieces = self.tokenizer.ids2tokens(tokens)
         return [{"token": p, "start": a, "end": b} for p, (a, b) in zip(pieces, token_times(spans,
                                                                                            self.frame_seconds))]

@@ -77,6 +77,11 @@ def audio_input(audio: Any, sample_rate: Any) -> Tuple[str, Any, Any]:
             raise UserError(f"sample_rate={sample_rate} given twice: in the (samples, sample_rate) pair and as "
                             f"sample_rate=")
         audio, sample_rate = audio
+        if isinstance(audio, list):   # samples as a list, as a stream's chunk may be (a pair is one input)
+            try:
+                audio = np.asarray(audio)
+            except ValueError as e:   # (rows of different lengths)
+                raise UserError(f"the samples of the (samples, sample_rate) pair are no array: {e}") from None
     if isinstance(audio, (bytes, bytearray, memoryview)):
         data = bytes(audio)
         if b"\0" not in data and len(data) < 4096 and os.path.isfile(os.fsdecode(data)):

@@ -35,8 +35,9 @@ def _one_caller(method: Callable) -> Callable:
     """A stream is one utterance fed in order by one thread: a call of ``method`` while another thread is inside one
     of the stream's methods is refused (its audio would interleave with the other's; or ``finish`` would end an
     utterance still being fed), and so is one from any thread but the one that fed the stream first (fed in turn
-    from two threads, the audio interleaves as well); the stream goes on as if it had not come. One stream per
-    thread decodes in parallel; ``partial`` (reading) may be called from any thread."""
+    from two threads, the audio interleaves as well); the stream goes on as if it had not come. A call refused
+    for what it brought (a bad chunk, a finish before any audio) binds the stream to no thread: the first call it
+    accepts does. One stream per thread decodes in parallel; ``partial`` (reading) may be called from any thread."""
     @functools.wraps(method)
     def one_caller(self, *args: Any, **kwargs: Any) -> Any:
         if not self._busy.acquire(blocking=False):
@@ -44,13 +45,13 @@ def _one_caller(method: Callable) -> Callable:
                             f"utterance, fed in order by one thread); start one model.stream(...) per thread")
         try:
             caller = threading.current_thread()
-            if self._feeder is None:
-                self._feeder = caller   # bound to the first thread that feeds it
-            elif self._feeder is not caller:
+            if self._feeder is not None and self._feeder is not caller:
                 raise UserError(f"stream.{method.__name__}(): this stream is fed by the thread {self._feeder.name!r}, "
                                 f"not {caller.name!r} (a stream decodes one utterance, fed in order by one thread); "
                                 f"start one model.stream(...) per thread")
-            return method(self, *args, **kwargs)
+            result = method(self, *args, **kwargs)
+            self._feeder = caller   # bound to the first thread whose call it accepted
+            return result
         finally:
             self._busy.release()
     return one_caller
@@ -94,7 +95,11 @@ class StreamingDecoder:
         self.scanned = 0      # outputs the partial text's CTC path has read
         self.last_id: Optional[int] = None
         self.tokens: List[int] = []
-        self.finished = False
+        self.pieces: List[str] = []   # the tokens' strings (tokenizer.ids2tokens), each mapped once
+        self.text = ""                # partial()'s text of them
+        self.ended = False        # finish() flushed the audio's tail: no chunk may follow
+        self.refused: Optional[str] = None   # why the audio, once ended, cannot be decoded
+        self.finished = False     # every chunk is encoded: finish() searches the whole output
         self._busy = threading.Lock()  # held by the thread inside accept_waveform, partial or finish
         self._feeder: Optional[threading.Thread] = None   # the first feeder: it alone feeds or finishes it
 
@@ -105,8 +110,9 @@ class StreamingDecoder:
 
         A chunk that is refused (a UserError: NaN samples, a dtype, another rate or channel count) leaves the
         stream as it was: the next good chunk goes on from the samples before it."""
-        if self.finished:
-            raise UserError("this stream is finished; start a new one with model.stream(...)")
+        if self.ended:
+            raise UserError("this stream's audio has ended (finish() was called); start a new one with "
+                            "model.stream(...)")
         if self.sample_rate is not None and sample_rate != self.sample_rate:
             raise UserError(f"sample rate {sample_rate} Hz differs from the stream's {self.sample_rate} Hz")
         frames = array_frames(samples, "the chunk")
@@ -128,8 +134,10 @@ class StreamingDecoder:
             self._chunk()
 
     def partial(self) -> str:
-        """CTC greedy text of the chunks encoded so far (the path of the new chunks only is searched; a thread may
-        ask while another feeds the stream: it waits for the accept_waveform under way)."""
+        """CTC greedy text of the chunks encoded so far (the path of the new chunks only is searched, and only its
+        new tokens are mapped to their strings; a thread may ask while another feeds the stream: it waits for the
+        accept_waveform under way). The text is the tokenizer's ``detokenize`` of the tokens (``tokens2text`` of
+        their strings), made again only when a token was added."""
         with self._busy:
             if self.scanned < len(self.outputs):
                 out = torch.cat(self.outputs[self.scanned:], dim=1)
@@ -141,21 +149,30 @@ class StreamingDecoder:
                     if token != self.last_id and token != blank:
                         self.tokens.append(token)
                     self.last_id = token
-            tokens = list(self.tokens)
-        return self.model.tokenizer.detokenize(tokens)[0] if tokens else ""
+            if len(self.pieces) < len(self.tokens):
+                self.pieces += self.model.tokenizer.ids2tokens(self.tokens[len(self.pieces):])
+                self.text = self.model.tokenizer.tokens2text(self.pieces)
+            return self.text
 
     @_one_caller
     def finish(self) -> str:
         """Encode what is left (the last chunk may be short) and return the text of ``mode``."""
+        if self.refused is not None:   # the audio ended and was refused: refused again, never ''
+            raise UserError(self.refused)
         if not self.finished:
-            self.finished = True
-            if self.online is not None:
+            if self.online is None:   # nothing came: the stream may still be fed
+                raise UserError("the stream: too short to decode")
+            self.ended = True   # the resampler's and extractor's tails are flushed: no audio may follow
+            try:
                 self._add(np.zeros(0, dtype=np.float32), last=True)
-            if self.online is None or self.online.frames < self.processor.min_frames:
-                name = "the stream" if not self.num_samples else f"the stream ({self.num_samples} samples)"
-                raise UserError(f"{name}: too short to decode")
+                if self.online.frames < self.processor.min_frames:
+                    raise UserError(f"the stream ({self.num_samples} samples): too short to decode")
+            except UserError as e:
+                self.refused = str(e)
+                raise
             while self.pending.size(0) >= self.context:  # full windows, then a short last one
                 self._chunk()
+            self.finished = True   # only once every check has passed and the last chunk is encoded
         out = torch.cat(self.outputs, dim=1) if self.outputs else torch.zeros(1, 0, self.encoder.output_size())
         mask = torch.ones(1, 1, out.size(1), dtype=torch.bool, device=out.device)
         result = self.model.model.search([self.mode], out, mask, self.beam_size, **self.search_options)

@@ -19,7 +19,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -218,6 +218,11 @@ class LmSearch:
             logging.warning("hotwords: %d word(s) of the phrases are not words of the LM %s (%s%s): the *_lm modes "
                             "cannot write them, so a phrase holding one is never completed there; add them to the "
                             "LM's text", len(new), self.info.path, " ".join(new[:10]), " ..." if len(new) > 10 else "")
+
+    def inserted(self) -> Tuple[int, ...]:
+        """The units :meth:`units` puts between two words whether CTC emitted them there or not: the space unit,
+        where the units have one (an alignment of the text lets them take no frame: ``decode.align``)."""
+        return () if self.sil_id == self.blank_id else (self.sil_id,)
 
     def units(self, words: Sequence[int]) -> List[int]:
         """A hypothesis's word indices -> the units of their spellings, with the space unit between two words unless

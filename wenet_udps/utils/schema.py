@@ -215,6 +215,9 @@ WIDTH_MAX = 65536
 DEPTH_MAX = 1024
 MODEL_PARAMS_MAX = 2 * 10 ** 9
 SIZE_WHY = "a model's weights are allocated at once; this is far above any speech model's"
+# A units file's size (tools/train_bpe.py --nbpe): the CTC and decoder output layers hold a row per unit
+UNITS_MAX = WIDTH_MAX
+UNITS_WHY = "a model's output layers hold a row per unit; ASR vocabularies are of a few thousand"
 # (key name pattern, low, high, low inclusive[, high inclusive[, why]]): the valid range of every key whose name
 # matches (fullmatch), and why a ceiling is where it is; a list value (``betas``) is checked item by item.
 # Ceilings of the data and training loop (issue 80 round 7: 1e12 was accepted, then hung or failed far inside).
@@ -223,7 +226,11 @@ EPOCHS_WHY = "an epoch is a pass over the training data; WeNet's recipes train 1
 FRAME_MS_MAX = 1000.0
 FRAME_WHY = "milliseconds; Kaldi's frame is 25 ms long every 10 ms, and a frame of over 1 s is no frame"
 RATE_MAX = 192_000
-RATE_WHY = "Hz; 192 kHz is the highest audio rate in use, and every utterance is resampled to this rate"
+RATE_WHY = "Hz; 192 kHz is the highest audio rate in use"   # (also an array's rate: dataset.audio)
+# np.random.seed takes 0 .. 2**32 - 1, and training seeds each rank with seed + rank (trainer.seed_all): half that
+# range leaves every rank's seed valid
+SEED_MAX = 2 ** 31 - 1
+SEED_WHY = "numpy's seeds are 32-bit, and each training rank is seeded with seed + rank"
 
 RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r".*dropout_rate|ctc_weight|lsm_weight|reverse_weight|max_bad_fraction|dither|.*_prob", 0.0, 1.0, True),
@@ -234,8 +241,9 @@ RANGES: Tuple[Tuple[Any, ...], ...] = (
     (r"attention_heads|num_blocks|r_num_blocks|cnn_module_kernel|positionwise_conv_kernel_size", 0.0, DEPTH_MAX, False,
      True, SIZE_WHY),
     (r"max_epoch", 0.0, EPOCHS_MAX, False, True, EPOCHS_WHY),
+    (r"seed", 0.0, SEED_MAX, True, True, SEED_WHY),
     (r"frame_shift|frame_length", 0.0, FRAME_MS_MAX, False, True, FRAME_WHY),
-    (r"resample_rate", 0.0, RATE_MAX, False, True, RATE_WHY),
+    (r"resample_rate", 0.0, RATE_MAX, False, True, f"{RATE_WHY}, and every utterance is resampled to this rate"),
     (r"lr|grad_clip|max_frames_in_batch"
      r"|accum_grad|num_mel_bins|num_ceps|sample_rate"
      r"|shuffle_size|sort_size|log_interval|max_length|token_max_length"
@@ -266,7 +274,8 @@ def check_range(key: str, value: Any, path: str) -> None:
             too_low = value < low if low_inclusive else value <= low
             too_high = value > high if high_inclusive else value >= high
             if too_high and why:  # a ceiling with its reason (the floor reads as for an unbounded key)
-                raise ConfigError(path, f"must be {'<=' if high_inclusive else '<'} {high:g}, got {value}{why}")
+                shown = int(high) if float(high).is_integer() else f"{high:g}"   # 2147483647, not 2.14748e+09
+                raise ConfigError(path, f"must be {'<=' if high_inclusive else '<'} {shown}, got {value}{why}")
             if too_low or too_high:
                 if math.isfinite(high) and not why:
                     valid = f"in [{low:g}, {high:g}{']' if high_inclusive else ')'}"
