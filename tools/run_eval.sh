@@ -204,6 +204,6 @@ stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model;
   OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
     --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \
     --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" --data_dir "${data}" --wer_char "${wer_char}" \
-    "${peers[@]}"
+    "${text_norm_opts[@]}" "${peers[@]}"   # (what score_into scored with: collect_results refuses other scores)
   plot_first_seeds "${results_root}"
 }
