@@ -24,7 +24,6 @@ import os
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional
 
-from wenet_udps.transformer.modes import LM_METHODS
 from wenet_udps.utils.source_info import file_sha256
 
 
@@ -43,10 +42,11 @@ def _inside(path: str, folder: Path) -> bool:
         return False
 
 
-def _lm_tag_problem(info: Mapping[str, str], mode_dir: Path, modes: list, where: str) -> Optional[str]:
+def _lm_tag_problem(info: Mapping[str, str], mode_dir: Path, modes: list, lm_modes: Iterable[str],
+                    where: str) -> Optional[str]:
     """What in the recorded LM disagrees with the LM tag of ``mode_dir``'s name, or None (no LM mode, no LM)."""
     mode = folder_mode(mode_dir.name, modes + [info.get("mode", "")])
-    if mode not in LM_METHODS or not info.get("lm"):
+    if mode not in lm_modes or not info.get("lm"):
         return None
     tag = mode_dir.name[len(mode) + 1:]
     folder = Path(info["lm"]).parent.name
@@ -57,10 +57,11 @@ def _lm_tag_problem(info: Mapping[str, str], mode_dir: Path, modes: list, where:
 
 
 def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str], own_record: bool,
-                   sums: Optional[Dict[str, str]] = None) -> Optional[str]:
+                   sums: Optional[Dict[str, str]] = None, lm_modes: Iterable[str] = ()) -> Optional[str]:
     """What in ``info`` (the ``decode.info`` of ``mode_dir``, :func:`wenet_udps.utils.source_info.read_record`)
     disagrees with the folder ``EXP/<name>/<set>/<mode>`` it describes, or None. ``modes``: every result folder
-    name a decoder writes (decoding methods, sherpa variants); ``own_record``: the record lies in ``mode_dir``."""
+    name a decoder writes (decoding methods, sherpa variants), ``lm_modes`` those that decode with a word LM;
+    ``own_record``: the record lies in ``mode_dir``."""
     sums = {} if sums is None else sums
     test_dir, exp_dir = mode_dir.parent, mode_dir.parent.parent
     modes = list(modes)
@@ -84,7 +85,7 @@ def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str]
         elif Path(checkpoint).parent.name != exp_dir.name:
             return (f"{where} records checkpoint {checkpoint}, which is not of the experiment {exp_dir} (copied from "
                     f"another experiment?)")
-    lm_problem = _lm_tag_problem(info, mode_dir, modes, where)
+    lm_problem = _lm_tag_problem(info, mode_dir, modes, tuple(lm_modes), where)
     if lm_problem:
         return lm_problem
     data = info.get("test_data")

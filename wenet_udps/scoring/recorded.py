@@ -5,7 +5,8 @@ binds it to the decode and to the table, for a result whose ``decode.info`` lies
 
 - its ``Scored with:`` line must be there (a ``wer`` without it cannot have its N or options checked), and
 - name the options stage 5 scores with (:func:`stage5_options`: compute-wer's defaults, with the recipe's ``--case``
-  and ``--punctuation`` that run.sh passes to both; ``char`` may differ, a recipe scores words or characters):
+  and ``--punctuation`` that run.sh passes to both, checked where given; ``char`` may differ, a recipe scores words
+  or characters):
   every column rescored alike by hand (``--rt=0``) gives numbers that compare with each other, not with a run's;
 - the references it scored must be those the decode recorded (``refs_sha256``: wenet_udps.scoring.references),
   and with a table's ``--data_dir``, that dir's ``<set>/text`` (by SHA-256: ``check_scored``'s ``ref``).
@@ -16,7 +17,7 @@ experiment folder (:func:`read_decode_info`: made by hand) is not one of ours: t
 """
 import os
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from wenet_udps.scoring.bound import RESCORE, Score, ScoreError, check_scored, read_score
 from wenet_udps.scoring.references import ReferencesError, check_references
@@ -33,10 +34,11 @@ UNRECORDED = ("no decode.info records what made it (made by hand, or by another 
               "collect_results.py --allow_unrecorded")
 
 
-def stage5_options(case: str, punctuation: str) -> Dict[str, str]:
+def stage5_options(case: Optional[str] = None, punctuation: Optional[str] = None) -> Dict[str, str]:
     """The ``Scored with:`` options (``char`` aside) of run.sh's stage 5 for a recipe normalising ``case`` and
-    ``punctuation`` (run.sh --text_case, --text_punctuation)."""
-    return {**STAGE5_DEFAULTS, "case": case, "punctuation": punctuation}
+    ``punctuation`` (run.sh --text_case, --text_punctuation; None: not known, so not checked)."""
+    given = {"case": case, "punctuation": punctuation}
+    return {**STAGE5_DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _shown(options: Mapping[str, str], keys) -> str:
@@ -91,3 +93,11 @@ def bound_score(mode_dir: Path, sums: Dict[str, str], expected: Mapping[str, str
     check_recorded(score, str(mode_dir / "text"), expected,
                    str(data_text) if data_text is not None and data_text.is_file() else None, sums)
     return score
+
+
+def result_dirs(exp_dir: Path) -> List[Path]:
+    """Every ``EXP/<name>/<set>/<mode>`` folder with a ``wer``, or with a decode to score (``text`` and the
+    ``decode.info`` that recognize and sherpa_decode write beside it)."""
+    dirs = {p.parent for p in exp_dir.glob("*/*/*/wer")}
+    dirs |= {p.parent for p in exp_dir.glob("*/*/*/text") if (p.parent / "decode.info").is_file()}
+    return sorted(dirs)
