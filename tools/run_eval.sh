@@ -88,15 +88,15 @@ decode_begin() {
 }
 
 # decode_finish DIR SUFFIX STAMP KEY PARTIAL MODE...: each PARTIAL/<MODE> (recognize's whole output) records
-# decoded_as (KEY's md5) in its decode.info and replaces DIR/<MODE><SUFFIX> with its score; then STAMP holds KEY.
+# decoded_as (KEY's md5) in its decode.info (recognize writes one; without it, never decoded_alike) and replaces
+# DIR/<MODE><SUFFIX> with its score; then STAMP holds KEY.
 decode_finish() {
   local dir=$1 suffix=$2 stamp=$3 key=$4 partial=$5 digest mode
   shift 5
   digest=$(md5sum <<< "${key}" | cut -c1-32)
   for mode in "$@"; do
-    [[ -f ${partial}/${mode}/decode.info ]] || die "stage 5: ${partial}/${mode} has no decode.info (recognize stopped?)"
-    write_atomic "${partial}/${mode}/decode.info" awk -v d="decoded_as: ${digest}" '{ print } END { print d }' \
-      "${partial}/${mode}/decode.info"
+    [[ ! -f ${partial}/${mode}/decode.info ]] || write_atomic "${partial}/${mode}/decode.info" \
+      awk -v d="decoded_as: ${digest}" '{ print } END { print d }' "${partial}/${mode}/decode.info"
     rm -rf "${dir:?}/${mode}${suffix}"
     mv "${partial}/${mode}" "${dir}/${mode}${suffix}"
   done

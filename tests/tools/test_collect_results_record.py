@@ -4,9 +4,12 @@ without a ``decode.info`` needs ``--allow_unrecorded`` (and is marked); an LM co
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.tools.load import load_tool
 from tests.tools.results_helpers import decoded_exp, score
 from wenet_udps.scoring.bound import binding_lines
+from wenet_udps.scoring.references import ReferencesError
 
 
 def collect(tmp_path: Path, capsys, *extra: str):
@@ -66,11 +69,17 @@ def test_a_wer_scored_against_other_references_than_the_tables_data_dir_is_refus
     text.write_text(text.read_text(encoding="utf-8").replace("u2 ONE", "u2 one"), encoding="utf-8")
     rc, out = collect(tmp_path, capsys, "--data_dir", str(tmp_path / "data"))
     assert rc == 0, out.err
+    with pytest.raises(ReferencesError, match=f"{text} are not the references of .*, which "
+                                              f"{exp / 'm' / 'test' / 'attention' / 'text'} was decoded from: the "
+                                              f"transcripts of the 3 decoded utterances differ"):
+        collect(tmp_path, capsys, "--data_dir", str(tmp_path / "data2"))   # (run_cli: one line, exit 2)
+    # the same transcripts in another file (a data dir prepared again): not the references scored, by SHA-256
+    text.write_text((tmp_path / "data" / "test" / "text").read_text(encoding="utf-8") + "\n", encoding="utf-8")
     rc, out = collect(tmp_path, capsys, "--data_dir", str(tmp_path / "data2"))
-    assert rc != 0 and "Traceback" not in out.err
     wer = exp / "m" / "test" / "attention" / "wer"
-    assert f"{wer} is the score of other text: it scored the references {tmp_path / 'data' / 'test' / 'text'}" \
-        in out.err and f"but {text} has SHA-256" in out.err, out.err
+    assert rc == 1 and f"{wer} is the score of other text: it scored the references " \
+        f"{tmp_path / 'data' / 'test' / 'text'}" in out.err and f"but {text} (the table's --data_dir) has" in out.err, \
+        out.err
 
 
 def test_a_result_without_a_decode_info_needs_allow_unrecorded_and_is_marked(tmp_path, capsys):

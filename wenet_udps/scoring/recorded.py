@@ -9,7 +9,8 @@ binds it to the decode and to the table, for a result whose ``decode.info`` lies
   or characters):
   every column rescored alike by hand (``--rt=0``) gives numbers that compare with each other, not with a run's;
 - the references it scored must be those the decode recorded (``refs_sha256``: wenet_udps.scoring.references),
-  and with a table's ``--data_dir``, that dir's ``<set>/text`` (by SHA-256: ``check_scored``'s ``ref``).
+  and with a table's ``--data_dir``, that dir's ``<set>/text`` (by SHA-256: ``check_scored``'s ``ref``), whose
+  transcripts must be the decode's (else a ``ReferencesError``: the table's ``--data_dir`` is the wrong one).
 
 Each refusal is a :class:`ScoreError` naming the ``wer``. A result with no ``decode.info`` in its mode, set or
 experiment folder (:func:`read_decode_info`: made by hand) is not one of ours: tools/collect_results.py refuses it
@@ -22,7 +23,7 @@ from typing import Dict, List, Mapping, Optional
 from wenet_udps.scoring.bound import RESCORE, Score, ScoreError, check_scored, read_score
 from wenet_udps.scoring.references import ReferencesError, check_references
 from wenet_udps.scoring.tokens import read_text
-from wenet_udps.utils.source_info import read_record, read_source
+from wenet_udps.utils.source_info import file_sha256, read_record, read_source
 
 # compute-wer.py's defaults, which stage 5's score_into keeps (tools/run_eval.sh: --char and the recipe's
 # normalisation only); the values as the "Scored with:" line writes them.
@@ -51,8 +52,16 @@ def check_recorded(score: Score, hyp: str, expected: Mapping[str, str], data_tex
     (``check_scored``, against ``data_text`` where given: the table's ``--data_dir/<set>/text``) and, where a
     ``decode.info`` lies beside ``hyp``, records its options, those of ``expected`` (:func:`stage5_options`), and
     scored the references that decode recorded."""
-    check_scored(score, hyp, data_text, sums=sums)
     info = os.path.join(os.path.dirname(os.path.abspath(hyp)), "decode.info")
+    sums = {} if sums is None else sums
+    check_scored(score, hyp, sums=sums)
+    if data_text is not None:   # the table's references are the decode's, or a usage error (ReferencesError) ...
+        check_references(read_text(data_text), data_text, read_text(hyp), hyp)
+        digest = sums.setdefault(data_text, file_sha256(data_text))
+        if digest != score.ref_sha256:   # ... and the file scored
+            raise ScoreError(f"{score.path} is the score of other text: it scored the references {score.ref} with "
+                             f"SHA-256 {score.ref_sha256[:12]}, but {data_text} (the table's --data_dir) has SHA-256 "
+                             f"{digest[:12]}; {RESCORE}")
     if not os.path.isfile(info):
         return
     if score.options is None:
