@@ -34,8 +34,9 @@ from wenet_udps.scoring.references import reference_record
 from wenet_udps.scoring.tokens import read_text
 from wenet_udps.utils.source_info import model_source
 p = argparse.ArgumentParser()
-p.add_argument("--checkpoint"); p.add_argument("--config"); p.add_argument("--test_data"); p.add_argument("--result_dir")
-p.add_argument("--modes", nargs="+"); p.add_argument("--beam_size")
+for name in ("--checkpoint", "--config", "--test_data", "--result_dir", "--beam_size"):
+    p.add_argument(name)
+p.add_argument("--modes", nargs="+")
 args, _ = p.parse_known_args()
 refs = read_text(os.path.join(os.path.dirname(args.test_data), "text"))
 source = {**model_source(args.checkpoint, args.config), "modes": " ".join(args.modes), "beam_size": args.beam_size,
