@@ -9,22 +9,23 @@ and test alike), and ``EXP/<name>/train.yaml``: the model label is the encoder/d
 what the built model really has (``scaled-dot``, ``udps`` or ``udps (sites)``, wenet_udps.bin.describe). A ``wer``
 must be the score of the ``text`` beside it and of the references it names (where they still exist), by the SHA-256
 it records (wenet_udps.scoring.bound), with ``N`` every token of those references (a ``wer`` rescored by hand with
-``--ig`` is refused); its ``decode.info`` must record the folder's mode, experiment and set
-(wenet_udps.results.origin: a result copied under another mode's name is refused). One that is not, an empty or
-partial ``wer``, and a decode never scored are errors, each named, and no RESULTS.md is written. The checkpoint a
-result came from is read from a ``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or experiment
-folder, and found by its SHA-256 beside the results when the experiment root has moved; a result whose checkpoint
-has been replaced or removed since (wenet_udps.utils.source_info) is left out, with a line on stderr. Table: one row
-per experiment, set and checkpoint (wenet_udps.results.table), one column per decoding mode, then an RTF column per
-mode whose folder has an ``rtf`` file (stage 7's sherpa-onnx decodes: one stream, one thread). Models of a site
-ablation (run.sh --udps_sites) get their own table with the paired test of every site set against all-scaled-dot
-(wenet_udps.results.sites). ``--peer_results``: other toolkits' published results on the same split, in a table of
-their own with their sources (wenet_udps.results.peers; a malformed line is a usage error naming it).
-``--data_dir``: its texts must be those the hypotheses were decoded with (wenet_udps.scoring.references: a user
-error naming both otherwise), and a data dir made from a partial corpus copy (its sets' ``partial_corpus``) is said
-under the title. With run.sh --hotwords true, a section of the biasing test sets, each decoded without and with
-each list (wenet_udps.results.biasing). Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set,
-and the learned UDPS α/β (wenet_udps/results/plots.py).
+``--ig`` is refused), scored as stage 5 scores (``--case``/``--punctuation``: the recipe's, which run.sh passes)
+against the references its decode recorded and ``--data_dir``'s (wenet_udps.scoring.recorded); its ``decode.info``
+must record the folder's mode, experiment, set and (an LM column's tag) LM (wenet_udps.results.origin). One that is
+not, an empty or partial ``wer``, a decode never scored, and a result no ``decode.info`` records (made by hand:
+shown, marked, only with ``--allow_unrecorded``) are errors, each named, and no RESULTS.md is written. The
+checkpoint a result came from is read from a ``decode.info`` file (a ``checkpoint: PATH`` line) in the mode, set or
+experiment folder, and found by its SHA-256 beside the results when the experiment root has moved; a result whose
+checkpoint has been replaced or removed since (wenet_udps.utils.source_info) is left out, with a line on stderr.
+Table: one row per experiment, set and checkpoint (wenet_udps.results.table), one column per decoding mode, then an
+RTF column per mode whose folder has an ``rtf`` file (stage 7's sherpa-onnx decodes: one stream, one thread). Models
+of a site ablation (run.sh --udps_sites) get their own table with the paired test of every site set against
+all-scaled-dot (wenet_udps.results.sites). ``--peer_results``: other toolkits' published results on the same split,
+in a table of their own with their sources (wenet_udps.results.peers; a malformed line is a usage error naming it).
+A data dir made from a partial corpus copy (its sets' ``partial_corpus``) is said under the title. With run.sh
+--hotwords true, a section of the biasing test sets, each decoded without and with each list
+(wenet_udps.results.biasing). Plots (PNG): losses (per step and per epoch), ``--metric`` bars per set, and the
+learned UDPS α/β (wenet_udps/results/plots.py).
 """
 import os
 import re
@@ -49,20 +50,22 @@ from wenet_udps.results.table import Experiment, bar_rows, lm_lines, lm_line, ma
 from wenet_udps.results.seeds import comparisons, families_table, group_by_seed, seeds_table
 from wenet_udps.transformer.attention import FAMILIES, scale_symbols
 from wenet_udps.transformer.decode_options import DECODE_OPTIONS
-from wenet_udps.transformer.modes import DECODING_METHODS
+from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
 from wenet_udps.export.sherpa_runtime import RESULT_NAMES
 from wenet_udps.results.origin import origin_problem
-from wenet_udps.scoring.bound import RESCORE, Score, ScoreError, check_scored, options_problem, read_score
+from wenet_udps.scoring.bound import Score, ScoreError, options_problem
+from wenet_udps.scoring.recorded import UNRECORDED, bound_score, read_decode_info, result_dirs, stage5_options
 from wenet_udps.scoring.references import ReferencesError
-from wenet_udps.utils import cli
+from wenet_udps.utils import cli, text_norm
 from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import one_line
 from wenet_udps.utils.provenance import provenance, provenance_markdown
-from wenet_udps.utils.source_info import read_record, stale_reason
+from wenet_udps.utils.source_info import stale_reason
 
 # The decoding options a decode.info records that must agree within one mode's column (scoring.bound
-# .options_problem): all that change the text but the batch size, and the LM and hotword files (named per row).
-COMPARED_OPTIONS = tuple(k for k in DECODE_OPTIONS if k not in ("batch_size", "lm", "hotwords"))
+# .options_problem): all that change the text but the batch size, and the LM and hotword files (named per row),
+# and the LM's SHA-256 (one column, one LM: the tag of ``<mode>_<lm_tag>`` names it, results.origin).
+COMPARED_OPTIONS = tuple(k for k in DECODE_OPTIONS if k not in ("batch_size", "lm", "hotwords")) + ("lm_sha256",)
 RTF_RE = re.compile(r"^RTF ([0-9.]+|inf|nan)\b")   # wenet_udps.bin.sherpa_decode's <result_dir>/rtf
 
 
@@ -102,38 +105,13 @@ def describe_model(train_yaml: Path, checkpoint: Optional[str] = None) -> Tuple[
     return model, truth or written
 
 
-def read_decode_info(*dirs: Path, sums: Dict[str, str]) -> Dict[str, str]:
-    """The first ``decode.info`` found in ``dirs`` (most specific first), its files found where they lie now
-    (``source_info.read_record``), else {}."""
-    for d in dirs:
-        if (d / "decode.info").is_file():
-            return read_record(str(d / "decode.info"), sums)
-    return {}
-
-
-def result_dirs(exp_dir: Path) -> List[Path]:
-    """Every ``EXP/<name>/<set>/<mode>`` folder with a ``wer``, or with a decode to score (``text`` and the
-    ``decode.info`` that recognize and sherpa_decode write beside it)."""
-    dirs = {p.parent for p in exp_dir.glob("*/*/*/wer")}
-    dirs |= {p.parent for p in exp_dir.glob("*/*/*/text") if (p.parent / "decode.info").is_file()}
-    return sorted(dirs)
-
-
-def bound_score(mode_dir: Path, sums: Dict[str, str]) -> Score:
-    """The error rate of ``mode_dir/wer``, which must be the score of the ``text`` beside it and of the references
-    it names, where they still exist (``--data_dir``'s texts are checked against what was decoded:
-    scoring.references); ScoreError otherwise."""
-    if not (mode_dir / "wer").is_file():
-        raise ScoreError(f"{mode_dir / 'text'} was decoded but never scored (no wer beside it: stage 5 stopped "
-                         f"before scoring?); {RESCORE}")
-    score = read_score(str(mode_dir / "wer"))
-    check_scored(score, str(mode_dir / "text"), sums=sums)
-    return score
-
-
-def collect(exp_dir: Path) -> List[Experiment]:
+def collect(exp_dir: Path, expected: Optional[Dict[str, str]] = None, data_dir: Optional[Path] = None,
+            allow_unrecorded: bool = False) -> List[Experiment]:
     """Every experiment under ``exp_dir`` that has at least one ``<set>/<mode>/wer``; ScoreError, after a line on
-    stderr for each, when any ``wer`` is not the score of what it names (:func:`bound_score`)."""
+    stderr for each, when any ``wer`` is not stage 5's score (``expected`` options, default compute-wer's) of what
+    it names and its decode recorded (scoring.recorded.bound_score, against ``data_dir``'s texts where given), or a
+    result has no decode.info and not ``allow_unrecorded``."""
+    expected = stage5_options() if expected is None else expected
     experiments: Dict[Path, Experiment] = {}
     sums: Dict[str, str] = {}
     problems: List[str] = []
@@ -148,12 +126,15 @@ def collect(exp_dir: Path) -> List[Experiment]:
             print(f"collect_results.py: {mode_dir}: left out, {stale}", file=sys.stderr)
             continue
         problem = origin_problem(info, mode_dir, DECODING_METHODS + RESULT_NAMES,
-                                 own_record=(mode_dir / "decode.info").is_file(), sums=sums)
+                                 own_record=(mode_dir / "decode.info").is_file(), sums=sums, lm_modes=LM_METHODS)
         if problem:  # a result in another mode's, experiment's or set's folder: its number would be shown there
             problems.append(f"{mode_dir}: {problem}; decode it into its own folder (run.sh --stage 5)")
             continue
+        if not info and not allow_unrecorded:   # a hand-made folder: nothing says what made its number
+            problems.append(f"{mode_dir}: {UNRECORDED}")
+            continue
         try:
-            score = bound_score(mode_dir, sums)
+            score = bound_score(mode_dir, sums, expected, data_dir)
         except ScoreError as e:
             problems.append(str(e))
             continue
@@ -172,7 +153,8 @@ def collect(exp_dir: Path) -> List[Experiment]:
             experiments[exp_path] = exp
         key = (test_dir.name, mode_dir.name)
         experiments[exp_path].wer[key] = value
-        experiments[exp_path].checkpoints[key] = shown_path(info.get("checkpoint", "-"))
+        experiments[exp_path].checkpoints[key] = (shown_path(info.get("checkpoint", "-")) if info
+                                                  else "unrecorded (no decode.info)")
         if info.get("lm"):
             experiments[exp_path].lms[key] = lm_line(info)
         rtf = RTF_RE.match((mode_dir / "rtf").read_text(encoding="utf-8")) if (mode_dir / "rtf").is_file() else None
@@ -292,6 +274,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--wer_char", type=int, choices=[0, 1], default=0, help="1: score characters (CER)")
     parser.add_argument("--peer_results", type=cli.existing_file, default=None,
                         help="other toolkits' published results on this split (wenet_udps.results.peers)")
+    parser.add_argument("--allow_unrecorded", action="store_true",
+                        help="show results without a decode.info (made by hand), marked in the checkpoint column")
+    for name, choices in (("case", text_norm.CASES), ("punctuation", text_norm.PUNCTUATION)):
+        parser.add_argument(f"--{name}", choices=choices, default=None,
+                            help=f"the recipe's --text_{name}, which stage 5 scored with (unchecked when not given)")
     args = parser.parse_args(argv)
     args.exp_dir = Path(args.exp_dir)
     args.data_dir = Path(args.data_dir) if args.data_dir else None
@@ -302,7 +289,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     peers = peer_section(read_peer_results(args.peer_results), args.peer_results, wer_char=bool(args.wer_char),
                          partial=partial) if args.peer_results else ""
     try:  # a bad train.yaml, wer file or utt2spk: one line naming it
-        experiments = collect(args.exp_dir)
+        experiments = collect(args.exp_dir, stage5_options(args.case, args.punctuation), args.data_dir,
+                              args.allow_unrecorded)
         ablation = ablation_section(experiments, args)
         sections = seeds_sections(experiments, args) + ablation + speaker_sections(experiments, args)
         bias_rows, bias_problems = collect_biasing(args.exp_dir)

@@ -24,29 +24,84 @@ parity_set() {
   echo "${test_sets%% *}"
 }
 
-average_run() {  # average_run EXP: stage 5's averaged checkpoint of EXP (sets avg, avg_k, avg_key)
+# avg_stamp_ok FILE KEY: stamp_ok for a stamp of something made from an averaged checkpoint, whose KEY carries
+# its avg_sha256 line (avg_made); a stamp written before stamps carried it is redone, saying so.
+avg_stamp_ok() {
+  [[ -f $1 ]] || return 1
+  if ! grep -q '^avg_sha256=' "$1"; then
+    log "$1 records no SHA-256 of the averaged checkpoint (written before stamps carried it): redoing"
+    return 1
+  fi
+  stamp_ok "$1" "$2"
+}
+
+# avg_made: avg_key (the averaging's inputs) with the SHA-256 of ${avg} as it is now (sets avg_sha), the key of
+# everything made from it: an avg_N.pt replaced (averaged again by hand from other epochs) is another model.
+avg_made() {
+  avg_sha=$(sha256sum < "${avg}" | cut -c1-64)
+  avg_key+=$'\n'"avg_sha256=${avg_sha}"
+}
+
+average_run() {  # average_run EXP: stage 5's averaged checkpoint of EXP (sets avg, avg_k, avg_key, avg_sha)
   local avg_args
   averaged "$1"
-  if [[ -f ${avg} ]] && stamp_ok "${avg}.stamp" "${avg_key}"; then
+  if [[ -f ${avg} ]] && avg_stamp_ok "${avg}.stamp" \
+      "${avg_key}"$'\n'"avg_sha256=$(sha256sum < "${avg}" | cut -c1-64)"; then
     log "stage 5: ${avg} is up to date, skipping averaging"
+    avg_made
   else
     compgen -G "$1/epoch_*.pt" > /dev/null || die "stage 5: $1 has no epoch_N.pt left to average" \
       "(--keep_checkpoints averaged deleted them): keep the earlier --average_num/--average_mode or retrain"
     log "stage 5: average ${avg_k} checkpoints (${average_mode}) -> ${avg}"
     avg_args=(--dst_model "${avg}" --src_path "$1" --num "${avg_k}")
     [[ ${average_mode} == val_best ]] && avg_args+=(--val_best)
+    rm -f "${avg}.stamp"
     python3 -m wenet_udps.bin.average_model "${avg_args[@]}"
+    avg_made
     stamp_write "${avg}.stamp" "${avg_key}"
   fi
   [[ ${keep_checkpoints} == all ]] || prune_checkpoints "$1"
 }
 
-# records_refs DIR SUFFIX MODE...: each DIR/<MODE><SUFFIX>/decode.info records the references its hypotheses were
-# decoded with (wenet_udps.scoring.references); one decoded before they were recorded cannot be scored: redone.
-records_refs() {
-  local dir=$1 suffix=$2 mode
-  shift 2
-  for mode in "$@"; do grep -q '^refs_sha256:' "${dir}/${mode}${suffix}/decode.info" 2> /dev/null || return 1; done
+# Stage 5's decodes (decode_set, lm_decode_modes, hotword_decode) go through these three: a decode is skipped only
+# when decoded_alike, and made by decode_begin, a recognize into PARTIAL (beside the results), and decode_finish.
+# decoded_alike DIR SUFFIX STAMP KEY MODE...: STAMP holds KEY (avg_made's key and the options asked), and each
+# DIR/<MODE><SUFFIX>/decode.info records it too (decoded_as, decode_finish), the averaged checkpoint's SHA-256 and
+# the references decoded (wenet_udps.scoring.references; one decoded before they were recorded cannot be scored).
+decoded_alike() {
+  local dir=$1 suffix=$2 stamp=$3 key=$4 digest mode info
+  shift 4
+  avg_stamp_ok "${stamp}" "${key}" || return 1
+  digest=$(md5sum <<< "${key}" | cut -c1-32)
+  for mode in "$@"; do
+    info=${dir}/${mode}${suffix}/decode.info
+    grep -qx "decoded_as: ${digest}" "${info}" 2> /dev/null && grep -qx "sha256: ${avg_sha}" "${info}" \
+      && grep -q '^refs_sha256:' "${info}" || return 1
+  done
+}
+
+# decode_begin STAMP PARTIAL: the old stamp goes first (a decode stopped from here on is never taken for done), and
+# any earlier partial decode.
+decode_begin() {
+  rm -f "$1"
+  rm -rf "$2"
+}
+
+# decode_finish DIR SUFFIX STAMP KEY PARTIAL MODE...: each PARTIAL/<MODE> (recognize's whole output) records
+# decoded_as (KEY's md5) in its decode.info (recognize writes one; without it, never decoded_alike) and replaces
+# DIR/<MODE><SUFFIX> with its score; then STAMP holds KEY.
+decode_finish() {
+  local dir=$1 suffix=$2 stamp=$3 key=$4 partial=$5 digest mode
+  shift 5
+  digest=$(md5sum <<< "${key}" | cut -c1-32)
+  for mode in "$@"; do
+    [[ ! -f ${partial}/${mode}/decode.info ]] || write_atomic "${partial}/${mode}/decode.info" \
+      awk -v d="decoded_as: ${digest}" '{ print } END { print d }' "${partial}/${mode}/decode.info"
+    rm -rf "${dir:?}/${mode}${suffix}"
+    mv "${partial}/${mode}" "${dir}/${mode}${suffix}"
+  done
+  rm -rf "${partial}"
+  stamp_write "${stamp}" "${key}"
 }
 
 # score_into WER REF HYP [compute-wer options...]: WER scores HYP against REF (tools/compute-wer.py, which records
@@ -64,7 +119,7 @@ score_into() {
 }
 
 decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
-  local exp=$1 x=$2 result_dir=$1/$2 key mode modes joint ctc_arg
+  local exp=$1 x=$2 result_dir=$1/$2 key mode modes joint ctc_arg partial
   require "${data}/${x}/$(list_name)" 3
   key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
         beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
@@ -72,12 +127,12 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
   # (with a joint mode only, so that the stamps of decodes without one stay valid)
   [[ " ${decode_modes}" != *" joint_"* ]] || key+=$'\n'$(stamp_text joint_ctc_weight="${joint_ctc_weight}")
   # shellcheck disable=SC2086  # decode_modes is a list
-  if stamp_ok "${result_dir}/.decode.stamp" "${key}" && records_refs "${result_dir}" "" ${decode_modes}; then
+  if decoded_alike "${result_dir}" "" "${result_dir}/.decode.stamp" "${key}" ${decode_modes}; then
     log "stage 5: ${result_dir} decoded with the same checkpoint and options, skipping decoding"
   else
     log "stage 5: decode ${x} with ${avg} (${decode_modes})"
-    # the scores of the text about to be replaced go first: a stop before scoring leaves no old score beside it
-    for mode in ${decode_modes}; do rm -f "${result_dir}/${mode}/wer"; done
+    partial=${result_dir}/.decode.partial
+    decode_begin "${result_dir}/.decode.stamp" "${partial}"
     # The joint modes weigh CTC with their own --ctc_weight (--joint_ctc_weight): a recognize of their own.
     modes=$(tr ' ' '\n' <<< "${decode_modes}" | grep -v '^joint_' | tr '\n' ' ' || true)
     joint=$(tr ' ' '\n' <<< "${decode_modes}" | grep '^joint_' | tr '\n' ' ' || true)
@@ -86,9 +141,10 @@ decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unle
     [[ " ${modes} " != *" attention_rescoring "* ]] \
       || ctc_arg=(--ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}")
     # shellcheck disable=SC2086  # modes is a list
-    [[ -z ${modes// } ]] || stage5_recognize "${exp}" "${x}" "${result_dir}" "${modes}" ${ctc_arg[@]+"${ctc_arg[@]}"}
-    [[ -z ${joint// } ]] || stage5_recognize "${exp}" "${x}" "${result_dir}" "${joint}" --ctc_weight "${joint_ctc_weight}"
-    stamp_write "${result_dir}/.decode.stamp" "${key}"
+    [[ -z ${modes// } ]] || stage5_recognize "${exp}" "${x}" "${partial}" "${modes}" ${ctc_arg[@]+"${ctc_arg[@]}"}
+    [[ -z ${joint// } ]] || stage5_recognize "${exp}" "${x}" "${partial}" "${joint}" --ctc_weight "${joint_ctc_weight}"
+    # shellcheck disable=SC2086  # decode_modes is a list
+    decode_finish "${result_dir}" "" "${result_dir}/.decode.stamp" "${key}" "${partial}" ${decode_modes}
   fi
   for mode in ${decode_modes}; do
     score_into "${result_dir}/${mode}/wer" "${data}/${x}/text" "${result_dir}/${mode}/text" --v=1
@@ -126,20 +182,28 @@ stage_decode() {  # stage 5: average each run's checkpoints, decode and score ev
 }
 
 stage_export() {  # stage 6: TorchScript/ONNX and sherpa-onnx exports of each averaged model, parity checked
-  local run exp parity parity_list key
+  local run exp parity parity_list key problem
   parity=$(parity_set)
   for run in "${runs[@]}"; do
     exp=$(run_exp "${run}")
     averaged "${exp}"
     require "${avg}" 5
     lock_exp "${exp}"
+    avg_made
     parity_list=${data}/${parity}/$(list_name)
     require "${parity_list}" 3
     key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")
-    if stamp_ok "${exp}/export/.export.stamp" "${key}"; then
-      log "stage 6: ${exp}/export is up to date, skipping"
-      continue
+    if avg_stamp_ok "${exp}/export/.export.stamp" "${key}"; then
+      # the sherpa-onnx folder verified as sherpa_decode verifies it: a file deleted or changed is exported again
+      problem=$(python3 -c 'import sys; from wenet_udps.export.sherpa_runtime import export_problem
+print(export_problem(sys.argv[1]) or "")' "${exp}/sherpa")
+      if [[ -z ${problem} ]]; then
+        log "stage 6: ${exp}/export is up to date, skipping"
+        continue
+      fi
+      log "stage 6: ${exp}/sherpa is not one whole export (${problem}): exporting again"
     fi
+    rm -f "${exp}/export/.export.stamp"
     log "stage 6: export ${avg} to TorchScript and ONNX; parity checked on ${parity}"
     python3 -m wenet_udps.bin.export --config "${exp}/train.yaml" --checkpoint "${avg}" \
       --output_dir "${exp}/export" --test_data "${parity_list}" --data_type "${data_type}"
@@ -204,6 +268,6 @@ stage_results() {  # stage 7: sherpa-onnx scores, RESULTS.md (one row per model;
   OMP_NUM_THREADS=${cpu_threads} python3 tools/collect_results.py --exp_dir "${results_root}" \
     --out "${results_root}/RESULTS.md" --plots_dir "${results_root}/plots" \
     --metric "$([[ ${wer_char} == 1 ]] && echo CER || echo WER)" --data_dir "${data}" --wer_char "${wer_char}" \
-    "${peers[@]}"
+    "${text_norm_opts[@]}" "${peers[@]}"   # (what score_into scored with: collect_results refuses other scores)
   plot_first_seeds "${results_root}"
 }

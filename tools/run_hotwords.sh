@@ -93,22 +93,24 @@ hotword_decode() {
             reverse_weight="${reverse_weight}" decoding_chunk_size="${decoding_chunk_size}" \
             num_decoding_left_chunks="${num_decoding_left_chunks}")
       # shellcheck disable=SC2086  # modes is a list
-      if stamp_ok "${out}/.decode.stamp" "${key}" && records_refs "${out}" "" ${modes}; then
+      if decoded_alike "${out}" "" "${out}/.decode.stamp" "${key}" ${modes}; then
         log "stage 5: ${out} decoded with the same checkpoint, list and options, skipping decoding"
       else
         log "stage 5: decode ${x} with ${avg} and the list ${decode_list_args[1]} (${modes})"
-        rm -rf "${out}"
+        decode_begin "${out}/.decode.stamp" "${out}/.decode.partial"
         plain=$(tr ' ' '\n' <<< "${modes}" | grep -v '^joint_' | tr '\n' ' ' || true)
         joint=$(tr ' ' '\n' <<< "${modes}" | grep '^joint_' | tr '\n' ' ' || true)
         local ctc_arg=()
         [[ " ${plain} " != *" attention_rescoring "* ]] \
           || ctc_arg=(--ctc_weight "${ctc_weight}" --reverse_weight "${reverse_weight}")
-        [[ -z ${plain// } ]] || stage5_recognize "${exp}" "${x}" "${out}" "${plain}" ${ctc_arg[@]+"${ctc_arg[@]}"} \
-          "${decode_list_args[@]}" --context_score "${context_score}" --context_unspellable drop
-        [[ -z ${joint// } ]] || stage5_recognize "${exp}" "${x}" "${out}" "${joint}" \
+        [[ -z ${plain// } ]] || stage5_recognize "${exp}" "${x}" "${out}/.decode.partial" "${plain}" \
+          ${ctc_arg[@]+"${ctc_arg[@]}"} "${decode_list_args[@]}" --context_score "${context_score}" \
+          --context_unspellable drop
+        [[ -z ${joint// } ]] || stage5_recognize "${exp}" "${x}" "${out}/.decode.partial" "${joint}" \
           --ctc_weight "${joint_ctc_weight}" "${decode_list_args[@]}" --context_score "${context_score}" \
           --context_unspellable drop
-        stamp_write "${out}/.decode.stamp" "${key}"
+        # shellcheck disable=SC2086  # modes is a list
+        decode_finish "${out}" "" "${out}/.decode.stamp" "${key}" "${out}/.decode.partial" ${modes}
       fi
       for mode in ${modes}; do
         biased_score_into "${out}/${mode}/biased_wer" "${data}/${x}/text" "${out}/${mode}/text"

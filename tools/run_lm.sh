@@ -199,19 +199,15 @@ lm_decode_modes() {
           word_score="${word_score}" beam_size="${beam_size}" ctc_weight="$(lm_ctc_weight "$3")" \
           list="$(file_sum "${data}/${x}/$(list_name)")")
     # shellcheck disable=SC2086  # modes is a list
-    if stamp_ok "${exp}/${x}/.$4${suffix}.stamp" "${key}" && records_refs "${exp}/${x}" "${suffix}" ${modes}; then
+    if decoded_alike "${exp}/${x}" "${suffix}" "${exp}/${x}/.$4${suffix}.stamp" "${key}" ${modes}; then
       log "stage 5: ${exp}/${x} decoded in ${modes} with the same LM and weights, skipping"
     else
       log "stage 5: decode ${x} with ${avg} and $(lm_file) (${modes})"
       out=${exp}/${x}/.$4${suffix}.partial
-      rm -rf "${out}"
+      decode_begin "${exp}/${x}/.$4${suffix}.stamp" "${out}"
       lm_recognize "${exp}" "${x}" "${out}" "${modes}" "${lm_weight}" "${word_score}"
-      for mode in ${modes}; do
-        rm -rf "${exp}/${x}/${mode}${suffix}"
-        mv "${out}/${mode}" "${exp}/${x}/${mode}${suffix}"
-      done
-      rm -rf "${out}"
-      stamp_write "${exp}/${x}/.$4${suffix}.stamp" "${key}"
+      # shellcheck disable=SC2086  # modes is a list
+      decode_finish "${exp}/${x}" "${suffix}" "${exp}/${x}/.$4${suffix}.stamp" "${key}" "${out}" ${modes}
     fi
     for mode in ${modes}; do
       out=${exp}/${x}/${mode}${suffix}

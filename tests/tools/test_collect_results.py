@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 from tests.tools.load import load_tool
-from tests.tools.results_helpers import build_exp_dir, make_exp, write_wer
+from tests.tools.results_helpers import build_exp_dir, decoded_record, make_exp, score_beside, write_wer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "collect_results.py"
@@ -33,7 +33,7 @@ def test_describe_model(tmp_path):
 
 def test_table_and_plots(tmp_path):
     exp = build_exp_dir(tmp_path)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--allow_unrecorded"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
     md = (exp / "RESULTS.md").read_text()
@@ -54,7 +54,7 @@ def test_table_and_plots(tmp_path):
     assert rows[("conformer+bitransformer", "scaled-dot", "dev")][3:6] == ["-", "-", "8.00"]
     udps = rows[("conformer+bitransformer", "udps", "test")]
     assert udps[3:6] == ["-", "5.00", "4.75"]
-    assert udps[7] == "-"
+    assert udps[7] == "unrecorded (no decode.info)"   # (--allow_unrecorded: a result no decode.info records)
     enc = rows[("transformer", "udps (enc-self)", "test")]
     assert enc[3:6] == ["7.50", "-", "-"]
 
@@ -68,7 +68,7 @@ def test_table_and_plots(tmp_path):
 
 def test_metric_labels_table_and_bars(tmp_path):
     exp = build_exp_dir(tmp_path)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--metric", "CER"],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--allow_unrecorded", "--metric", "CER"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "| attention_rescoring CER |" in proc.stdout
@@ -139,7 +139,7 @@ def test_no_results_fails_in_one_line_and_keeps_the_old_table(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
     (tmp_path / "r.md").write_text("an older table\n")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--out", str(tmp_path / "r.md")],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--allow_unrecorded", "--out", str(tmp_path / "r.md")],
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
@@ -165,7 +165,7 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
             (mode_dir.parents[1] / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer", "seed": seed}),
                                                            encoding="utf-8")
     tool = load_tool("collect_results")
-    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+    assert tool.main(["--exp_dir", str(exp), "--allow_unrecorded", "--plots_dir", str(tmp_path / "plots"), "--data_dir",
                       str(tmp_path / "data")]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     assert "| c_udps | test | 26.50 ± 0.71 (seeds 1: 26.00, 2: 27.00) |" in text
@@ -186,7 +186,7 @@ def test_seeded_runs_get_mean_std_and_a_significance_line(tmp_path):
     (exp / "c_udps_seed2" / "test" / "attention" / "decode.info").write_text(
         f"checkpoint: {exp / 'c_udps_seed2' / 'avg_5.pt'}\nsha256: 0123\n", encoding="utf-8")
     write_wer(exp / "c_udps_seed2" / "test" / "ctc_greedy_search" / "wer", 30.0)
-    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+    assert tool.main(["--exp_dir", str(exp), "--allow_unrecorded", "--plots_dir", str(tmp_path / "plots"), "--data_dir",
                       str(tmp_path / "data")]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     assert "| c_udps | test | 26.00 (one seed: 1: 26.00) |" in text and "- test, attention:" not in text
@@ -200,7 +200,7 @@ def test_results_name_the_seed_that_ran(tmp_path):
         make_exp(exp, name, {"encoder": "transformer", "att_udps": name.endswith("udps"), "seed": 777},
                  {("test", "attention"): 5.0}, udps=False)
     tool = load_tool("collect_results")
-    assert tool.main(["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots")]) == 0
+    assert tool.main(["--exp_dir", str(exp), "--allow_unrecorded", "--plots_dir", str(tmp_path / "plots")]) == 0
     assert "\n- seeds: 777\n" in (exp / "RESULTS.md").read_text(encoding="utf-8")
 
 
@@ -225,7 +225,7 @@ def test_gpu_preflight_verdicts_in_made_with(tmp_path):
         {"ok": False, "device": "NVIDIA H100", "date": "2026-11-24", "torch": "2.13.0", "triton": "3.9.0",
          "cuda": "12.8", "checks": []}))
     (exp / "conformer_sdp" / "gpu_check.json").write_text("{not json")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--allow_unrecorded"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     made_with = (exp / "RESULTS.md").read_text().split("## Made with")[1]
     assert "- GPU preflight of conformer_udps: FAILED on NVIDIA H100 (2026-11-24, torch 2.13.0, triton 3.9.0, " \
@@ -239,7 +239,7 @@ def test_sherpa_rtf_is_a_column(tmp_path):
     sherpa = exp / "conformer_udps" / "test" / "sherpa_int8"
     write_wer(sherpa / "wer", 4.5)
     (sherpa / "rtf").write_text("RTF 0.0031 (0.50 s for 161.3 s of audio, 1 thread(s))\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--exp_dir", str(exp), "--allow_unrecorded"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lines = (exp / "RESULTS.md").read_text(encoding="utf-8").splitlines()
     header = next(x for x in lines if x.startswith("| model |")).split(" | ")
@@ -260,22 +260,23 @@ def test_results_of_a_replaced_checkpoint_are_left_out(tmp_path, capsys):
     old.write_bytes(b"old model")
     config = str(exp / "train.yaml")
 
-    def decode(ckpt, modes, value):
-        write_results({m: {"a": "A"} for m in modes}, str(exp / "test"), model_source(str(ckpt), config))
+    def decode(ckpt, modes, hyp):   # recognize's results (text, decode.info), scored as stage 5 scores
+        source = {**model_source(str(ckpt), config), **decoded_record(exp / "test" / modes[0])}
+        write_results({m: {"a": hyp} for m in modes}, str(exp / "test"), source)
         for m in modes:
-            write_wer(exp / "test" / m / "wer", value)
+            score_beside(exp / "test" / m)
 
-    decode(old, ["attention", "ctc_greedy_search"], 9.0)
+    decode(old, ["attention", "ctc_greedy_search"], "A")
     [e] = mod.collect(tmp_path / "exp")
-    assert e.wer == {("test", "attention"): 9.0, ("test", "ctc_greedy_search"): 9.0}
+    assert e.wer == {("test", "attention"): 0.0, ("test", "ctc_greedy_search"): 0.0}
     old.unlink()                      # --force deleted the run; the new one has 2 epochs
     new.write_bytes(b"new model")
-    decode(new, ["ctc_greedy_search"], 4.0)
+    decode(new, ["ctc_greedy_search"], "B")
     [e] = mod.collect(tmp_path / "exp")
-    assert e.wer == {("test", "ctc_greedy_search"): 4.0}
+    assert e.wer == {("test", "ctc_greedy_search"): 100.0}
     assert f"{exp / 'test' / 'attention'}: left out, its checkpoint {old} no longer exists" in capsys.readouterr().err
     table = mod.markdown_table([e], "CER")
-    assert "attention CER" not in table and table.splitlines()[2].split(" | ")[3:] == ["4.00", str(exp), f"{new} |"]
+    assert "attention CER" not in table and table.splitlines()[2].split(" | ")[3:] == ["100.00", str(exp), f"{new} |"]
     new.write_bytes(b"retrained under the same name")
     assert mod.collect(tmp_path / "exp") == []
     assert "has been replaced since" in capsys.readouterr().err
@@ -295,7 +296,7 @@ def test_a_bad_utt2spk_is_one_line_naming_the_file_and_line(tmp_path, capsys):
         (mode_dir / "text").write_text("u0 ONE\n", encoding="utf-8")
         write_wer(mode_dir / "wer", 0.0)
     tool = load_tool("collect_results")
-    assert tool.main(["--exp_dir", str(exp), "--data_dir", str(tmp_path / "data")]) == 1
+    assert tool.main(["--exp_dir", str(exp), "--allow_unrecorded", "--data_dir", str(tmp_path / "data")]) == 1
     err = capsys.readouterr().err
     assert f"{data / 'utt2spk'}:2: expected '<key> <speaker>'" in err.strip().splitlines()[-1]
     assert "Traceback" not in err
@@ -316,13 +317,16 @@ def test_attention_is_labelled_from_the_checkpoints_weights_not_train_yaml(tmp_p
     ckpt = exp / "avg_2.pt"
     torch.save(build_model(tiny_config() | {"att_udps": False}).state_dict(), ckpt)
     (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer", "att_udps": True}), encoding="utf-8")
-    write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(ckpt), str(exp / "train.yaml")))
-    write_wer(exp / "test" / "attention" / "wer", 3.0)
+    mode_dir = exp / "test" / "attention"
+    source = {**model_source(str(ckpt), str(exp / "train.yaml")), **decoded_record(mode_dir)}
+    write_results({"attention": {"a": "A"}}, str(exp / "test"), source)
+    score_beside(mode_dir)
     [e] = mod.collect(tmp_path / "exp")
     assert e.attention == "scaled-dot"
     assert f"builds udps attention, but {ckpt} holds scaled-dot weights" in capsys.readouterr().err
     torch.save(build_model(tiny_config() | {"att_udps": True}).state_dict(), ckpt)  # a UDPS model decoded
-    write_results({"attention": {"a": "A"}}, str(exp / "test"), model_source(str(ckpt), str(exp / "train.yaml")))
+    source = {**model_source(str(ckpt), str(exp / "train.yaml")), **decoded_record(mode_dir)}
+    write_results({"attention": {"a": "A"}}, str(exp / "test"), source)
     [e] = mod.collect(tmp_path / "exp")
     assert e.attention == "udps" and "holds" not in capsys.readouterr().err
 
@@ -338,14 +342,17 @@ def test_results_name_the_word_lm_of_the_lm_columns(tmp_path):
     from wenet_udps.utils.source_info import file_sha256
     (exp / "conformer_sdp" / "test" / "attention_rescoring_lm" / "decode.info").write_text(
         f"checkpoint: {ckpt}\nsha256: {file_sha256(str(ckpt))}\nlm: {lm}\nlm_order: 3\nlm_size: 5\n"
-        f"lm_sha256: {file_sha256(str(lm))}\nlm_weight: 0.6\nword_score: 1\n", encoding="utf-8")
+        f"lm_sha256: {file_sha256(str(lm))}\nlm_weight: 0.6\nword_score: 1\n"
+        + "".join(f"{k}: {v}\n" for k, v in decoded_record(exp / "conformer_sdp" / "test" / "x").items()),
+        encoding="utf-8")
+    score_beside(exp / "conformer_sdp" / "test" / "attention_rescoring_lm")   # stage 5's score, beside its record
     mod = load_tool("collect_results")
-    assert mod.main(["--exp_dir", str(exp)]) == 0
+    assert mod.main(["--exp_dir", str(exp), "--allow_unrecorded"]) == 0
     text = (exp / "RESULTS.md").read_text()
     assert "attention_rescoring error rate | attention_rescoring_lm error rate" in text  # the LM column last
     assert f"- word LM {lm} (3-gram, 5 bytes, SHA-256 {file_sha256(str(lm))[:12]}; lm_weight 0.6, word_score 1): " \
            "conformer_sdp test" in text
     lm.write_text("rebuilt")  # the LM result is stale now: left out, and so is its LM line
-    assert mod.main(["--exp_dir", str(exp)]) == 0
+    assert mod.main(["--exp_dir", str(exp), "--allow_unrecorded"]) == 0
     text = (exp / "RESULTS.md").read_text()
     assert "attention_rescoring_lm" not in text and "word LM" not in text

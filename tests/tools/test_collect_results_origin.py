@@ -1,56 +1,22 @@
 """Issue 80, G: a result is bound to what made it. collect_results refuses a result whose decode.info names
 another mode, experiment or set than its folder, and a ``wer`` whose N is not every token of its references
 (rescored by hand with ``--ig``), each in one line naming the file."""
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.tools.load import load_tool
+from tests.tools.results_helpers import decoded_exp, score
 from wenet_udps.scoring.bound import ScoreError, check_counts, check_rescored, read_score
-from wenet_udps.scoring.references import reference_record
-from wenet_udps.utils.source_info import file_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = dict(os.environ, PYTHONPATH=str(ROOT))   # the tool imports this checkout's package
-REFS = {f"u{i}": "ONE TWO THREE UH FOUR" for i in range(3)}
 
 
-def score(ref: Path, hyp: Path, *opts: str) -> str:
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compute-wer.py"), "--v=1", *opts, str(ref), str(hyp)],
-                          capture_output=True, text=True, check=True, env=ENV)
-    return proc.stdout
-
-
-def decoded_exp(tmp_path: Path, modes=("attention", "attention_rescoring")) -> Path:
-    """``EXP/m/test/<mode>`` as recognize and stage 5 leave them: text, decode.info (one per mode) and wer."""
-    data = tmp_path / "data" / "test"
-    data.mkdir(parents=True)
-    (data / "text").write_text("".join(f"{k} {v}\n" for k, v in REFS.items()), encoding="utf-8")
-    (data / "data.list").write_text("{}\n", encoding="utf-8")
-    exp = tmp_path / "exp" / "m"
-    exp.mkdir(parents=True)
-    (exp / "train.yaml").write_text(yaml.safe_dump({"encoder": "transformer"}), encoding="utf-8")
-    (exp / "avg_5.pt").write_bytes(b"weights")
-    for mode, hyp in zip(modes, ("ONE TWO", "ONE TWO THREE UH")):
-        d = exp / "test" / mode
-        d.mkdir(parents=True)
-        (d / "text").write_text("".join(f"{k} {hyp}\n" for k in REFS), encoding="utf-8")
-        info = {"checkpoint": str(exp / "avg_5.pt"), "sha256": file_sha256(str(exp / "avg_5.pt")),
-                "config": str(exp / "train.yaml"), "modes": " ".join(modes), "mode": mode,
-                **reference_record(str(data / "data.list"), REFS, 0)}
-        (d / "decode.info").write_text("".join(f"{k}: {v}\n" for k, v in info.items()), encoding="utf-8")
-        (d / "wer").write_text(score(data / "text", d / "text"), encoding="utf-8")
-    return tmp_path / "exp"
-
-
-def collect(tmp_path: Path, capsys):
+def collect(tmp_path: Path, capsys, *extra: str):
     tool = load_tool("collect_results")
-    rc = tool.main(["--exp_dir", str(tmp_path / "exp"), "--plots_dir", str(tmp_path / "plots")])
+    rc = tool.main(["--exp_dir", str(tmp_path / "exp"), "--plots_dir", str(tmp_path / "plots"), *extra])
     return rc, capsys.readouterr()
 
 
@@ -185,6 +151,12 @@ def test_columns_scored_under_different_options_are_refused(tmp_path, capsys):
     assert rc == 0, out.err
     (b / "wer").write_text(score(refs, b / "text", "--rt=0"), encoding="utf-8")
     rc, out = collect(tmp_path, capsys)
+    assert rc == 1
+    # (refused as not stage 5's scoring, scoring.recorded; results without a decode.info, by their mix)
+    assert f"{b / 'wer'} was scored with remove_tag=0, but stage 5 scores with remove_tag=1" in out.err, out.err
+    for d in (a, b):
+        (d / "decode.info").unlink()
+    rc, out = collect(tmp_path, capsys, "--allow_unrecorded")
     assert rc == 1
     assert (f"{a / 'wer'} and {b / 'wer'} were scored under different options (remove_tag=1 vs remove_tag=0)"
             in out.err), out.err

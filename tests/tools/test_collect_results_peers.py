@@ -30,8 +30,8 @@ def test_published_results_print_beside_ours_with_their_source(tmp_path, capsys)
                                   "characters, word spaces included", "Kit README (v1, 2021-12-25)"]) + "\n",
                      encoding="utf-8")
     tool = load_tool("collect_results")
-    common = ["--exp_dir", str(exp), "--plots_dir", str(tmp_path / "plots"), "--data_dir", str(tmp_path / "data"),
-              "--metric", "WER"]
+    common = ["--exp_dir", str(exp), "--allow_unrecorded", "--plots_dir", str(tmp_path / "plots"), "--data_dir",
+              str(tmp_path / "data"), "--metric", "WER"]
     assert tool.main(common + ["--peer_results", str(peers)]) == 0
     text = (exp / "RESULTS.md").read_text(encoding="utf-8")
     ours, published = text.index("| attention WER |"), text.index("## Published results on the same split")
@@ -63,7 +63,8 @@ def test_a_malformed_peer_results_line_is_one_usage_error_naming_it(tmp_path, ca
     peers.write_text("toolkit\tmodel\tdecoding\tset\tpublished_set\tlm\twer\tcer\tcer_counts\tsource\n"
                      "Kit\tt1\tbeam 10\ttest\ttest\tnone\tseven\t-\t-\tKit README\n", encoding="utf-8")
     tool = load_tool("collect_results")
-    monkeypatch.setattr(sys, "argv", ["collect_results.py", "--exp_dir", str(exp), "--peer_results", str(peers)])
+    monkeypatch.setattr(sys, "argv", ["collect_results.py", "--exp_dir", str(exp), "--allow_unrecorded",
+                                      "--peer_results", str(peers)])
     with pytest.raises(SystemExit) as e:
         tool.cli.run_cli(tool.main, "collect_results.py")
     assert e.value.code == 2

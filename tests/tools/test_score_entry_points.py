@@ -147,18 +147,21 @@ def old_result(tmp_path: Path) -> Path:
 
 def test_stage5_writes_wer_whole_and_leaves_no_old_one_beside_new_text(tmp_path):
     """A stage 5 stopped after decoding left the old ``wer`` beside the new text; a failed compute-wer left an
-    empty ``wer``. Now the scores of a text decoded again go first, and a ``wer`` is renamed into place whole."""
+    empty ``wer``. Now a decode is moved in whole, its text and decode.info together, over the old folder (issue 80
+    round 7: a stopped one leaves the old text with its own score), and a ``wer`` is renamed into place whole."""
+    from wenet_udps.scoring.bound import check_scored, read_score
     result = old_result(tmp_path)
     proc = stage5(tmp_path, RECOGNIZE_STOPS="1")
     assert proc.returncode != 0
-    assert [p.name for p in sorted(result.rglob("wer*"))] == [], proc.stderr   # no old score beside the new text
+    for mode in ("attention", "ctc_greedy_search"):   # the old text and its score, as they were
+        check_scored(read_score(str(result / mode / "wer")), str(result / mode / "text"))
+        assert (result / mode / "text").read_text() == "u1 A X C\nu2 D E\n"
     proc = stage5(tmp_path, WER_FAILS="1")
     assert proc.returncode == 1
     assert f"scoring {result / 'attention' / 'text'} against" in proc.stderr and "it failed" in proc.stderr
     assert [p.name for p in sorted(result.rglob("wer*"))] == []                 # no empty or partial wer
     proc = stage5(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    from wenet_udps.scoring.bound import check_scored, read_score
     for mode in ("attention", "ctc_greedy_search"):
         bound = read_score(str(result / mode / "wer"))
         check_scored(bound, str(result / mode / "text"), str(tmp_path / "data" / "test" / "text"))

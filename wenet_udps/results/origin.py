@@ -12,7 +12,11 @@ would otherwise put attention's number in the rescoring column. :func:`origin_pr
   ``decode.info`` of an older version (no ``mode``) must at least list the folder's mode among its ``modes``;
 - experiment: the checkpoint lies in the experiment folder, or the folder holds a file of that name with the
   recorded SHA-256 (an experiment copied whole); without a SHA-256, its folder has the experiment's name;
-- set: the decoded list lies in a folder of the set's name (``data/test/data.list`` for ``EXP/x/test``).
+- set: the decoded list lies in a folder of the set's name (``data/test/data.list`` for ``EXP/x/test``);
+- LM: the tag of an LM mode's folder names the LM recorded (``lm``): ``<mode>_<T>`` is run.sh's folder of
+  ``<data>/lm_<T>/lm.bin`` (--lm_tag T), so its LM lies in a folder ``lm_<T>``, and an untagged folder's LM in none
+  named ``lm_...`` (a result copied under another tag would show one LM's number in another's column). One column
+  holding one LM is collect_results' check of ``lm_sha256`` within a column.
 
 Only a ``decode.info`` in the mode folder itself binds the mode (one in the set or experiment folder is shared).
 """
@@ -38,11 +42,26 @@ def _inside(path: str, folder: Path) -> bool:
         return False
 
 
+def _lm_tag_problem(info: Mapping[str, str], mode_dir: Path, modes: list, lm_modes: Iterable[str],
+                    where: str) -> Optional[str]:
+    """What in the recorded LM disagrees with the LM tag of ``mode_dir``'s name, or None (no LM mode, no LM)."""
+    mode = folder_mode(mode_dir.name, modes + [info.get("mode", "")])
+    if mode not in lm_modes or not info.get("lm"):
+        return None
+    tag = mode_dir.name[len(mode) + 1:]
+    folder = Path(info["lm"]).parent.name
+    if (folder == f"lm_{tag}") if tag else not folder.startswith("lm_"):
+        return None
+    return (f"{where} records the LM {info['lm']}, but the folder {mode_dir.name}/ names the LM of "
+            f"{'lm_' + tag if tag else 'lm'}/ (run.sh --lm_tag: copied or renamed from another LM's column?)")
+
+
 def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str], own_record: bool,
-                   sums: Optional[Dict[str, str]] = None) -> Optional[str]:
+                   sums: Optional[Dict[str, str]] = None, lm_modes: Iterable[str] = ()) -> Optional[str]:
     """What in ``info`` (the ``decode.info`` of ``mode_dir``, :func:`wenet_udps.utils.source_info.read_record`)
     disagrees with the folder ``EXP/<name>/<set>/<mode>`` it describes, or None. ``modes``: every result folder
-    name a decoder writes (decoding methods, sherpa variants); ``own_record``: the record lies in ``mode_dir``."""
+    name a decoder writes (decoding methods, sherpa variants), ``lm_modes`` those that decode with a word LM;
+    ``own_record``: the record lies in ``mode_dir``."""
     sums = {} if sums is None else sums
     test_dir, exp_dir = mode_dir.parent, mode_dir.parent.parent
     modes = list(modes)
@@ -66,6 +85,9 @@ def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str]
         elif Path(checkpoint).parent.name != exp_dir.name:
             return (f"{where} records checkpoint {checkpoint}, which is not of the experiment {exp_dir} (copied from "
                     f"another experiment?)")
+    lm_problem = _lm_tag_problem(info, mode_dir, modes, tuple(lm_modes), where)
+    if lm_problem:
+        return lm_problem
     data = info.get("test_data")
     if data and Path(data).parent.name != test_dir.name:
         return (f"{where} records the decoded list {data}, which is not of the set {test_dir.name} (copied from "
