@@ -194,7 +194,8 @@ class LmSearch:
                                   f"with the space unit '▁' (or BPE pieces marking word starts)")
                 # a word starts at a '▁' piece, or at a non-language symbol (a word of its own, with no '▁')
                 starts = [i for s, i in self.symbols.items() if s.startswith(SPACE) or s in self.non_lang_syms]
-                joining = [self.spelling[w][0] for w in self.joins if len(self.spelling[w]) == 1]
+                # a character LM's CJK characters (and symbols) join without '▁': each is a word of one unit
+                joining = [self.spelling[w][0] for w in self.joins if len(self.spelling[w]) == 1 and self.char_lm]
                 self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
                                          starts, self.conf.lm_weight, self.conf.word_score, joining)
             return self._words

@@ -31,14 +31,15 @@ def word_rule(spellings: Mapping[Any, List[int]], symbols: Mapping[str, int], sp
     """"space" (``space`` is the word boundary unit), "piece" (units starting with '▁' start words) or "whole"
     (every unit is a word); UserError for units that do not say where a word ends.
 
-    What the units say comes first, in this order: a Mandarin character LM's words are its characters; a separate
-    space unit (``space``: the boundary unit of the lexicon search, ``LmSearch.sil_id``) ends every word, even where
-    every word is one unit (word units with '▁' between them, as tiny_en's: read as "whole", the words were glued
-    together, issue 80); else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
-    if char_lm:
-        return "whole"
+    What the units say comes first, in this order: a separate space unit (``space``: the boundary unit of the
+    lexicon search, ``LmSearch.sil_id``) ends every word, even where every word is one unit (word units with '▁'
+    between them, as tiny_en's: read as "whole", the words were glued together, issue 80), but the CJK characters of
+    a character LM, which join without it (the scorer's ``joining``); else a Mandarin character LM's words are its
+    characters; else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
     if space is not None:
         return "space"
+    if char_lm:
+        return "whole"
     if all(len(ids) == 1 for ids in spellings.values()):
         return "whole"
     if any(s.startswith(SPACE) for s in symbols):
@@ -53,9 +54,10 @@ class WordScorer:
     Args:
         lm: flashlight's KenLM (``start``, ``score``, ``finish``); lexicon: spelling (unit ids) -> the LM's index of
             the word; rule: see :func:`word_rule`; space: the boundary unit of the "space" rule; starts: the units
-            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's; joining: the units
-            of the "whole" rule that are CJK words (with a ``space``, any other word is followed by it before a word:
-            issue 80, a code-switch LM glued 'IPHONE APP').
+            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's; joining: the
+            words of one unit that the "space" rule ends without it, when the next such word starts (a character
+            LM's CJK characters; any other word is followed by the space unit before a word: issue 80, a
+            code-switch LM glued 'IPHONE APP', and its English words spelled by letters were never written).
     """
 
     def __init__(self, lm: Any, lexicon: Mapping[Tuple[int, ...], int], rule: str, space: Optional[int],
@@ -74,7 +76,9 @@ class WordScorer:
         self.nexts = {p: sorted(units) for p, units in nexts.items()}
         self.firsts = sorted({ids[0] for ids in self.lexicon})
         self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
-        self.joining_singles = [u for u in self.singles if u in self.joining]
+        # the joining words of one unit that begin no longer word (so the next unit never both continues and ends it)
+        self.joining_singles = [u for u in self.singles if u in self.joining and (u,) not in self.nexts]
+        self.joining_words = frozenset((u,) for u in self.joining_singles)
         self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
         self._allowed_lock = threading.Lock()  # one scorer serves every thread decoding with its LM
 
@@ -90,12 +94,8 @@ class WordScorer:
             return self._allowed[word]
 
     def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
-        if self.rule == "whole":  # the state's word: None at the start, () after the space unit, else the last word
-            if self.space is None or word is None:
-                return self.singles, True
-            if not word:
-                return self.singles, False
-            return sorted((self.joining_singles if word[0] in self.joining else []) + [self.space]), True
+        if self.rule == "whole":
+            return self.singles, True
         if word is None:
             return self.firsts, True
         if not word:  # after the space unit: a word must follow
@@ -104,6 +104,7 @@ class WordScorer:
         units = list(self.nexts.get(word, []))
         if complete:
             units += [self.space] if self.rule == "space" else [u for u in self.firsts if u in self.starts]
+            units += self.joining_singles if self.rule == "space" and word in self.joining_words else []
         return sorted(set(units)), complete
 
     def _end_word(self, state: State) -> Tuple[Any, float]:
@@ -128,15 +129,15 @@ class WordScorer:
                 out.append((state, self.finish(state) if may_end else -math.inf))
             elif unit not in allowed:
                 out.append((state, -math.inf))
-            elif self.rule == "whole" and unit == self.space:
-                out.append(((state[0], ()), 0.0))
             elif self.rule == "whole":
                 lm_state, score = self.lm.score(state[0], self.lexicon[(unit,)])
-                out.append(((lm_state, None if self.space is None else (unit,)), self.lm_weight * score
-                            + self.word_score))
+                out.append(((lm_state, None), self.lm_weight * score + self.word_score))
             elif self.rule == "space" and unit == self.space:
                 ended = ended or self._end_word(state)
                 out.append(((ended[0], ()), ended[1]))
+            elif self.rule == "space" and state[1] in self.joining_words and (unit,) in self.joining_words:
+                ended = ended or self._end_word(state)
+                out.append(((ended[0], (unit,)), ended[1]))
             elif self.rule == "piece" and unit in self.starts and state[1]:
                 ended = ended or self._end_word(state)
                 out.append(((ended[0], (unit,)), ended[1]))
