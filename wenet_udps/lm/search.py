@@ -9,7 +9,8 @@ from the training transcripts (and warns with the dev text's OOV rate). Between 
 word-boundary unit: the space unit '▁' of a character model of spaced text, else the blank (BPE pieces and
 Mandarin characters carry no separate boundary). Where a word ends is decided per word: two words of CJK characters
 join without a space, any other pair is spaced (so a Mandarin character LM holding English words, a code-switch LM,
-spaces its English words with '▁', and is refused on units that have no '▁').
+whose English words ``build_lm --char_lm`` keeps whole, spaces them with '▁', and is refused on units that have no
+'▁').
 A word has more than one spelling in the decoder's trie (``trie_spellings``), so that a last unit lasting several
 frames (as CTC spikes do) costs nothing more than in CTC prefix beam search.
 Score of a hypothesis: CTC log-probability (natural log) + lm_weight * LM log-probability (KenLM's, base 10) +

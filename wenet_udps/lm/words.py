@@ -8,11 +8,12 @@ spelled: a prefix may take only the units that continue some word of the lexicon
 Where a word ends depends on the units (:func:`word_rule`): the space unit '▁' of a character model of spaced text
 (letters or whole words) ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one
 before; in a Mandarin character LM (or units that are whole words, without a space unit) every unit is a word, and
-where such an LM also holds English words (code-switch) with the space unit, two words join without '▁' only when
-both are CJK (the lexicon search's rule, ``LmSearch.units``). The
-end of the sentence ends the last word. The search thus emits a sentence's words as ``LmSearch.units`` spells them,
-and its text is the tokenizer's ``detokenize`` of them, as every mode's is (``LmSearch`` checks that the one
-detokeniser reads such units back as the words).
+where such an LM also holds English words (code-switch: ``build_lm --char_lm`` keeps them whole) with the space unit,
+'▁' ends each word and the next CJK character ends a CJK character, so that two words join without '▁' only when
+both are CJK (the lexicon search's rule, ``LmSearch.units``) and an English word may be spelled by several units
+(letters). The end of the sentence ends the last word. The search thus emits a sentence's words as
+``LmSearch.units`` spells them, and its text is the tokenizer's ``detokenize`` of them, as every mode's is
+(``LmSearch`` checks that the one detokeniser reads such units back as the words).
 """
 import math
 import threading
@@ -33,8 +34,8 @@ def word_rule(spellings: Mapping[Any, List[int]], symbols: Mapping[str, int], sp
 
     What the units say comes first, in this order: a separate space unit (``space``: the boundary unit of the
     lexicon search, ``LmSearch.sil_id``) ends every word, even where every word is one unit (word units with '▁'
-    between them, as tiny_en's: read as "whole", the words were glued together, issue 80), but the CJK characters of
-    a character LM, which join without it (the scorer's ``joining``); else a Mandarin character LM's words are its
+    between them, as tiny_en's: read as "whole", the words were glued together, issue 80), and the next CJK character
+    ends a character LM's CJK character (the scorer's ``joining``); else a Mandarin character LM's words are its
     characters; else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
     if space is not None:
         return "space"
