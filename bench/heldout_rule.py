@@ -85,14 +85,14 @@ def global_refused(held: HeldOut, lines: Sequence[str], n: int) -> Dict[str, str
     needed = set().union(*(grams for _, grams in wanted.values())) if wanted else set()
     seen: Set[Tuple[str, ...]] = set()
     for line in lines:
-        seen |= padded_grams(tokens_of(line, False), n) & needed
+        seen |= padded_grams(tokens_of(line), n) & needed
     return {where: sentence for where, (sentence, grams) in wanted.items() if grams <= seen}
 
 
 def report(name: str, refused: Dict[str, str], examples: int) -> List[str]:
     lines = []
     for where, sentence in list(refused.items())[:examples]:
-        lines.append(f"  {name}: {sentence!r} ({len(tokens_of(sentence, False))} words, {where})")
+        lines.append(f"  {name}: {sentence!r} ({len(tokens_of(sentence))} words, {where})")
     return lines
 
 

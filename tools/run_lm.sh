@@ -95,7 +95,8 @@ lm_build() {  # an n-gram LM from the training transcripts (+ --lm_text), no dev
     held+=(--held_out "${data}/${x}/text")
   done
   [[ -z ${lm_text} ]] || opts+=(--lm_text "${lm_text}")
-  # A CER-scored corpus is Mandarin here (aishell, tiny_zh): its LM's words are characters.
+  # A CER-scored corpus is Mandarin here (aishell, tiny_zh): its LM's words are characters (and the whole English
+  # words of a code-switch text).
   [[ ${wer_char} != 1 ]] || opts+=(--char_lm)
   # shellcheck disable=SC2206  # lm_prune is a list
   [[ -z ${lm_prune} ]] || opts+=(--prune ${lm_prune})

@@ -101,3 +101,10 @@ def test_oov_rate_counts_running_words_and_characters():
     assert words_of_text(["你好 世界"], char_lm=True) == ["你", "好", "世", "界"]
     assert oov_rate({"你", "好"}, words_of_text(["你好世界"], char_lm=True)) == pytest.approx(0.5)
     assert oov_rate({"a"}, []) == 0.0
+
+
+def test_a_character_lm_counts_english_words_whole():
+    """The words of a code-switch text under a character LM: its CJK characters and its other words whole, as the
+    LM learnt them (issue 80: every letter was a word, 66.7 % of a dev text not in the LM)."""
+    assert words_of_text(["我爱 IPHONE APP", "<noise>你好"], char_lm=True) == ["我", "爱", "IPHONE", "APP", "<noise>",
+                                                                            "你", "好"]

@@ -2,7 +2,7 @@ import pytest
 
 from tests.lm.lm_helpers import need_lmplz
 from wenet_udps.lm import tools
-from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.arpa import LmError, check_oov
 from wenet_udps.lm.build import build_arpa
 from wenet_udps.lm.tools import LmToolsMissing
 
@@ -28,6 +28,16 @@ def test_character_lm_splits_mandarin(tmp_path):
     need_lmplz()
     info = build_arpa(["你好世界", "你好"], str(tmp_path / "zh.arpa"), order=2, char_lm=True)
     assert {"你", "好", "世", "界"} <= set(info.words)
+
+
+def test_a_code_switch_character_lm_keeps_english_words_whole(tmp_path):
+    """Issue 80 (hostile round): --char_lm split every non-space character, so a code-switch text gave the letters
+    I P H O N E as unigrams. Mandarin is split into characters, English words kept whole (the char tokenizer's
+    split), and a dev sentence's words are all LM words."""
+    need_lmplz()
+    info = build_arpa(["我 爱 IPHONE APP", "我爱APP 你好"], str(tmp_path / "cs.arpa"), order=2, char_lm=True)
+    assert set(info.words) == {"<unk>", "<s>", "</s>", "我", "爱", "你", "好", "IPHONE", "APP"}
+    assert check_oov(info, ["我爱 IPHONE APP"], "dev") == (0.0, 4)
 
 
 def test_bad_prune_is_refused(tmp_path):

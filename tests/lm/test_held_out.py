@@ -12,10 +12,10 @@ from wenet_udps.lm.held_out import HeldOut
 from wenet_udps.utils.kaldi_files import ListError
 
 
-def held(tmp_path, text: str, name: str = "dev_text", char: bool = False, order: int = 3) -> HeldOut:
+def held(tmp_path, text: str, name: str = "dev_text", order: int = 3) -> HeldOut:
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
-    return HeldOut([str(path)], char=char, order=order)
+    return HeldOut([str(path)], order=order)
 
 
 def refuse_file(tmp_path, h: HeldOut, lm_text: bytes, scripts=None):
@@ -91,7 +91,7 @@ def test_d_containment_follows_the_lm_order(tmp_path):
 
 
 def test_character_lm_compares_characters(tmp_path):
-    h = held(tmp_path, "t1 今天我们一起去北京看书唱歌\nt2 你好\n", char=True)
+    h = held(tmp_path, "t1 今天我们一起去北京看书唱歌\nt2 你好\n")
     assert h.find("昨天说今天我们一起去北京看书唱歌了").contained   # 13 characters inside a longer line
     assert h.find("你好。") is not None and h.find("我说你好吗") is None   # 2 characters: whole lines only
 

@@ -13,10 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SHORE = "SHE SELLS SEA SHELLS BY THE SHORE"
 
 
-def held(tmp_path, text: str, char: bool = False) -> HeldOut:
+def held(tmp_path, text: str) -> HeldOut:
     path = tmp_path / "dev_text"
     path.write_text(text, encoding="utf-8")
-    return HeldOut([str(path)], char=char, order=3)
+    return HeldOut([str(path)], order=3)
 
 
 @pytest.mark.parametrize("symbol", ["<noise>", "[laughter]", "{NOISE}", "<unk>"])
@@ -34,17 +34,26 @@ def test_a_non_language_symbol_in_the_lm_text_hides_nothing(tmp_path, line):
 
 
 def test_symbols_are_dropped_by_the_scorers_tag_rule():
-    assert tokens_of("<noise> A<unk>B [laughter] C {NOISE}", char=False) == ("ab", "c")
-    assert tokens_of("<noise> 你好", char=True) == ("你", "好")
+    assert tokens_of("<noise> A<unk>B [laughter] C {NOISE}") == ("ab", "c")
+    assert tokens_of("<noise> 你好") == ("你", "好")
 
 
 def test_mandarin_is_compared_by_characters_without_char_lm(tmp_path):
-    h = held(tmp_path, "z1 我们 今天 去 公园 玩\n", char=False)
+    h = held(tmp_path, "z1 我们 今天 去 公园 玩\n")
     assert h.find("我 们 今 天 去 公 园 玩") is not None       # the character LM text of the same sentence
     assert h.find("我们今天去公园玩") is not None               # unsegmented
     assert h.find("昨天 我们 今天 去 公园 玩 了").contained     # inside a longer line
     assert h.find("我们 今天 去 公园") is None
-    assert tokens_of("HELLO 你好 WORLD", char=False) == ("hello", "你", "好", "world")  # English words stay words
+    assert tokens_of("HELLO 你好 WORLD") == ("hello", "你", "好", "world")  # English words stay words
+
+
+def test_a_code_switch_sentence_is_compared_by_characters_and_english_words(tmp_path):
+    """A character LM keeps English words whole (issue 80), so the held-out check compares a code-switch sentence
+    as it learns it: its characters and its English words, however the Mandarin is spaced."""
+    h = held(tmp_path, "c1 我 爱 IPHONE APP 你好\n")
+    assert tokens_of("我爱 IPHONE APP 你好") == ("我", "爱", "iphone", "app", "你", "好")
+    assert h.find("我爱IPHONE APP你好") is not None and h.find("他说 我爱 IPHONE APP 你好 吗").contained
+    assert h.find("我爱 IPHONEAPP 你好") is None and h.find("我爱 I PHONE APP 你好") is None  # other words
 
 
 @pytest.mark.parametrize("dev,lm_text,char_lm", [

@@ -106,6 +106,9 @@ def test_missing_flashlight_says_how_to_install(tmp_path, monkeypatch, letters):
 
 def test_char_lm_detection():
     assert is_char_lm(["<s>", "</s>", "你", "好", "世"]) and not is_char_lm(["<s>", "hello", "world"])
+    # a code-switch character LM with more English word types than characters is one all the same (issue 80)
+    assert is_char_lm(["<s>", "你", "好", "IPHONE", "APP", "HELLO"])
+    assert not is_char_lm(["<s>", "你好", "世界", "我们", "你", "IPHONE"])  # a word LM of Mandarin words
 
 
 def test_an_utterance_no_word_fits_gets_an_empty_hypothesis(tmp_path, letters):

@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from tests.lm.lm_helpers import emissions, need_flashlight, write_units
+from tests.lm.lm_helpers import emissions, need_flashlight, need_lmplz, write_units
 from tests.lm.test_search import small_bpe, write_arpa
 from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.build import build_arpa
 from wenet_udps.lm.search import LmSearch, LmSearchConfig
 from wenet_udps.text import BpeTokenizer, CharTokenizer
 from wenet_udps.lm.words import word_rule
@@ -109,6 +110,15 @@ def code_switch(tmp_path, space: bool = True):
     return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
 
 
+def code_switch_letters(tmp_path):
+    """Mandarin characters and the English letters, with '▁': a code-switch LM's English words are spelled by
+    letters (the char tokenizer's fallback for a word that is not a unit)."""
+    need_flashlight()
+    write_units(tmp_path / "units.txt", ["<blank>", "<unk>", "你", "好", "世", "界"] + list("AEHINOP")
+                + ["▁", "<sos/eos>"])
+    return CharTokenizer(symbol_table_path=str(tmp_path / "units.txt"))
+
+
 def bpe_noise(tmp_path):
     """small_bpe's model with the non-language symbol ``<noise>`` a unit (a word of its own, with no '▁')."""
     small_bpe(tmp_path)
@@ -131,6 +141,9 @@ UNIT_KINDS = {
     # a character LM (by the majority of its words) that holds English words (issue 80: 'IPHONEAPP')
     "Mandarin characters and English words": (code_switch, ["你", "好", "世", "界", "IPHONE", "APP"],
                                               "你好 IPHONE APP 世界", 4),
+    # the same LM on letters: the joint mode wrote only the characters ('你好 世 界 世 界 世界', issue 80)
+    "Mandarin characters and English letters": (code_switch_letters, ["你", "好", "世", "界", "IPHONE", "APP"],
+                                                "你好 IPHONE APP 世界", 4),
     "words with '▁'": (lambda p: word_units(p, True), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE CAT", 4),
     "words spaced": (lambda p: word_units(p, False), ["CAT", "FATHER", "GOOD", "WHITE"], "GOOD FATHER WHITE", 3),
 }
@@ -208,6 +221,28 @@ def test_a_code_switch_character_lm_spaces_its_english_words_even_where_the_mode
     assert lexicon_text == "你好 IPHONE APP 世"
     # the joint search spells '▁' where the next word is not CJK, at the acoustics' cost: never two words glued
     assert all(w in ["你", "好", "世", "界", "IPHONE", "APP"] for w in spaced_words(tok.detokenize(joint.tokens)[0]))
+
+
+@pytest.mark.parametrize("make", [code_switch, code_switch_letters], ids=["English word units", "letters"])
+def test_a_code_switch_lm_built_by_build_lm_is_decoded_by_every_lm_mode(tmp_path, make):
+    """End to end (issue 80, hostile round): the LM ``build_lm --char_lm`` makes of a code-switch text holds its
+    English words whole, so ctc_prefix_beam_search_lm's first pass and joint_ctc_attention_lm write them (its letters
+    were the LM's words: no English word could be written)."""
+    need_lmplz()
+    tok = make(tmp_path)
+    build_arpa(["你好 IPHONE APP 世界", "你好世界", "IPHONE APP 你好"], str(tmp_path / "cs.arpa"), order=2,
+               char_lm=True)
+    search = LmSearch(str(tmp_path / "cs.arpa"), tok, 0, LmSearchConfig(lm_weight=0.5))
+    sentence = "你好 IPHONE APP 世界"
+    logp = emissions([f for i in tok.tokenize(sentence)[1] for f in ({i: 0.9}, {0: 0.9})], len(tok.symbol_table))
+    lexicon_text = tok.detokenize(search(logp, torch.tensor([logp.size(1)]))[0].tokens)[0]
+    eos = tok.symbol_table["<sos/eos>"]
+    torch.manual_seed(0)
+    dec = TransformerDecoder(vocab_size=len(tok.symbol_table), encoder_output_size=8, attention_heads=2,
+                             linear_units=16, num_blocks=1).eval()
+    memory, mask = torch.randn(1, logp.size(1), 8), torch.ones(1, 1, logp.size(1), dtype=torch.bool)
+    joint = joint_beam_search(dec, memory, mask, logp, 4, eos, eos, 0, ctc_weight=1.0, words=search.word_scorer())[0]
+    assert search.char_lm and lexicon_text == tok.detokenize(joint.tokens)[0] == sentence
 
 
 def spaced_words(text):

@@ -238,11 +238,12 @@ CALLS = {
     "wenet_udps.text.base_tokenizer.BaseTokenizer.tokenize": None,  # the registry's tokenizers (guard 2)
     "wenet_udps.text.char_tokenizer.CharTokenizer.text2tokens": None,  # guard 2
     "wenet_udps.text.bpe_tokenizer.BpeTokenizer.text2tokens": None,  # guard 2
+    "wenet_udps.lm.arpa.char_lm_tokens": _per_text(arpa.char_lm_tokens),
     "wenet_udps.lm.arpa.words_of_text": lambda texts: arpa.words_of_text(texts, False),
     "wenet_udps.lm.build.lm_lines": lambda texts: list(build.lm_lines(texts, False)),
     "wenet_udps.lm.build.build_arpa": None,  # hands lm_lines' lines (above) to lmplz
     "wenet_udps.lm.search.spaced": None,  # spaces the detokeniser's output and the LM's words, both read forms
-    "wenet_udps.lm.held_out.tokens_of": _per_text(lambda t: held_out.tokens_of(t, False)),
+    "wenet_udps.lm.held_out.tokens_of": _per_text(held_out.tokens_of),
     "wenet_udps.lm.held_out.HeldOut.find": None,  # compares tokens_of's tokens (above)
     "wenet_udps.lm.held_out.Stream.add": None,  # the same: tokens_of's tokens of each line, across line breaks
     "wenet_udps.utils.text_norm.TextNorm.__call__": _per_text(text_norm.TextNorm("upper", "remove")),

@@ -6,7 +6,8 @@ transcripts (``--text``) may hold one (a corpus whose speakers read the same pro
         --held_out data/dev/text --held_out data/test/text --order 3 --out data/lm/lm.arpa
 
 ``--text`` is a Kaldi text (key words...), ``--lm_text`` plain text (one sentence a line); ``--char_lm`` builds a
-character LM (Mandarin: each character a word; the text needs no spaces). Both are normalised as ``--case`` and
+character LM (Mandarin: each CJK character a word, the text needs no spaces; the words of other scripts, the English
+of a code-switch text, stay whole words, as the char tokenizer splits them). Both are normalised as ``--case`` and
 ``--punctuation`` declare (the recipe's, passed by run.sh: the one normaliser, ``wenet_udps.utils.text_norm``), so the
 LM's words are spelt as the units are. A line of ``--lm_text`` that is, or holds every ``--order``-gram of, a
 held-out sentence (compared as a reader sees them: NFKC, no zero-width characters, lower case, no punctuation;
@@ -38,7 +39,8 @@ def get_parser() -> cli.ArgumentParser:
     p.add_argument("--order", type=cli.int_range(2), default=DEFAULT_ORDER)
     p.add_argument("--prune", type=cli.non_negative_int, nargs="+", default=None,
                    help="lmplz --prune counts per order from the unigrams, e.g. 0 1 1")
-    p.add_argument("--char_lm", action="store_true", help="a character LM (Mandarin)")
+    p.add_argument("--char_lm", action="store_true",
+                   help="a character LM: CJK characters as words, other words whole (Mandarin, code-switch)")
     text_norm.add_arguments(p)
     p.add_argument("--out", required=True, type=cli.output_file, help="the ARPA file to write")
     return p
@@ -72,7 +74,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--prune: {e}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     norm = text_norm.from_args(args)
-    held_out = HeldOut(args.held_out, char=args.char_lm, order=args.order)
+    held_out = HeldOut(args.held_out, order=args.order)
     refuse_held_out_utterances(args.text, args.held_out)
     read = {path: lm_sentences(path, keyed, norm) for keyed, paths in ((True, args.text), (False, args.lm_text))
             for path in paths}

@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Set, Tuple
 
+from wenet_udps.text.char_tokenizer import char_split
 from wenet_udps.text.text_utils import is_cjk
 from wenet_udps.utils.cli import UserError, open_input
 from wenet_udps.utils.source_info import file_sha256
-from wenet_udps.utils.text_norm import read_form
+from wenet_udps.utils.text_norm import CJK, read_form
 
 SPECIAL_WORDS = ("<s>", "</s>", "<unk>")  # KenLM's sentence marks and unknown word: not spellable words
 _COUNT = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
@@ -147,19 +148,30 @@ def _read_ngram(path: str, lineno: int, line: str, order: int, vocab: Set[str]) 
     return ngram
 
 
+def char_lm_tokens(text: str) -> List[str]:
+    """The words of ``text`` in a character LM: each CJK character, and each run of anything else between spaces
+    and CJK characters whole (an English word, a number, ``<noise>``), in the read form (NFKC, no format
+    characters). The char tokenizer's split (``text.char_tokenizer.char_split``), so that the LM's words are the
+    units' tokens: a code-switch LM holds ``IPHONE``, not the letters I P H O N E (issue 80). The one rule of the
+    LM text (``build.lm_lines``), its words in a text (:func:`words_of_text`) and the held-out check
+    (``held_out.tokens_of``)."""
+    return char_split(text, split_with_space=True)
+
+
 def is_char_lm(words: List[str]) -> bool:
-    """An LM whose words are mostly single CJK characters (a Mandarin character LM; its text has no spaces)."""
-    real = [w for w in words if w not in SPECIAL_WORDS]
-    return bool(real) and sum(len(w) == 1 and is_cjk(w) for w in real) * 2 > len(real)
+    """An LM whose Mandarin words are characters: of its words holding a CJK character, more than half are one CJK
+    character (a character LM, which may also hold English words, as a code-switch one does, in any number; a word
+    LM of segmented Mandarin holds mostly words of several characters)."""
+    cjk = [w for w in words if w not in SPECIAL_WORDS and CJK.search(w)]
+    return bool(cjk) and sum(is_cjk(w) for w in cjk) * 2 > len(cjk)
 
 
 def words_of_text(lines: Iterable[str], char_lm: bool) -> List[str]:
-    """The LM's words in ``lines`` of text: whitespace-separated words, or every non-space character for a character
-    LM (Mandarin, written without spaces); in the read form (NFKC, no format characters) in which the LM learnt them.
-    """
+    """The LM's words in ``lines`` of text: whitespace-separated words, or for a character LM its
+    :func:`char_lm_tokens`; in the read form (NFKC, no format characters) in which the LM learnt them."""
     lines = [read_form(line) for line in lines]
     if char_lm:
-        return [c for line in lines for c in line if not c.isspace()]
+        return [t for line in lines for t in char_lm_tokens(line)]
     return [w for line in lines for w in line.split()]
 
 

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from wenet_udps.lm.arpa import LmError, LmInfo, read_arpa
+from wenet_udps.lm.arpa import LmError, LmInfo, char_lm_tokens, read_arpa
 from wenet_udps.lm.options import DEFAULT_ORDER, check_order_and_prune
 from wenet_udps.lm.tools import find_kenlm_program
 from wenet_udps.utils.atomic import open_atomic, program_failure
@@ -45,10 +45,11 @@ def lm_sentences(path: str, keyed: bool, norm: TextNorm) -> Tuple[List[Tuple[int
 
 
 def lm_lines(sentences: Iterable[str], char_lm: bool) -> Iterable[str]:
-    """The lines lmplz reads: the sentence, or for a character LM its characters separated by spaces; in the read
-    form (NFKC, no format characters: the one normaliser's), whoever calls :func:`build_arpa`."""
+    """The lines lmplz reads: the sentence, or for a character LM its CJK characters and its other words
+    (``arpa.char_lm_tokens``: ``我爱IPHONE APP`` is ``我 爱 IPHONE APP``) separated by spaces; in the read form (NFKC,
+    no format characters: the one normaliser's), whoever calls :func:`build_arpa`."""
     for sentence in map(read_form, sentences):
-        yield " ".join(c for c in sentence if not c.isspace()) if char_lm else " ".join(sentence.split())
+        yield " ".join(char_lm_tokens(sentence) if char_lm else sentence.split())
 
 
 def build_arpa(sentences: Iterable[str], out: str, *, order: int = DEFAULT_ORDER, prune: Optional[Sequence[int]] = None,

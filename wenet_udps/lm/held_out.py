@@ -4,13 +4,14 @@ WER meaningless.
 
 Sentences are compared as a reader sees them, in :func:`wenet_udps.utils.text_norm.match_form` (NFKC, format
 characters such as a zero-width space removed, lower case, punctuation removed, white space collapsed: ``The cat
-ran.`` and fullwidth ``ＴＨＥ ＣＡＴ`` are the dev sentences ``THE CAT RAN`` and ``THE CAT``), as tokens: words, or
-characters for a character LM (Mandarin has no spaces), and for a word holding CJK characters in any LM (a
-Mandarin text built without ``--char_lm`` is a character LM all the same), non-language symbols (``<noise>``) dropped
-by the scorer's tag rule (:func:`tokens_of`). Held-out texts are Kaldi texts read by the one reader
-(``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming it). A letter
-that only looks like the recipe's (a Cyrillic ``А`` in English text) is no match; :meth:`HeldOut.refuse` refuses an
-LM text line holding a letter of a script that is not the recipe's (``text_norm.foreign_letter``).
+ran.`` and fullwidth ``ＴＨＥ ＣＡＴ`` are the dev sentences ``THE CAT RAN`` and ``THE CAT``), as tokens: words,
+each CJK character a token of its own as a character LM learns it (Mandarin has no spaces; a Mandarin text built
+without ``--char_lm`` is a character LM all the same; a code-switch LM's English words stay words), non-language
+symbols (``<noise>``) dropped by the scorer's tag rule (:func:`tokens_of`). Held-out texts are Kaldi texts read by the
+one reader (``wenet_udps.utils.kaldi_files``: a byte-order mark dropped, a line that is not UTF-8 an error naming
+it). A letter that only looks like the recipe's (a Cyrillic ``А`` in English text) is no match;
+:meth:`HeldOut.refuse` refuses an LM text line holding a letter of a script that is not the recipe's
+(``text_norm.foreign_letter``).
 
 An LM text line is a held-out sentence when it equals one, or when it holds every n-gram of one at the LM's order
 (``order``: 3 for a 3-gram LM). Why the order: an n-gram LM learns a text as its n-grams. A line holding every
@@ -37,10 +38,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Counter, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from wenet_udps.lm.arpa import LmError
+from wenet_udps.lm.arpa import LmError, char_lm_tokens
 from wenet_udps.lm.options import DEFAULT_ORDER
 from wenet_udps.utils.kaldi_files import read_table
-from wenet_udps.utils.text_norm import CJK, foreign_letter, is_symbol, match_form, strip_tags, text_scripts
+from wenet_udps.utils.text_norm import foreign_letter, is_symbol, match_form, strip_tags, text_scripts
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,18 @@ class Match:
     contained: bool
 
 
-def tokens_of(text: str, char: bool) -> Tuple[str, ...]:
-    """The comparison tokens of a sentence: words of its match form, or its characters (spaces dropped).
+def tokens_of(text: str) -> Tuple[str, ...]:
+    """The comparison tokens of a sentence: the words of its match form, each CJK character a token of its own.
 
     Non-language symbols (``<noise>``, ``[laughter]``, ``{NOISE}``) are dropped and ``<...>`` tags cut out of words,
     by the scorer's rule (``text_norm.strip_tags``): they are no words of the sentence, and a dev line ``<noise> SHE
-    SELLS ...`` is the sentence ``SHE SELLS ...`` of an LM text. A word holding CJK characters is compared character
-    by character whatever ``char`` says: ``我们 今天`` and ``我 们 今 天`` are one sentence to a reader (and to a
-    character LM, which a Mandarin text built without ``--char_lm`` is)."""
+    SELLS ...`` is the sentence ``SHE SELLS ...`` of an LM text. Each word is split as a character LM splits it
+    (``arpa.char_lm_tokens``, the char tokenizer's split: CJK characters, other words whole), in a word LM too:
+    ``我们 今天`` and ``我 们 今 天`` are one sentence to a reader (and to a character LM, which a Mandarin text built
+    without ``--char_lm`` is), and a character LM's English words are words (issue 80): ``IPHONE APP`` is not
+    ``IPHONEAPP``. Word and character LMs are thus compared by one rule."""
     words = [strip_tags(w) for w in match_form(text).split() if not is_symbol(w)]
-    if char:
-        return tuple("".join(words))
-    return tuple(t for w in words if w for t in (tuple(w) if CJK.search(w) else (w,)))
+    return tuple(t for w in words if w for t in char_lm_tokens(w))
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Set[Tuple[str, ...]]:
@@ -72,12 +73,10 @@ def _ngrams(tokens: Sequence[str], n: int) -> Set[Tuple[str, ...]]:
 class HeldOut:
     """The sentences of held-out (dev, test) Kaldi texts, for :meth:`find`.
 
-    char: compare characters (a character LM) instead of words.
     order: the n-gram order of the LM the text is for (the containment rule of the module docstring).
     """
 
-    def __init__(self, paths: Sequence[str], *, char: bool = False, order: int = DEFAULT_ORDER):
-        self.char = char
+    def __init__(self, paths: Sequence[str], *, order: int = DEFAULT_ORDER):
         self.order = order
         self.whole: Dict[Tuple[str, ...], Match] = {}
         self.grams: List[Tuple[int, Match]] = []  # per sentence of >= order tokens: its distinct n-grams, its match
@@ -87,7 +86,7 @@ class HeldOut:
         for path in paths:
             for sentence, lineno in read_table(path, key_name="utterance key", allow_empty_value=True).values():
                 self.sentences.append(sentence)
-                tokens = tokens_of(sentence, char)
+                tokens = tokens_of(sentence)
                 self.longest = max(self.longest, len(tokens))
                 if not tokens or tokens in self.whole:
                     continue
@@ -108,7 +107,7 @@ class HeldOut:
 
     def find(self, text: str) -> Optional[Match]:
         """The held-out sentence that ``text`` is, or holds every ``order``-gram of, or None."""
-        tokens = tokens_of(text, self.char)
+        tokens = tokens_of(text)
         if tokens in self.whole:
             return self.whole[tokens]
         shared: Dict[int, int] = defaultdict(int)
@@ -198,7 +197,7 @@ class Stream:
         """None, and ``text`` added as the next line; or (the window's first line, counted from 0 as added, the
         held-out sentence's match) when this line completes a window, and nothing added."""
         line, order = self.lines, self.held.order
-        tokens = self.tail + [(t, line) for t in tokens_of(text, self.held.char)]
+        tokens = self.tail + [(t, line) for t in tokens_of(text)]
         touched: Dict[int, _Run] = {}
         for p in range(len(tokens) - order + 1):
             gram = tuple(t for t, _ in tokens[p:p + order])

@@ -9,7 +9,8 @@ from the training transcripts (and warns with the dev text's OOV rate). Between 
 word-boundary unit: the space unit '▁' of a character model of spaced text, else the blank (BPE pieces and
 Mandarin characters carry no separate boundary). Where a word ends is decided per word: two words of CJK characters
 join without a space, any other pair is spaced (so a Mandarin character LM holding English words, a code-switch LM,
-spaces its English words with '▁', and is refused on units that have no '▁').
+whose English words ``build_lm --char_lm`` keeps whole, spaces them with '▁', and is refused on units that have no
+'▁').
 A word has more than one spelling in the decoder's trie (``trie_spellings``), so that a last unit lasting several
 frames (as CTC spikes do) costs nothing more than in CTC prefix beam search.
 Score of a hypothesis: CTC log-probability (natural log) + lm_weight * LM log-probability (KenLM's, base 10) +
@@ -194,7 +195,8 @@ class LmSearch:
                                   f"with the space unit '▁' (or BPE pieces marking word starts)")
                 # a word starts at a '▁' piece, or at a non-language symbol (a word of its own, with no '▁')
                 starts = [i for s, i in self.symbols.items() if s.startswith(SPACE) or s in self.non_lang_syms]
-                joining = [self.spelling[w][0] for w in self.joins if len(self.spelling[w]) == 1]
+                # a character LM's CJK characters (and symbols) join without '▁': each is a word of one unit
+                joining = [self.spelling[w][0] for w in self.joins if len(self.spelling[w]) == 1 and self.char_lm]
                 self._words = WordScorer(self.lm, {tuple(ids): w for w, ids in self.spelling.items()}, rule, space,
                                          starts, self.conf.lm_weight, self.conf.word_score, joining)
             return self._words

@@ -8,11 +8,12 @@ spelled: a prefix may take only the units that continue some word of the lexicon
 Where a word ends depends on the units (:func:`word_rule`): the space unit '▁' of a character model of spaced text
 (letters or whole words) ends the word before it; a BPE piece starting with '▁' starts a word and so ends the one
 before; in a Mandarin character LM (or units that are whole words, without a space unit) every unit is a word, and
-where such an LM also holds English words (code-switch) with the space unit, two words join without '▁' only when
-both are CJK (the lexicon search's rule, ``LmSearch.units``). The
-end of the sentence ends the last word. The search thus emits a sentence's words as ``LmSearch.units`` spells them,
-and its text is the tokenizer's ``detokenize`` of them, as every mode's is (``LmSearch`` checks that the one
-detokeniser reads such units back as the words).
+where such an LM also holds English words (code-switch: ``build_lm --char_lm`` keeps them whole) with the space unit,
+'▁' ends each word and the next CJK character ends a CJK character, so that two words join without '▁' only when
+both are CJK (the lexicon search's rule, ``LmSearch.units``) and an English word may be spelled by several units
+(letters). The end of the sentence ends the last word. The search thus emits a sentence's words as
+``LmSearch.units`` spells them, and its text is the tokenizer's ``detokenize`` of them, as every mode's is
+(``LmSearch`` checks that the one detokeniser reads such units back as the words).
 """
 import math
 import threading
@@ -31,14 +32,15 @@ def word_rule(spellings: Mapping[Any, List[int]], symbols: Mapping[str, int], sp
     """"space" (``space`` is the word boundary unit), "piece" (units starting with '▁' start words) or "whole"
     (every unit is a word); UserError for units that do not say where a word ends.
 
-    What the units say comes first, in this order: a Mandarin character LM's words are its characters; a separate
-    space unit (``space``: the boundary unit of the lexicon search, ``LmSearch.sil_id``) ends every word, even where
-    every word is one unit (word units with '▁' between them, as tiny_en's: read as "whole", the words were glued
-    together, issue 80); else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
-    if char_lm:
-        return "whole"
+    What the units say comes first, in this order: a separate space unit (``space``: the boundary unit of the
+    lexicon search, ``LmSearch.sil_id``) ends every word, even where every word is one unit (word units with '▁'
+    between them, as tiny_en's: read as "whole", the words were glued together, issue 80), and the next CJK character
+    ends a character LM's CJK character (the scorer's ``joining``); else a Mandarin character LM's words are its
+    characters; else units that are all words are words; else '▁'-prefixed BPE pieces start words."""
     if space is not None:
         return "space"
+    if char_lm:
+        return "whole"
     if all(len(ids) == 1 for ids in spellings.values()):
         return "whole"
     if any(s.startswith(SPACE) for s in symbols):
@@ -53,9 +55,10 @@ class WordScorer:
     Args:
         lm: flashlight's KenLM (``start``, ``score``, ``finish``); lexicon: spelling (unit ids) -> the LM's index of
             the word; rule: see :func:`word_rule`; space: the boundary unit of the "space" rule; starts: the units
-            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's; joining: the units
-            of the "whole" rule that are CJK words (with a ``space``, any other word is followed by it before a word:
-            issue 80, a code-switch LM glued 'IPHONE APP').
+            starting with '▁' of the "piece" rule; lm_weight, word_score: as the lexicon search's; joining: the
+            words of one unit that the "space" rule ends without it, when the next such word starts (a character
+            LM's CJK characters; any other word is followed by the space unit before a word: issue 80, a
+            code-switch LM glued 'IPHONE APP', and its English words spelled by letters were never written).
     """
 
     def __init__(self, lm: Any, lexicon: Mapping[Tuple[int, ...], int], rule: str, space: Optional[int],
@@ -74,7 +77,9 @@ class WordScorer:
         self.nexts = {p: sorted(units) for p, units in nexts.items()}
         self.firsts = sorted({ids[0] for ids in self.lexicon})
         self.singles = sorted(ids[0] for ids in self.lexicon if len(ids) == 1)  # the words of one unit
-        self.joining_singles = [u for u in self.singles if u in self.joining]
+        # the joining words of one unit that begin no longer word (so the next unit never both continues and ends it)
+        self.joining_singles = [u for u in self.singles if u in self.joining and (u,) not in self.nexts]
+        self.joining_words = frozenset((u,) for u in self.joining_singles)
         self._allowed: Dict[Optional[Tuple[int, ...]], Tuple[List[int], bool]] = {}
         self._allowed_lock = threading.Lock()  # one scorer serves every thread decoding with its LM
 
@@ -90,12 +95,8 @@ class WordScorer:
             return self._allowed[word]
 
     def _allowed_after(self, word: Optional[Tuple[int, ...]]) -> Tuple[List[int], bool]:
-        if self.rule == "whole":  # the state's word: None at the start, () after the space unit, else the last word
-            if self.space is None or word is None:
-                return self.singles, True
-            if not word:
-                return self.singles, False
-            return sorted((self.joining_singles if word[0] in self.joining else []) + [self.space]), True
+        if self.rule == "whole":
+            return self.singles, True
         if word is None:
             return self.firsts, True
         if not word:  # after the space unit: a word must follow
@@ -104,6 +105,7 @@ class WordScorer:
         units = list(self.nexts.get(word, []))
         if complete:
             units += [self.space] if self.rule == "space" else [u for u in self.firsts if u in self.starts]
+            units += self.joining_singles if self.rule == "space" and word in self.joining_words else []
         return sorted(set(units)), complete
 
     def _end_word(self, state: State) -> Tuple[Any, float]:
@@ -128,15 +130,15 @@ class WordScorer:
                 out.append((state, self.finish(state) if may_end else -math.inf))
             elif unit not in allowed:
                 out.append((state, -math.inf))
-            elif self.rule == "whole" and unit == self.space:
-                out.append(((state[0], ()), 0.0))
             elif self.rule == "whole":
                 lm_state, score = self.lm.score(state[0], self.lexicon[(unit,)])
-                out.append(((lm_state, None if self.space is None else (unit,)), self.lm_weight * score
-                            + self.word_score))
+                out.append(((lm_state, None), self.lm_weight * score + self.word_score))
             elif self.rule == "space" and unit == self.space:
                 ended = ended or self._end_word(state)
                 out.append(((ended[0], ()), ended[1]))
+            elif self.rule == "space" and state[1] in self.joining_words and (unit,) in self.joining_words:
+                ended = ended or self._end_word(state)
+                out.append(((ended[0], (unit,)), ended[1]))
             elif self.rule == "piece" and unit in self.starts and state[1]:
                 ended = ended or self._end_word(state)
                 out.append(((ended[0], (unit,)), ended[1]))
