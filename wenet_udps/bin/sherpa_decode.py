@@ -101,6 +101,25 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
                          f"{meta['left_chunks']}")
 
 
+def check_config(parser: cli.ArgumentParser, args: argparse.Namespace, config: Dict) -> None:
+    """Refuse a --config whose frontend (``sherpa_runtime.frontend``: the features, rate, channel, units and CMVN
+    it reads) is not that of the config the export was made from (export.info's ``config``): the model would be fed
+    another model's features, and decode.info would name a config that was not used."""
+    recorded = read_record(os.path.join(args.export_dir, "export.info")).get("config")
+    if not recorded or (os.path.isfile(recorded) and os.path.samefile(recorded, args.config)):
+        return   # no export.info (export_problem refuses it) or one made before it recorded the config
+    try:
+        exported = load_config(recorded)
+    except (OSError, UserError) as e:   # moved or removed since: the checks of the files above still hold
+        logging.warning("--config %s is not compared with the config %s the export was made from: %s", args.config,
+                        recorded, e)
+        return
+    changed = rt.frontend_changes(exported, config)
+    if changed:
+        parser.error(f"--config {args.config} is not the config {recorded} that {args.export_dir} was exported from: "
+                     f"they differ in {', '.join(changed)} (what the model was made for); pass {recorded}")
+
+
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -111,17 +130,18 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     config = load_config(args.config)
     check_export(parser, args, config)
+    check_config(parser, args, config)
     rate = rt.feature_kwargs(config)["sampling_rate"]
-    channel = (config.get("dataset_conf") or {}).get("channel")  # the channel policy of training and recognize
-    if args.streaming:
-        rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size, left_chunks=args.left_chunks,
-                                   int8=args.int8, num_threads=args.num_threads)
-        tail = rt.tail_seconds(args.export_dir, args.chunk_size)
-    else:
-        rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
-    problem = rt.export_problem(args.export_dir)   # last: a tampered file gets its own check's message first
-    if problem:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
-        parser.error(f"--export_dir {args.export_dir}: {problem}")
+    channel = rt.frontend(config)["dataset_conf.channel"]  # the channel policy of training and recognize
+    try:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
+        if args.streaming:
+            rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size,
+                                       left_chunks=args.left_chunks, int8=args.int8, num_threads=args.num_threads)
+            tail = rt.tail_seconds(args.export_dir, args.chunk_size)
+        else:
+            rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    except rt.ExportError as e:   # its message starts with the folder
+        parser.error(f"--export_dir {e}")
     try:
         rows = scp_utterances(args.wav_scp)
     except ValueError as e:  # the readers' messages name the file and line
@@ -130,6 +150,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
     source.pop("files", None)   # the export's own file list (checked above), not the result's
+    if source:  # the config decoded with (check_config: its frontend is the exported config's)
+        source["config"] = os.path.abspath(args.config)
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
@@ -146,6 +168,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
             logging.warning("skipped: %s", e)
             skipped[e.reason] = skipped.get(e.reason, 0) + 1
             continue
+        audio += duration_seconds(wav, sr)   # as loaded, before resampling: the one definition
         wav = resample(wav, sr, rate)
         t0 = time.perf_counter()
         if args.streaming:
@@ -153,7 +176,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         else:
             text = rt.transcribe_offline(rec, [wav], rate)[0]
         seconds += time.perf_counter() - t0
-        audio += duration_seconds(wav, sr)
         lines.append(f"{key} {text}\n")
         decoded.append(key)
     # the one rule of a pass (wenet_udps.utils.counts): nothing decoded, or too much unusable, is exit 1
