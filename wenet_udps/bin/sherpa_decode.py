@@ -5,11 +5,12 @@
         --left_chunks 4] [--num_threads 1]
 
 A ``segments`` file beside the wav.scp is cut as in training and decoding (``kaldi_data.scp_utterances``); the
-export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
+export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``), and what the sherpa path
+reads of --config (``sherpa_runtime.frontend``) that of the config the export was made from (its export.info).
 Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
-``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info, and the references: the
-``text`` beside the wav.scp, wenet_udps.scoring.references), and
-prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read (the one reader:
+``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info, --config, and the
+references: the ``text`` beside the wav.scp, wenet_udps.scoring.references), and prints the RTF (decoding seconds /
+audio seconds as loaded, before resampling; one stream at a time). Audio is read (the one reader:
 ``dataset_conf.channel`` of --config for multi-channel audio, a cut file skipped and counted) and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
 tools/compute-wer.py, as stage 5's.
@@ -116,8 +117,9 @@ def check_config(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
         return
     changed = rt.frontend_changes(exported, config)
     if changed:
-        parser.error(f"--config {args.config} is not the config {recorded} that {args.export_dir} was exported from: "
-                     f"they differ in {', '.join(changed)} (what the model was made for); pass {recorded}")
+        parser.error(f"--config {args.config} is not the config {recorded} that {args.export_dir} was exported "
+                     f"from: they differ in {', '.join(changed)}, so the model would get other input than it was "
+                     f"exported for; pass {recorded} (or export with this config)")
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
