@@ -99,6 +99,9 @@ def test_a_killed_exports_folder_is_swept_and_a_concurrent_export_refused(export
     for left in (".export.partial-k1llED", ".export.partial-0ther"):
         (target / left).mkdir()
         (target / left / "model.onnx").write_bytes(b"half a graph")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "keep.txt").write_text("not the export's")
+    (target / ".export.partial-link").symlink_to(tmp_path / "elsewhere")   # removed, never followed
     model = model_from_checkpoint(config, str(tmp / "avg.pt"))
     fd = os.open(target / ".export.lock", os.O_RDWR | os.O_CREAT)
     try:
@@ -110,6 +113,7 @@ def test_a_killed_exports_folder_is_swept_and_a_concurrent_export_refused(export
         os.close(fd)
     export_sherpa(model, config["input_dim"], str(tmp / "units.txt"), str(target), source={"checkpoint": "x"})
     assert not [p.name for p in target.iterdir() if p.name.startswith(".export.partial-")]
+    assert (tmp_path / "elsewhere" / "keep.txt").read_text() == "not the export's"
     assert rt.export_problem(str(target)) is None
 
 

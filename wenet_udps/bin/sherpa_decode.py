@@ -152,8 +152,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
     source.pop("files", None)   # the export's own file list (checked above), not the result's
-    if source:  # the config decoded with (check_config: its frontend is the exported config's)
-        source["config"] = os.path.abspath(args.config)
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
@@ -193,6 +191,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                                sum(skipped.values()))}
     if source:  # its variant's name: tools/collect_results checks it against the folder (results.origin)
         source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
+        source["config"] = os.path.abspath(args.config)   # the config decoded with (its frontend the export's)
         source["text_sha256"] = file_sha256(os.path.join(args.result_dir, "text"))   # scoring.bound checks it
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),

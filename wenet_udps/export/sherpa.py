@@ -166,7 +166,10 @@ def export_lock(output_dir: str) -> Iterator[None]:
                             f"for it or export into another directory") from None
         for stale in glob.glob(os.path.join(glob.escape(output_dir), STAGING_PREFIX + "*")):
             logging.info("removing %s, left by an export that did not finish", stale)
-            shutil.rmtree(stale)
+            if os.path.isdir(stale) and not os.path.islink(stale):
+                shutil.rmtree(stale)
+            else:   # a link is removed, never followed
+                os.unlink(stale)
         yield
     finally:
         os.close(fd)   # releases the flock
