@@ -87,6 +87,31 @@ def test_a_config_other_than_the_exported_one_is_refused_naming_both(exported, t
     assert read_source(str(tmp_path / "res" / "decode.info"))["config"] == str(tmp_path / "decode.yaml")
 
 
+def test_a_config_changed_since_the_export_is_refused(exported, tmp_path, capsys):  # noqa: F811
+    """F2 again: export.info named the config by path only, so the train.yaml edited after the export (a channel
+    chosen for a stereo test set) decoded as the exported config. export.info records the frontend itself."""
+    from wenet_udps.bin import export
+    tmp, config, _, data = _one_variant(exported)
+    save_yaml(config, str(tmp_path / "train.yaml"))
+    export.main(["--format", "sherpa-onnx", "--config", str(tmp_path / "train.yaml"), "--checkpoint",
+                 str(tmp / "avg.pt"), "--output_dir", str(tmp_path / "sherpa")])
+    item = json.loads(data.read_text().splitlines()[0])
+    (tmp_path / "wav.scp").write_text(f"{item['key']} {item['wav']}\n")
+    changed = json.loads(json.dumps(config))   # a copy: the fixture's is shared
+    changed["dataset_conf"]["channel"] = 1
+    save_yaml(changed, str(tmp_path / "train.yaml"))
+    capsys.readouterr()   # the export's own lines
+    err = _usage_error(capsys, ["--config", str(tmp_path / "train.yaml"), "--export_dir", str(tmp_path / "sherpa"),
+                                "--wav_scp", str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
+    assert f"--config {tmp_path / 'train.yaml'} has changed since {tmp_path / 'sherpa'} was exported from" in err
+    assert "they differ in dataset_conf.channel," in err, err
+    (tmp_path / "train.yaml").unlink()   # the exported config gone: the record still compares
+    save_yaml(changed, str(tmp_path / "moved.yaml"))
+    err = _usage_error(capsys, ["--config", str(tmp_path / "moved.yaml"), "--export_dir", str(tmp_path / "sherpa"),
+                                "--wav_scp", str(tmp_path / "wav.scp"), "--result_dir", str(tmp_path / "res")])
+    assert "they differ in dataset_conf.channel," in err, err
+
+
 def test_a_killed_exports_folder_is_swept_and_a_concurrent_export_refused(exported, tmp_path):  # noqa: F811
     """F3: an export killed while writing left <out>/.export.partial-* (megabytes of graphs) for ever. An export
     holds an flock on <out>/.export.lock; a second one is refused in one line and removes nothing; the next export

@@ -16,6 +16,7 @@ training; features are training's fbank (wenet_udps.export.sherpa_runtime). Scor
 tools/compute-wer.py, as stage 5's.
 """
 import argparse
+import json
 import logging
 import os
 import time
@@ -104,22 +105,35 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
 
 def check_config(parser: cli.ArgumentParser, args: argparse.Namespace, config: Dict) -> None:
     """Refuse a --config whose frontend (``sherpa_runtime.frontend``: the features, rate, channel, units and CMVN
-    it reads) is not that of the config the export was made from (export.info's ``config``): the model would be fed
-    another model's features, and decode.info would name a config that was not used."""
-    recorded = read_record(os.path.join(args.export_dir, "export.info")).get("config")
-    if not recorded or (os.path.isfile(recorded) and os.path.samefile(recorded, args.config)):
-        return   # no export.info (export_problem refuses it) or one made before it recorded the config
-    try:
-        exported = load_config(recorded)
-    except (OSError, UserError) as e:   # moved or removed since: the checks of the files above still hold
-        logging.warning("--config %s is not compared with the config %s the export was made from: %s", args.config,
-                        recorded, e)
-        return
+    it reads) is not that of the config the export was made from, as export.info records it (``frontend``; the
+    ``config`` file itself for an export made before that): the model would be fed other input than it was made
+    for, and decode.info would name a config that was not used."""
+    info = os.path.join(args.export_dir, "export.info")
+    record = read_record(info)
+    recorded = record.get("config")
+    if "frontend" in record:
+        try:
+            exported = json.loads(record["frontend"])
+        except ValueError:
+            exported = None
+        if not isinstance(exported, dict):
+            parser.error(f"{info}: its frontend is not the JSON object an export writes; export again")
+    elif not recorded:
+        return   # no export.info (export_problem refuses it), or one that records no config
+    else:
+        try:
+            exported = rt.frontend_record(load_config(recorded))
+        except (OSError, UserError) as e:   # moved or removed since: the checks of the files above still hold
+            logging.warning("--config %s is not compared with the config %s the export was made from: %s",
+                            args.config, recorded, e)
+            return
     changed = rt.frontend_changes(exported, config)
     if changed:
-        parser.error(f"--config {args.config} is not the config {recorded} that {args.export_dir} was exported "
-                     f"from: they differ in {', '.join(changed)}, so the model would get other input than it was "
-                     f"exported for; pass {recorded} (or export with this config)")
+        same = recorded and os.path.isfile(recorded) and os.path.samefile(recorded, args.config)
+        what = "has changed since" if same else f"is not the config {recorded} that"
+        parser.error(f"--config {args.config} {what} {args.export_dir} was exported from (as {info} records it): "
+                     f"they differ in {', '.join(changed)}, so the model would get other input than it was "
+                     f"exported for; export again with this config, or pass the one exported")
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
@@ -151,7 +165,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
-    source.pop("files", None)   # the export's own file list (checked above), not the result's
+    for key in ("files", "frontend"):   # the export's own file list and frontend (checked above), not the result's
+        source.pop(key, None)
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more

@@ -12,7 +12,8 @@ Files written to ``output_dir``:
   ``next_conv_cache``. Metadata: ``head``, ``num_blocks``, ``output_size``, ``cnn_module_kernel``,
   ``right_context``, ``subsampling_factor``, ``vocab_size``, ``chunk_size``, ``left_chunks``.
 - ``tokens.txt``: the model's units (``<blank>`` is the blank the runtime looks for).
-- ``export.info``: the checkpoint and config exported (``source``, wenet_udps.utils.source_info), and ``files``:
+- ``export.info``: the checkpoint and config exported (``source``, wenet_udps.utils.source_info; bin.export adds
+  ``frontend``, what the sherpa path reads of that config: sherpa_runtime.frontend_record as JSON), and ``files``:
   the SHA-256 of every other file of the export (``name=sha256 ...``), which sherpa_decode checks.
 
 The set is whole or not there: every file is written into a temporary folder beside them in ``output_dir``, and

@@ -63,19 +63,23 @@ def frontend(config: Mapping[str, Any]) -> Dict[str, Any]:
             "cmvn_conf.is_json_cmvn": cmvn.get("is_json_cmvn") if config.get("cmvn") else None}
 
 
-# The keys of :func:`frontend` that name a file: two configs agree on one when both name the same contents.
+# The keys of :func:`frontend` that name a file: recorded and compared by the file's contents.
 FRONTEND_FILES = ("tokenizer_conf.symbol_table_path", "cmvn_conf.cmvn_file")
 
 
-def frontend_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> List[str]:
-    """The keys of :func:`frontend` on which configs ``a`` and ``b`` differ (a file by its contents)."""
-    fa, fb = frontend(a), frontend(b)
-    return [key for key in fa if fa[key] != fb[key] and not (key in FRONTEND_FILES and _same_contents(fa[key],
-                                                                                                      fb[key]))]
+def frontend_record(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """:func:`frontend` with each file (:data:`FRONTEND_FILES`) given by its SHA-256 (None when it cannot be read):
+    what export.info records as ``frontend`` (JSON, wenet_udps.bin.export), and what a config is compared by."""
+    front = frontend(config)
+    for key in FRONTEND_FILES:
+        front[key] = file_sha256(front[key]) if front[key] and os.path.isfile(front[key]) else None
+    return front
 
 
-def _same_contents(a: Optional[str], b: Optional[str]) -> bool:
-    return bool(a and b and os.path.isfile(a) and os.path.isfile(b) and file_sha256(a) == file_sha256(b))
+def frontend_changes(recorded: Mapping[str, Any], config: Mapping[str, Any]) -> List[str]:
+    """The keys on which the :func:`frontend_record` of ``config`` differs from ``recorded`` (one made before)."""
+    now = frontend_record(config)
+    return [key for key in [*now, *(k for k in recorded if k not in now)] if now.get(key) != recorded.get(key)]
 
 
 def feature_kwargs(config: Mapping[str, Any]) -> dict:
