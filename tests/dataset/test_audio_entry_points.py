@@ -87,9 +87,9 @@ def _exp(path: Path, channel, **kwargs) -> Path:
 
 @pytest.fixture(scope="module")
 def walk(tmp_path_factory):
-    """Audio; per channel policy (unset, channel 1, mean) a full-context model dir and a streaming one; a
-    sherpa-onnx export of the full-context model (sherpa_decode reads the audio by its --config, so one export
-    serves all)."""
+    """Audio; per channel policy (unset, channel 1, mean) a full-context model dir, a streaming one, and a
+    sherpa-onnx export of the full-context model (sherpa_decode refuses a --config whose channel policy is not
+    the exported config's)."""
     tmp = tmp_path_factory.mktemp("walk")
     rng = np.random.default_rng(0)
     t = np.arange(int(1.6 * SR)) / SR
@@ -109,8 +109,9 @@ def walk(tmp_path_factory):
     exps = {name: _exp(tmp / name, channel) for name, channel in CHANNEL_POLICIES}
     streaming = {name: _exp(tmp / f"{name}_streaming", channel, chunks={"use_dynamic_chunk": True})
                  for name, channel in CHANNEL_POLICIES}
-    export.main(["--format", "sherpa-onnx", "--config", str(exps["unset"] / "train.yaml"), "--checkpoint",
-                 str(exps["unset"] / "avg.pt"), "--output_dir", str(tmp / "sherpa")])
+    for name, exp in exps.items():
+        export.main(["--format", "sherpa-onnx", "--config", str(exp / "train.yaml"), "--checkpoint",
+                     str(exp / "avg.pt"), "--output_dir", str(tmp / f"export_{name}")])
     return {"dir": tmp, "audio": {"good": tmp / "good.wav", "stereo": tmp / "stereo.wav", "cut": tmp / "cut.sph",
                                   "mean": tmp / "mean.wav", **formats},
             "formats": sorted(formats), "exps": exps, "streaming": streaming}
@@ -264,7 +265,7 @@ def cmvn(walk, exp, keys, log):
 def sherpa(walk, exp, keys, log):
     res = _fresh(walk, f"sherpa_{exp.name}")
     log.clear()
-    sherpa_decode.main(["--config", str(exp / "train.yaml"), "--export_dir", str(walk["dir"] / "sherpa"),
+    sherpa_decode.main(["--config", str(exp / "train.yaml"), "--export_dir", str(walk["dir"] / f"export_{exp.name}"),
                         "--wav_scp", str(_scp(walk, keys, f"sherpa_{exp.name}")), "--result_dir", str(res)])
     text = dict((line + " ").split(" ", 1) for line in (res / "text").read_text().splitlines())
     return _outcomes(keys, text, log.warnings())

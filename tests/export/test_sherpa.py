@@ -284,7 +284,7 @@ def test_export_into_a_used_dir_leaves_no_stale_model(exported, tmp_path):
     export.main(["--format", "sherpa-onnx", "--config", str(tmp / "train.yaml"), "--checkpoint", str(tmp / "avg.pt"),
                  "--output_dir", str(out), "--test_data", str(data)])
     assert {p.name for p in out.iterdir()} == {"model.onnx", "model.int8.onnx", "tokens.txt", "export.info",
-                                               "notes.txt"}
+                                               "notes.txt", ".export.lock"}   # the lock, kept (sherpa.export_lock)
     assert f"checkpoint: {tmp / 'avg.pt'}\n" in (out / "export.info").read_text()
 
 
@@ -409,7 +409,7 @@ def test_an_export_onto_a_full_disk_leaves_the_earlier_export_whole(exported, tm
     monkeypatch.undo()
     paths = sherpa.export_sherpa(model_from_checkpoint(config, str(tmp / "avg.pt")), config["input_dim"],
                                  str(tmp / "units.txt"), str(tmp_path / "new"), source={"checkpoint": "x"})
-    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == sorted([*paths, "export.info"])
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == sorted([*paths, "export.info", ".export.lock"])
     assert rt.export_problem(str(tmp_path / "new")) is None
 
 

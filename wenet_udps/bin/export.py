@@ -17,6 +17,7 @@ tokens.txt and, for streaming confs, model-streaming.onnx / model-streaming.int8
 parity check then compares the fp32 graphs' CTC log-probs with eager PyTorch.
 """
 import argparse
+import json
 import logging
 from typing import Dict, List, Optional
 
@@ -127,6 +128,7 @@ def _print_parity(report: Dict[str, float], num_utts: int, tolerance: float) -> 
 
 def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.Module) -> Dict[str, float]:
     from wenet_udps.export.sherpa import export_sherpa, sherpa_parity
+    from wenet_udps.export.sherpa_runtime import frontend_record
     left_chunks = 4 if args.left_chunks is None else args.left_chunks
     feats, lens = parity_batch(config, args.test_data, args.num_utts, args.data_type)
     report: Dict[str, float] = {}
@@ -137,7 +139,8 @@ def export_sherpa_onnx(args: argparse.Namespace, config: Dict, model: torch.nn.M
 
     paths = export_sherpa(model, config["input_dim"], config["tokenizer_conf"]["symbol_table_path"], args.output_dir,
                           chunk_size=args.chunk_size, left_chunks=left_chunks,
-                          source=model_source(args.checkpoint, args.config), check=parity)
+                          source={**model_source(args.checkpoint, args.config),
+                                  "frontend": json.dumps(frontend_record(config))}, check=parity)
     print("wrote " + ", ".join(sorted(paths)))
     return report
 

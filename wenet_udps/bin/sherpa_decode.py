@@ -5,16 +5,18 @@
         --left_chunks 4] [--num_threads 1]
 
 A ``segments`` file beside the wav.scp is cut as in training and decoding (``kaldi_data.scp_utterances``); the
-export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``).
+export's tokens.txt must be the config's units file (``sherpa_runtime.check_tokens``), and what the sherpa path
+reads of --config (``sherpa_runtime.frontend``) that of the config the export was made from (its export.info).
 Writes ``<result_dir>/text`` (key transcript, tokens joined as in our own results), ``<result_dir>/rtf`` and
-``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info, and the references: the
-``text`` beside the wav.scp, wenet_udps.scoring.references), and
-prints the RTF (decoding seconds / audio seconds, one stream at a time). Audio is read (the one reader:
+``<result_dir>/decode.info`` (the export's checkpoint, wenet_udps.utils.source_info, --config, and the
+references: the ``text`` beside the wav.scp, wenet_udps.scoring.references), and prints the RTF (decoding seconds /
+audio seconds as loaded, before resampling; one stream at a time). Audio is read (the one reader:
 ``dataset_conf.channel`` of --config for multi-channel audio, a cut file skipped and counted) and resampled as in
 training; features are training's fbank (wenet_udps.export.sherpa_runtime). Score the text with
 tools/compute-wer.py, as stage 5's.
 """
 import argparse
+import json
 import logging
 import os
 import time
@@ -101,6 +103,39 @@ def check_export(parser: cli.ArgumentParser, args: argparse.Namespace, config: D
                          f"{meta['left_chunks']}")
 
 
+def check_config(parser: cli.ArgumentParser, args: argparse.Namespace, config: Dict) -> None:
+    """Refuse a --config whose frontend (``sherpa_runtime.frontend``: the features, rate, channel, units and CMVN
+    it reads) is not that of the config the export was made from, as export.info records it (``frontend``; the
+    ``config`` file itself for an export made before that): the model would be fed other input than it was made
+    for, and decode.info would name a config that was not used."""
+    info = os.path.join(args.export_dir, "export.info")
+    record = read_record(info)
+    recorded = record.get("config")
+    if "frontend" in record:
+        try:
+            exported = json.loads(record["frontend"])
+        except ValueError:
+            exported = None
+        if not isinstance(exported, dict):
+            parser.error(f"{info}: its frontend is not the JSON object an export writes; export again")
+    elif not recorded:
+        return   # no export.info (export_problem refuses it), or one that records no config
+    else:
+        try:
+            exported = rt.frontend_record(load_config(recorded))
+        except (OSError, UserError) as e:   # moved or removed since: the checks of the files above still hold
+            logging.warning("--config %s is not compared with the config %s the export was made from: %s",
+                            args.config, recorded, e)
+            return
+    changed = rt.frontend_changes(exported, config)
+    if changed:
+        same = recorded and os.path.isfile(recorded) and os.path.samefile(recorded, args.config)
+        what = "has changed since" if same else f"is not the config {recorded} that"
+        parser.error(f"--config {args.config} {what} {args.export_dir} was exported from (as {info} records it): "
+                     f"they differ in {', '.join(changed)}, so the model would get other input than it was "
+                     f"exported for; export again with this config, or pass the one exported")
+
+
 def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -111,17 +146,18 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     config = load_config(args.config)
     check_export(parser, args, config)
+    check_config(parser, args, config)
     rate = rt.feature_kwargs(config)["sampling_rate"]
-    channel = (config.get("dataset_conf") or {}).get("channel")  # the channel policy of training and recognize
-    if args.streaming:
-        rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size, left_chunks=args.left_chunks,
-                                   int8=args.int8, num_threads=args.num_threads)
-        tail = rt.tail_seconds(args.export_dir, args.chunk_size)
-    else:
-        rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
-    problem = rt.export_problem(args.export_dir)   # last: a tampered file gets its own check's message first
-    if problem:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
-        parser.error(f"--export_dir {args.export_dir}: {problem}")
+    channel = rt.frontend(config)["dataset_conf.channel"]  # the channel policy of training and recognize
+    try:  # a set cut short or mixed (wenet_udps.export.sherpa moves a whole set in, export.info last)
+        if args.streaming:
+            rec = rt.online_recognizer(args.export_dir, config, chunk_size=args.chunk_size,
+                                       left_chunks=args.left_chunks, int8=args.int8, num_threads=args.num_threads)
+            tail = rt.tail_seconds(args.export_dir, args.chunk_size)
+        else:
+            rec = rt.offline_recognizer(args.export_dir, config, int8=args.int8, num_threads=args.num_threads)
+    except rt.ExportError as e:   # its message starts with the folder
+        parser.error(f"--export_dir {e}")
     try:
         rows = scp_utterances(args.wav_scp)
     except ValueError as e:  # the readers' messages name the file and line
@@ -129,7 +165,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     os.makedirs(args.result_dir, exist_ok=True)
     # The export's source (bin.export's export.info) is this result's: stale once that checkpoint is replaced.
     source = read_record(os.path.join(args.export_dir, "export.info"))   # found there after a move
-    source.pop("files", None)   # the export's own file list (checked above), not the result's
+    for key in ("files", "frontend"):   # the export's own file list and frontend (checked above), not the result's
+        source.pop(key, None)
     if source:  # an export made before export.info existed: no model to record
         stale = stale_reason(source)
         if stale:  # still a model (a deployed copy may outlive its checkpoint), but not the experiment's any more
@@ -146,6 +183,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
             logging.warning("skipped: %s", e)
             skipped[e.reason] = skipped.get(e.reason, 0) + 1
             continue
+        audio += duration_seconds(wav, sr)   # as loaded, before resampling: the one definition
         wav = resample(wav, sr, rate)
         t0 = time.perf_counter()
         if args.streaming:
@@ -153,7 +191,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         else:
             text = rt.transcribe_offline(rec, [wav], rate)[0]
         seconds += time.perf_counter() - t0
-        audio += duration_seconds(wav, sr)
         lines.append(f"{key} {text}\n")
         decoded.append(key)
     # the one rule of a pass (wenet_udps.utils.counts): nothing decoded, or too much unusable, is exit 1
@@ -169,6 +206,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
                                                sum(skipped.values()))}
     if source:  # its variant's name: tools/collect_results checks it against the folder (results.origin)
         source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
+        source["config"] = os.path.abspath(args.config)   # the config decoded with (its frontend the export's)
         source["text_sha256"] = file_sha256(os.path.join(args.result_dir, "text"))   # scoring.bound checks it
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),

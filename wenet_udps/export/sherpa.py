@@ -12,24 +12,30 @@ Files written to ``output_dir``:
   ``next_conv_cache``. Metadata: ``head``, ``num_blocks``, ``output_size``, ``cnn_module_kernel``,
   ``right_context``, ``subsampling_factor``, ``vocab_size``, ``chunk_size``, ``left_chunks``.
 - ``tokens.txt``: the model's units (``<blank>`` is the blank the runtime looks for).
-- ``export.info``: the checkpoint and config exported (``source``, wenet_udps.utils.source_info), and ``files``:
+- ``export.info``: the checkpoint and config exported (``source``, wenet_udps.utils.source_info; bin.export adds
+  ``frontend``, what the sherpa path reads of that config: sherpa_runtime.frontend_record as JSON), and ``files``:
   the SHA-256 of every other file of the export (``name=sha256 ...``), which sherpa_decode checks.
 
 The set is whole or not there: every file is written into a temporary folder beside them in ``output_dir``, and
 only when all are written and the parity check given passes are they moved in (``export.info`` removed first and
 moved in last, so that a folder without it is an export cut short, which sherpa_decode refuses); a full disk half
-way, or a failed parity check, leaves the earlier export as it was. Every file of this list left in ``output_dir``
+way, or a failed parity check, leaves the earlier export as it was. An export holds a lock on ``output_dir``
+(``.export.lock``, :func:`export_lock`): a second export into it is refused, and the temporary folders of an
+export that was killed are removed when the next one starts. Every file of this list left in ``output_dir``
 by an earlier export and not in the new set is deleted then, so a non-streaming export over a streaming one leaves
 no stale ``model-streaming*.onnx`` for the runtime to load. Other files are kept.
 
 The int8 files are onnxruntime's dynamic quantisation of the MatMul weights. The graphs are traced, so scaled-dot and
 UDPS attention export alike. Features are not part of the model: see :mod:`wenet_udps.export.sherpa_runtime`.
 """
+import fcntl
+import glob
 import logging
 import os
 import shutil
 import tempfile
-from typing import Callable, Dict, Mapping, Optional
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 import torch
@@ -140,28 +146,65 @@ def quantize_int8(src: str, dst: str) -> None:
         root.removeFilter(quiet)
 
 
+# In ``output_dir``: the lock an export holds (kept, empty; the kernel drops the flock when the process dies, even by
+# kill -9) and the prefix of its temporary folders.
+LOCK_NAME = ".export.lock"
+STAGING_PREFIX = ".export.partial-"
+
+
+@contextmanager
+def export_lock(output_dir: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<output_dir>/.export.lock`` for the block; UserError when another export
+    into ``output_dir`` holds it. Under the lock, every temporary folder left there (``.export.partial-*``: an
+    export killed before it could remove its own) is removed: no export that is still running owns one then."""
+    path = os.path.join(output_dir, LOCK_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"--output_dir {output_dir}: another export into it is running (it holds {path}); wait "
+                            f"for it or export into another directory") from None
+        for stale in glob.glob(os.path.join(glob.escape(output_dir), STAGING_PREFIX + "*")):
+            logging.info("removing %s, left by an export that did not finish", stale)
+            if os.path.isdir(stale) and not os.path.islink(stale):
+                shutil.rmtree(stale)
+            else:   # a link is removed, never followed
+                os.unlink(stale)
+        yield
+    finally:
+        os.close(fd)   # releases the flock
+
+
 def export_sherpa(model: nn.Module, input_dim: int, units: str, output_dir: str, *, chunk_size: int = 16,
                   left_chunks: int = 4, source: Optional[Mapping[str, str]] = None,
                   check: Optional[Callable[[str], None]] = None) -> Dict[str, str]:
     """Write the files listed in the module docstring, as one set (``source``: export.info's record of the
     checkpoint, ``source_info.model_source``); returns file name -> path. ``check(folder)`` runs on the new set
-    before it is moved in (the parity check): when it raises, the earlier export stays as it was."""
+    before it is moved in (the parity check): when it raises, the earlier export stays as it was. One export at a
+    time into ``output_dir`` (:func:`export_lock`)."""
     model = model.eval()
     os.makedirs(output_dir, exist_ok=True)
     owned = [os.path.join(output_dir, name) for name in OWNED_FILES]
     if any(os.path.isfile(path) and os.path.samefile(path, units) for path in owned):
         raise UserError(f"--output_dir {output_dir}: the units file {units} is one of the files an export replaces; "
                         f"export into another directory")
-    staging = tempfile.mkdtemp(prefix=".export.partial-", dir=output_dir)   # same file system: renames move it in
-    try:
-        written = _write_set(model, input_dim, units, staging, chunk_size, left_chunks)
-        write_source(os.path.join(staging, "export.info"), {
-            **(source or {}), "files": " ".join(f"{n}={file_sha256(p)}" for n, p in sorted(written.items()))})
-        if check is not None:
-            check(staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)   # the earlier export untouched
-        raise
+    with export_lock(output_dir):
+        staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=output_dir)   # same file system: renames move it in
+        try:
+            written = _write_set(model, input_dim, units, staging, chunk_size, left_chunks)
+            write_source(os.path.join(staging, "export.info"), {
+                **(source or {}), "files": " ".join(f"{n}={file_sha256(p)}" for n, p in sorted(written.items()))})
+            if check is not None:
+                check(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)   # the earlier export untouched
+            raise
+        return _move_in(output_dir, staging, written, owned)
+
+
+def _move_in(output_dir: str, staging: str, written: Dict[str, str], owned: List[str]) -> Dict[str, str]:
+    """Replace the export in ``output_dir`` by the set in ``staging`` (export.info removed first, moved in last)."""
     info = os.path.join(output_dir, "export.info")
     if os.path.isfile(info):
         os.unlink(info)   # first: a folder cut short from here on has no export.info, and is refused

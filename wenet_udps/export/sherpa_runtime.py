@@ -19,7 +19,7 @@ The offline runtime forces ``dither=1`` (int16 scale) for WeNet models whatever 
 that changes. The streaming runtime keeps the config's dither (0 here).
 """
 import os
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -41,17 +41,59 @@ def result_name(*, streaming: bool, int8: bool) -> str:
 RESULT_NAMES = tuple(result_name(streaming=s, int8=q) for s in (False, True) for q in (False, True))
 
 
+def frontend(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """What the sherpa-onnx path reads of a train.yaml, by dotted key, defaults filled in: the features
+    (:func:`feature_kwargs`: the feature type, frame length and shift, dimension, and the rate every utterance is
+    resampled to), the channel policy (sherpa_decode's audio reader), the units (:func:`check_tokens`) and the
+    CMVN (inside the graphs, from the config exported). Files (:data:`FRONTEND_FILES`) are given by path and
+    compared by contents (:func:`frontend_changes`). The one place these are read from the config."""
+    conf = config.get("dataset_conf") or {}
+    kind = conf.get("feats_type", "fbank")
+    feats = {**{k: getattr(FbankConf, k) for k in ("frame_length", "frame_shift")}, **(conf.get(f"{kind}_conf") or {})}
+    cmvn = config.get("cmvn_conf") or {}
+    return {"dataset_conf.feats_type": kind,
+            **{f"dataset_conf.{kind}_conf.{k}": float(feats[k]) for k in ("frame_length", "frame_shift")},
+            f"dataset_conf.{kind}_conf.{'num_ceps' if kind == 'mfcc' else 'num_mel_bins'}": feature_dim(conf),
+            "dataset_conf.resample_conf.resample_rate": int((conf.get("resample_conf") or {}).get("resample_rate",
+                                                                                                  16000)),
+            "dataset_conf.channel": conf.get("channel"),
+            "tokenizer_conf.symbol_table_path": (config.get("tokenizer_conf") or {}).get("symbol_table_path"),
+            "cmvn": config.get("cmvn"),
+            "cmvn_conf.cmvn_file": cmvn.get("cmvn_file") if config.get("cmvn") else None,
+            "cmvn_conf.is_json_cmvn": cmvn.get("is_json_cmvn") if config.get("cmvn") else None}
+
+
+# The keys of :func:`frontend` that name a file: recorded and compared by the file's contents.
+FRONTEND_FILES = ("tokenizer_conf.symbol_table_path", "cmvn_conf.cmvn_file")
+
+
+def frontend_record(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """:func:`frontend` with each file (:data:`FRONTEND_FILES`) given by its SHA-256 (None when it cannot be read):
+    what export.info records as ``frontend`` (JSON, wenet_udps.bin.export), and what a config is compared by."""
+    front = frontend(config)
+    for key in FRONTEND_FILES:
+        front[key] = file_sha256(front[key]) if front[key] and os.path.isfile(front[key]) else None
+    return front
+
+
+def frontend_changes(recorded: Mapping[str, Any], config: Mapping[str, Any]) -> List[str]:
+    """The keys on which the :func:`frontend_record` of ``config`` differs from ``recorded`` (one made before)."""
+    now = frontend_record(config)
+    return [key for key in [*now, *(k for k in recorded if k not in now)] if now.get(key) != recorded.get(key)]
+
+
 def feature_kwargs(config: Mapping[str, Any]) -> dict:
     """FeatureExtractorConfig keyword arguments that reproduce training's features (train.yaml ``config``)."""
-    conf = config.get("dataset_conf") or {}
-    if conf.get("feats_type", "fbank") != "fbank":
-        raise ValueError(f"dataset_conf.feats_type {conf['feats_type']!r}: sherpa-onnx's WeNet models take fbank")
-    fbank = {**{k: getattr(FbankConf, k) for k in ("frame_length", "frame_shift")}, **(conf.get("fbank_conf") or {})}
+    front = frontend(config)
+    if front["dataset_conf.feats_type"] != "fbank":
+        raise ValueError(f"dataset_conf.feats_type {front['dataset_conf.feats_type']!r}: sherpa-onnx's WeNet models "
+                         f"take fbank")
     for key, value in SHERPA_FRAME.items():
-        if float(fbank[key]) != value:
-            raise ValueError(f"dataset_conf.fbank_conf.{key} is {fbank[key]}: sherpa-onnx always uses {value:g} ms")
-    rate = int((conf.get("resample_conf") or {}).get("resample_rate", 16000))
-    return {"sampling_rate": rate, "feature_dim": feature_dim(conf), "low_freq": 20.0, "high_freq": 0.0,
+        if front[f"dataset_conf.fbank_conf.{key}"] != value:
+            raise ValueError(f"dataset_conf.fbank_conf.{key} is {front[f'dataset_conf.fbank_conf.{key}']:g}: "
+                             f"sherpa-onnx always uses {value:g} ms")
+    return {"sampling_rate": front["dataset_conf.resample_conf.resample_rate"],
+            "feature_dim": front["dataset_conf.fbank_conf.num_mel_bins"], "low_freq": 20.0, "high_freq": 0.0,
             "snip_edges": True, "dither": 0.0}
 
 
@@ -61,7 +103,7 @@ def check_tokens(export_dir: str, config: Mapping[str, Any]) -> str:
     other table (edited, rotated, truncated, of another model) would turn every transcript into other characters.
     UnitsError naming both files otherwise."""
     tokens = os.path.join(export_dir, "tokens.txt")
-    units = (config.get("tokenizer_conf") or {}).get("symbol_table_path")
+    units = frontend(config)["tokenizer_conf.symbol_table_path"]
     if not units or not os.path.isfile(units):
         raise UnitsError(f"cannot check {tokens}: the config names no readable units file "
                          f"(tokenizer_conf.symbol_table_path: {units})")
@@ -73,14 +115,28 @@ def check_tokens(export_dir: str, config: Mapping[str, Any]) -> str:
     return tokens
 
 
+class ExportError(UserError):
+    """A folder that is not one whole export (:func:`export_problem`); the message starts with the folder."""
+
+
+def check_export_set(export_dir: str) -> None:
+    """:func:`export_problem` of ``export_dir`` as an :class:`ExportError` ``<export_dir>: <why>``. The recognizers
+    call it after their own checks of the files (a changed tokens.txt gets check_tokens' message first)."""
+    problem = export_problem(export_dir)
+    if problem:
+        raise ExportError(f"{export_dir}: {problem}")
+
+
 def offline_recognizer(export_dir: str, config: Mapping[str, Any], *, int8: bool = False, num_threads: int = 1,
                        features: Mapping[str, Any] = None):
-    """``sherpa_onnx.OfflineRecognizer`` on ``model[.int8].onnx`` with training's features (or ``features``)."""
+    """``sherpa_onnx.OfflineRecognizer`` on ``model[.int8].onnx`` with training's features (or ``features``);
+    :class:`ExportError` when ``export_dir`` is not one whole export (cut short, or files of two exports)."""
     import sherpa_onnx
     from sherpa_onnx.lib._sherpa_onnx import OfflineRecognizer as _Recognizer
     model = sherpa_onnx.OfflineModelConfig(
         wenet_ctc=sherpa_onnx.OfflineWenetCtcModelConfig(model=_model(export_dir, "model", int8)),
         tokens=check_tokens(export_dir, config), num_threads=num_threads, model_type="wenet_ctc")
+    check_export_set(export_dir)
     rec = sherpa_onnx.OfflineRecognizer.__new__(sherpa_onnx.OfflineRecognizer)
     rec.config = sherpa_onnx.OfflineRecognizerConfig(
         feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model)
@@ -90,13 +146,15 @@ def offline_recognizer(export_dir: str, config: Mapping[str, Any], *, int8: bool
 
 def online_recognizer(export_dir: str, config: Mapping[str, Any], *, chunk_size: int, left_chunks: int,
                       int8: bool = False, num_threads: int = 1, features: Mapping[str, Any] = None):
-    """``sherpa_onnx.OnlineRecognizer`` on ``model-streaming[.int8].onnx`` with training's features."""
+    """``sherpa_onnx.OnlineRecognizer`` on ``model-streaming[.int8].onnx`` with training's features;
+    :class:`ExportError` as :func:`offline_recognizer`."""
     import sherpa_onnx
     from sherpa_onnx.lib import _sherpa_onnx as lib  # the online config classes are not re-exported
     model = lib.OnlineModelConfig(
         wenet_ctc=lib.OnlineWenetCtcModelConfig(model=_model(export_dir, "model-streaming", int8),
                                                 chunk_size=chunk_size, num_left_chunks=left_chunks),
         tokens=check_tokens(export_dir, config), num_threads=num_threads)
+    check_export_set(export_dir)
     rec = sherpa_onnx.OnlineRecognizer.__new__(sherpa_onnx.OnlineRecognizer)
     rec.config = lib.OnlineRecognizerConfig(
         feat_config=sherpa_onnx.FeatureExtractorConfig(**(features or feature_kwargs(config))), model_config=model,
