@@ -14,10 +14,18 @@ One row per length: the frames, the best hypothesis's tokens, the search's secon
 ``--clock``: ``cpu``, this process's CPU time, the default on a shared machine, or ``wall``), seconds per audio
 second, and that over the first length's: flat when the cost is linear in the length. ``--hotwords N`` searches with
 a context graph of N random phrases of 2-4 units (``--context_score``), the hotwords' path of the same search.
+
+``--rescore_conf CONF`` also times what ``attention_rescoring`` adds after the search: the attention decoder of a
+randomly initialised model built from CONF (as bench/stream_cost.py builds it, ``--units`` units) over the search's
+n-best, with a random encoder output of the utterance's frames as its memory (the decoder's cost depends on the
+lengths, not on the values): a column of its seconds and its share of search + rescoring. Its self-attention is
+O(tokens^2) and its source attention O(tokens x frames) per hypothesis, by nature, and so is its memory: ten
+hypotheses of 1000 tokens over 6000 frames hold about 1 GB of attention weights per layer.
 """
 import argparse
 import random
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -25,11 +33,12 @@ from typing import List, Optional
 import torch
 
 from wenet_udps.transformer.context_graph import ContextGraph
-from wenet_udps.transformer.search import ctc_prefix_beam_search
+from wenet_udps.transformer.search import attention_rescoring, ctc_prefix_beam_search
 from wenet_udps.utils import cli
 from wenet_udps.utils.cli import UserError, run_cli
 
 from bench._harness import write_table
+from bench.stream_cost import build
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
@@ -67,6 +76,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--peak", type=float, default=8.0, help="how far a spike (or the blank) stands above the noise")
     parser.add_argument("--hotwords", type=int, default=0, help="random phrases in a context graph (0: none)")
     parser.add_argument("--context_score", type=float, default=1.5, help="the hotwords' score per unit")
+    parser.add_argument("--rescore_conf", default=None, help="also time attention_rescoring with this conf's model")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each length (the median is given)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="the clock of the times")
@@ -78,21 +88,35 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise UserError(f"--frame_ms must be > 0, got {args.frame_ms}")
     torch.set_num_threads(args.threads)
     clock, graph = CLOCKS[args.clock], graph_of(args.hotwords, args.units, args.context_score)
+    model = None
+    if args.rescore_conf:
+        with tempfile.TemporaryDirectory() as tmp:
+            model = build(args.rescore_conf, [], args.units - 1, Path(tmp)).model  # (ids 1 .. --units are its units)
+    extra = (" rescoring s | rescoring share |", "---|---|") if model is not None else ("", "")
     lines = [f"| audio (s) | frames | tokens | search s ({args.clock}, median of {args.repeats}) | "
-             f"s per audio s | ratio to {args.seconds[0]:g} s |", "|---|---|---|---|---|---|"]
+             f"s per audio s | ratio to {args.seconds[0]:g} s |" + extra[0], "|---|---|---|---|---|---|" + extra[1]]
     first = None
     for seconds in args.seconds:
         frames = max(1, int(round(seconds * 1000.0 / args.frame_ms)))
         logp = emissions(frames, args.units, args.token_every, args.peak)
-        times, tokens = [], 0
+        times, rescoring, lens = [], [], torch.tensor([frames])
         for _ in range(args.repeats):
             t0 = clock()
-            tokens = len(ctc_prefix_beam_search(logp, torch.tensor([frames]), args.beam_size, context=graph)[0].tokens)
+            found = ctc_prefix_beam_search(logp, lens, args.beam_size, context=graph)
             times.append(clock() - t0)
+            if model is not None:
+                memory = torch.randn(1, frames, model.encoder.output_size(), generator=torch.Generator().manual_seed(0))
+                t0 = clock()
+                attention_rescoring(model, found, memory, lens)
+                rescoring.append(clock() - t0)
         spent = statistics.median(times)
         rate = spent / seconds
         first = rate if first is None else first
-        lines.append(f"| {seconds:g} | {frames} | {tokens} | {spent:.3f} | {rate:.4f} | {rate / first:.2f} |")
+        row = f"| {seconds:g} | {frames} | {len(found[0].tokens)} | {spent:.3f} | {rate:.4f} | {rate / first:.2f} |"
+        if model is not None:
+            rescored = statistics.median(rescoring)
+            row += f" {rescored:.3f} | {rescored / (rescored + spent):.2f} |"
+        lines.append(row)
     write_table(lines, args.out)
 
 
