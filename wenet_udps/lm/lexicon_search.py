@@ -10,7 +10,8 @@ is emitted" and "the word is still being spelled" score exactly alike; with ``lm
 Which of them a full beam kept decided the n-best, so ``attention_rescoring_lm`` gave different text from call to
 call (issue 66, case 1: 4 or 5 hypotheses in the n-best of one utterance).
 
-Here a hypothesis is the key ``(words, node, token, after_blank)`` with a score. The key is exactly what
+Here a hypothesis is the key ``(words, node, token, after_blank)`` with a score (``words``: a :class:`History`,
+ordered as the tuple of its words). The key is exactly what
 flashlight merges on (its LM states are cached per word history, so equal states are equal word histories) and it
 orders ties: candidates are ranked by (score descending, at a word boundary first, key), a total order, so the
 beam, the n-best and their order are a function of the emissions alone. Scores are computed with flashlight's
