@@ -53,19 +53,21 @@ class WordContext:
         self.graph, self.spelling, self.space, self.paths = graph, spelling, space, paths
         self.steps = graph.memo
         # words -> (graph state, bonus, a word with units written: the next one is spaced)
-        self._words: Dict[Tuple[int, ...], Tuple[int, float, bool]] = {(): (0, 0.0, False)}
+        self._words: Dict[Any, Tuple[int, float, bool]] = {}
         self._nodes: Dict[Tuple[int, int, bool], Tuple[int, float]] = {}
-        self._expansions: Dict[Tuple[Tuple[int, ...], int], Tuple[np.ndarray, np.ndarray]] = {}
+        self._expansions: Dict[Tuple[Any, int], Tuple[np.ndarray, np.ndarray]] = {}
 
-    def after(self, words: Tuple[int, ...]) -> Tuple[int, float]:
+    def after(self, words: Any) -> Tuple[int, float]:
         """(graph state, bonus) after the spellings of ``words``."""
         return self._after(words)[:2]
 
-    def _after(self, words: Tuple[int, ...]) -> Tuple[int, float, bool]:
+    def _after(self, words: Any) -> Tuple[int, float, bool]:
         got = self._words.get(words)
         if got is None:
-            state, bonus, spaced = self._after(words[:-1])
-            ids = self.spelling.get(words[-1], ())
+            if words.parent is None:  # the empty history
+                return 0, 0.0, False
+            state, bonus, spaced = self._after(words.parent)
+            ids = self.spelling.get(words.word, ())
             if ids and self.space is not None and spaced:
                 state, delta = self.steps[state, self.space]
                 bonus += delta
@@ -95,7 +97,7 @@ class WordContext:
             self._nodes[key] = got
         return got
 
-    def expansion(self, words: Tuple[int, ...], node: int, ex: Any) -> Tuple[np.ndarray, np.ndarray]:
+    def expansion(self, words: Any, node: int, ex: Any) -> Tuple[np.ndarray, np.ndarray]:
         """What the bonus adds to each extension of a hypothesis that has written ``words`` and is at trie
         ``node`` (``ex`` its ``lexicon_search._Children``): (moving to each child (C,), ending each of the words
         that end at the children (W,)). Once a call per (words, node): a hypothesis lasts many frames,
@@ -106,15 +108,15 @@ class WordContext:
             here = self.bonus(words, node)
             got = self._expansions[key] = (
                 np.array([self.bonus(words, child) - here for child in ex.nodes.tolist()]),
-                np.array([self.after(words + (word,))[1] - here for word in ex.label_word.tolist()]))
+                np.array([self.after(words.then(word))[1] - here for word in ex.label_word.tolist()]))
         return got
 
-    def bonus(self, words: Tuple[int, ...], node: int) -> float:
+    def bonus(self, words: Any, node: int) -> float:
         """The bonus of a hypothesis that has written ``words`` and is at trie ``node`` (its open match counted)."""
         state, bonus, spaced = self._after(words)
         return bonus + self._through(state, node, self.space is not None and spaced)[1]
 
-    def final(self, words: Tuple[int, ...]) -> float:
+    def final(self, words: Any) -> float:
         """The bonus ``words`` keep when the hypothesis ends (the open match taken back; a word not ended writes
         nothing)."""
         state, bonus = self.after(words)

@@ -10,7 +10,8 @@ is emitted" and "the word is still being spelled" score exactly alike; with ``lm
 Which of them a full beam kept decided the n-best, so ``attention_rescoring_lm`` gave different text from call to
 call (issue 66, case 1: 4 or 5 hypotheses in the n-best of one utterance).
 
-Here a hypothesis is the key ``(words, node, token, after_blank)`` with a score. The key is exactly what
+Here a hypothesis is the key ``(words, node, token, after_blank)`` with a score (``words``: a :class:`History`,
+ordered as the tuple of its words). The key is exactly what
 flashlight merges on (its LM states are cached per word history, so equal states are equal word histories) and it
 orders ties: candidates are ranked by (score descending, at a word boundary first, key), a total order, so the
 beam, the n-best and their order are a function of the emissions alone. Scores are computed with flashlight's
@@ -21,13 +22,59 @@ calls, and one of its answers where it did not).
 import math
 from dataclasses import dataclass
 from heapq import nsmallest
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-Key = Tuple[Tuple[int, ...], int, int, bool]  # (word history, trie node, last unit, last unit was blank)
 END = -1  # the word history's mark of a finished sentence (KenLM's </s> scored)
 ROOT = 0
+
+
+class History:
+    """A word history, interned per search call (:meth:`then` gives the one object of each history): hashing and
+    equality are an object's own, O(1), and ordering (tuples' order of the words) walks back only to where two
+    histories part. As a tuple, every candidate of every frame hashed its whole history and every word end copied
+    it, so a frame cost the number of words so far (issue 80, F12)."""
+    __slots__ = ("parent", "word", "depth", "children")
+
+    def __init__(self, parent: Optional["History"] = None, word: int = END):
+        self.parent, self.word = parent, word
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.children: Dict[int, "History"] = {}
+
+    def then(self, word: int) -> "History":
+        """This history followed by ``word``."""
+        got = self.children.get(word)
+        if got is None:
+            got = self.children[word] = History(self, word)
+        return got
+
+    def words(self) -> Tuple[int, ...]:
+        out, node = [], self
+        while node.parent is not None:
+            out.append(node.word)
+            node = node.parent
+        return tuple(reversed(out))
+
+    def __lt__(self, other: "History") -> bool:
+        if self is other:
+            return False
+        a, b = self, other
+        while a.depth > b.depth:
+            a = a.parent
+        while b.depth > a.depth:
+            b = b.parent
+        if a is b:  # one is the other's start: the shorter first, as tuples
+            return self.depth < other.depth
+        while a.parent is not b.parent:
+            a, b = a.parent, b.parent
+        return a.word < b.word
+
+    def __gt__(self, other: "History") -> bool:
+        return other < self
+
+
+Key = Tuple[History, int, int, bool]  # (word history, trie node, last unit, last unit was blank)
 
 
 @dataclass
@@ -118,10 +165,10 @@ class LexiconBeamSearch:
         # that decodes with it, so nothing of an utterance may live on it (issue 80, item 3: with the memo on the
         # search, a thread's next utterance replaced the states another thread's search was still reading).
         memo = _Memo(self.lm, bias)
-        beam: List[Tuple[Key, float]] = [(((), ROOT, self.sil, False), 0.0)]
+        beam: List[Tuple[Key, float]] = [((memo.root, ROOT, self.sil, False), 0.0)]
         for t, row in enumerate(frames):
             beam = self._step(memo, beam, row, last=t == len(frames) - 1)
-        return [(tuple(w for w in key[0] if w != END), score) for key, score in self._end(memo, beam)]
+        return [(tuple(w for w in key[0].words() if w != END), score) for key, score in self._end(memo, beam)]
 
     def _step(self, memo: "_Memo", beam: List[Tuple[Key, float]], row: np.ndarray, last: bool = False
               ) -> List[Tuple[Key, float]]:
@@ -170,7 +217,7 @@ class LexiconBeamSearch:
                 if bias is not None:
                     ended = ended + to_word[ends]
                 keep = ended >= cutoff
-                group += [((words + (int(word),), ROOT, int(u), False), float(v)) for word, u, v in
+                group += [((words.then(int(word)), ROOT, int(u), False), float(v)) for word, u, v in
                           zip(ex.label_word[ends[keep]], ex.units[ex.label_pos[ends[keep]]], ended[keep])]
             if last and bias is not None:  # the open hotword match taken back
                 group = [(key, value + (bias.final(key[0]) - bias.bonus(key[0], key[1]))) for key, value in group]
@@ -185,7 +232,7 @@ class LexiconBeamSearch:
         nice = any(node == ROOT for (_, node, _, _), _ in beam)
         for (words, node, _, _), score in beam:  # (the hotwords' open match was taken back by the last frame)
             if not nice or node == ROOT:
-                cands.add((words + (END,), node, self.sil, False), score + self.opt.lm_weight
+                cands.add((words.then(END), node, self.sil, False), score + self.opt.lm_weight
                           * memo.lm_score(words, END))
         return cands.best(self.opt.beam_size)
 
@@ -197,17 +244,18 @@ class _Memo:
 
     def __init__(self, lm: Any, bias: Any = None):
         self.lm, self.bias = lm, bias
-        self.states = {(): lm.start(False)}  # word history -> LM state
-        self.scores: Dict[Tuple[Tuple[int, ...], int], np.ndarray] = {}  # see word_scores
+        self.root = History()  # this call's empty history
+        self.states = {self.root: lm.start(False)}  # word history -> LM state
+        self.scores: Dict[Tuple[History, int], np.ndarray] = {}  # see word_scores
 
-    def lm_score(self, words: Tuple[int, ...], word: int) -> float:
+    def lm_score(self, words: History, word: int) -> float:
         """The LM's log10 probability (float32) of ``word`` (or END) after ``words``; the new state is kept."""
         state, score = (self.lm.finish(self.states[words]) if word == END
                         else self.lm.score(self.states[words], word))
-        self.states[words + (word,)] = state
+        self.states[words.then(word)] = state
         return score
 
-    def word_scores(self, words: Tuple[int, ...], node: int, ex: _Children, ends: np.ndarray) -> np.ndarray:
+    def word_scores(self, words: History, node: int, ex: _Children, ends: np.ndarray) -> np.ndarray:
         """(W,) float32: the LM scores after ``words`` of the words ending at ``node``'s children, filled in where
         ``ends`` asks (NaN where never asked)."""
         scores = self.scores.get((words, node))

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import torch
 
 from wenet_udps.transformer.context_graph import ContextGraph
+from wenet_udps.transformer.prefix_trie import ROOT, PrefixTrie
 from wenet_udps.transformer.step_cache import StepCache
 from wenet_udps.utils.common import IGNORE_ID, add_sos_eos, log_add, pad_list, remove_duplicates_and_blank
 from wenet_udps.utils.mask import mask_finished_preds, mask_finished_scores
@@ -58,26 +59,36 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
     when a frame first reaches it (from the prefix it extends: one memoised step) and counted when the beam is cut
     (:func:`_biased_cut`); the result is then [(prefix, log P(prefix) + kept bonus, kept bonus)] (the open match
     taken back).
+
+    A prefix is a node of a :class:`PrefixTrie` (an integer): extending it and finding it again cost the same
+    whatever its length, and its tokens are read once, for the n-best (issue 80, F12: as a tuple, each extension
+    copied and hashed the whole prefix, so a frame cost its prefixes' length).
     """
     neg_inf = -math.inf
     steps = None if context is None else context.memo
-    # (prefix, pb, pnb, graph state, bonus): the state and bonus are a function of the prefix (0 and 0.0 without
-    # hotwords), carried along so that no prefix is hashed or sliced to find them.
-    hyps: List[Tuple[Tuple[int, ...], float, float, int, float]] = [((), 0.0, neg_inf, 0, 0.0)]
+    trie = PrefixTrie(logp.size(1))
+    child, unit_of, make, vocab = trie.child, trie.unit, trie.make, trie.vocab
+    # (node, pb, pnb, graph state, bonus): the state and bonus are a function of the prefix (0 and 0.0 without
+    # hotwords), carried along so that no prefix is walked to find them.
+    hyps: List[Tuple[int, float, float, int, float]] = [(ROOT, 0.0, neg_inf, 0, 0.0)]
     top_logp, top_idx = logp.topk(min(beam_size, logp.size(1)), dim=1)
-    top_logp, top_idx = top_logp.tolist(), top_idx.tolist()
-    nxt: Dict[Tuple[int, ...], List[Any]] = {}  # this frame's prefix -> [pb, pnb, state, bonus]
+    nxt: Dict[int, List[Any]] = {}  # this frame's prefix node -> [pb, pnb, state, bonus]
     last = logp.size(0) - 1
 
-    def entry_of(prefix: Tuple[int, ...], state: int, got: float) -> List[Any]:
-        entry = nxt.get(prefix)
+    def entry_of(node: int, state: int, got: float) -> List[Any]:
+        entry = nxt.get(node)
         if entry is None:
-            entry = nxt[prefix] = [neg_inf, neg_inf, state, got]
+            entry = nxt[node] = [neg_inf, neg_inf, state, got]
         return entry
 
-    def extended(prefix: Tuple[int, ...], s: int, state: int, got: float) -> List[Any]:
-        longer = prefix + (s,)
-        entry = nxt.get(longer)
+    def extended(node: int, s: int, state: int, got: float) -> List[Any]:
+        key = node * vocab + s
+        longer = child.get(key)
+        entry = None
+        if longer is None:
+            longer = make(node, s, key)
+        else:
+            entry = nxt.get(longer)
         if entry is None:
             if steps is None:
                 entry = nxt[longer] = [neg_inf, neg_inf, 0, 0.0]
@@ -88,19 +99,20 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
 
     for t in range(logp.size(0)):
         nxt = {}
-        for ps, s in zip(top_logp[t], top_idx[t]):
-            for prefix, pb, pnb, state, got in hyps:
+        # (one frame's row made a list at a time: the lists of every frame would hold O(T) Python numbers)
+        for ps, s in zip(top_logp[t].tolist(), top_idx[t].tolist()):
+            for node, pb, pnb, state, got in hyps:
                 if s == blank_id:
-                    entry = entry_of(prefix, state, got)
+                    entry = entry_of(node, state, got)
                     entry[0] = log_add(entry[0], pb + ps, pnb + ps)
-                elif prefix and s == prefix[-1]:
+                elif s == unit_of[node]:  # (the root's unit is -1)
                     # "a a" without blank stays "a"; "a _ a" becomes "a a".
-                    entry = entry_of(prefix, state, got)
+                    entry = entry_of(node, state, got)
                     entry[1] = log_add(entry[1], pnb + ps)
-                    entry = extended(prefix, s, state, got)
+                    entry = extended(node, s, state, got)
                     entry[1] = log_add(entry[1], pb + ps)
                 else:
-                    entry = extended(prefix, s, state, got)
+                    entry = extended(node, s, state, got)
                     entry[1] = log_add(entry[1], pb + ps, pnb + ps)
         # A prefix reachable only through an impossible (-inf) path is not a hypothesis.
         live = [kv for kv in nxt.items() if log_add(kv[1][0], kv[1][1]) > neg_inf]
@@ -110,16 +122,18 @@ def _prefix_beam_one(logp: torch.Tensor, beam_size: int, blank_id: int, context:
             ranked = sorted(live, key=lambda kv: log_add(kv[1][0], kv[1][1]), reverse=True)[:beam_size]
         else:
             ranked = _biased_cut(live, beam_size, context, last=t == last)
-        hyps = [(prefix, pb, pnb, state, got) for prefix, (pb, pnb, state, got) in ranked]
+        before = [h[0] for h in hyps]
+        hyps = [(node, pb, pnb, state, got) for node, (pb, pnb, state, got) in ranked]
+        trie.keep(before, [h[0] for h in hyps])
     if context is None:
-        return [(prefix, log_add(pb, pnb)) for prefix, pb, pnb, _, _ in hyps]
-    kept = [(prefix, log_add(pb, pnb), got + context.end(state)) for prefix, pb, pnb, state, got in hyps]
+        return [(trie.tokens(node), log_add(pb, pnb)) for node, pb, pnb, _, _ in hyps]
+    kept = [(trie.tokens(node), log_add(pb, pnb), got + context.end(state)) for node, pb, pnb, state, got in hyps]
     return sorted(((prefix, score + b, b) for prefix, score, b in kept), key=lambda h: h[1], reverse=True)[:beam_size]
 
 
-def _biased_cut(live: List[Tuple[Tuple[int, ...], List[Any]]], beam_size: int, context: ContextGraph, last: bool
-                ) -> List[Tuple[Tuple[int, ...], List[Any]]]:
-    """A frame's beam with hotwords: ``live`` [(prefix, [pb, pnb, state, bonus])] -> the kept ones, best first.
+def _biased_cut(live: List[Tuple[int, List[Any]]], beam_size: int, context: ContextGraph, last: bool
+                ) -> List[Tuple[int, List[Any]]]:
+    """A frame's beam with hotwords: ``live`` [(prefix node, [pb, pnb, state, bonus])] -> the kept ones, best first.
 
     The ``beam_size`` best by log P + bonus, the open match counted (it draws the beam toward a phrase), and one
     more: the best by log P + kept bonus (the open match taken back), where the cut left it out. Why: prefixes in
