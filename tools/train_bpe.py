@@ -26,8 +26,13 @@ from wenet_udps.utils.kaldi_files import sentences
 
 def sentencepiece_problem(message: str, text: str, nbpe: int) -> str:
     """sentencepiece's reason, on one line, naming the option it is about: ``--nbpe`` too high for ``text``, with
-    the largest that fits where sentencepiece says it."""
+    the largest that fits where sentencepiece says it, or too low for its characters, with the smallest that fits
+    (a model of single characters: for English, the letters and '▁')."""
     reason = cli.one_line(message)
+    smallest = re.search(r"smaller than required_chars\. \d+ vs (\d+)", message)
+    if smallest:
+        return (f"--nbpe {nbpe} is too low for {text} (sentencepiece: {reason}); the smallest that fits is "
+                f"--nbpe {smallest.group(1)}")
     largest = re.search(r"value <= (\d+)", message)
     if largest or "Vocabulary size" in message:
         fits = f"; the largest that fits is --nbpe {largest.group(1)}" if largest else ""
