@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Issue 82's biasing table for one tiny corpus (docs/hotwords.md, "How do I bias decoding toward a list of words?").
 #
-#   bash recipes/tiny_biasing.sh --corpus tiny_zh --exp EXP --data DATA [--scores "1 2 3 4 6 8 10 13 16 20"] \
+#   bash recipes/tiny_biasing.sh --corpus tiny_zh|tiny_en --exp EXP --data DATA [--scores "1 2 3 4 6 8 10 13 16 20"] \
 #     [--beam 10] [--variants "prefix carry carry_ctc0 wenet"]
 #
 # DATA holds the corpus built with its biasing sets (run.sh --prepare_opts "--biasing true"), EXP a model run.sh
-# trained and averaged on it (EXP/avg_*.pt). For each variant (below) this decodes dev_biasing with no list and with
+# trained and averaged on it (EXP/avg_*.pt; tiny_en: a letter model, --token_type bpe --nbpe 25, as its
+# whole-word units cannot spell an absent word). For each variant (below) this decodes dev_biasing with no list and with
 # the mixed list (the true phrases and ten times as many distractors) at each --scores context score, takes the score
 # of the lowest dev error rate (the lower score on a tie), then decodes test_biasing with no list, the true list and
 # the mixed list at that score. Each decode is scored by tools/compute-biased-wer.py against the list it had (no

@@ -169,6 +169,32 @@ def test_train_bpe_with_nbpe_too_high_is_one_line_saying_what_fits(tmp_path):
         assert proc.returncode == 2 and len(errors) == 1 and words in errors[0], proc.stderr
 
 
+def test_train_bpe_with_nbpe_too_low_says_so_and_the_smallest_that_fits_is_letters_only(tmp_path):
+    """Issue 82 (the tiny_en letter model): an --nbpe below the text's characters was reported as "too high". Now
+    "too low" with the smallest that fits, which trains a model of single characters (the letters and '▁')."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "text").write_text("u1 HELLO WORLD\nu2 GOOD DAY\nu3 HELLO DAY\n", encoding="utf-8")
+
+    def train(nbpe: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(root / "tools" / "train_bpe.py"), "--text", str(tmp_path / "text"),
+                               "--model_prefix", str(tmp_path / "bpe"), "--units", str(tmp_path / "units.txt"),
+                               "--nbpe", nbpe], capture_output=True, text=True, env=dict(os.environ,
+                                                                                        PYTHONPATH=str(root)))
+    proc = train("3")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+    assert len(errors) == 1 and errors[0].startswith(f"train_bpe.py: error: --nbpe 3 is too low for "
+                                                     f"{tmp_path / 'text'}: its characters and <unk> need "), proc.stderr
+    fits = errors[0].rsplit("the smallest that fits is --nbpe ", 1)[1]
+    assert train(fits).returncode == 0
+    pieces = [line.split()[0] for line in (tmp_path / "units.txt").read_text(encoding="utf-8").splitlines()]
+    assert sorted(p for p in pieces if not p.startswith("<")) == sorted(set("HELOWRDGYA") | {"\u2581"})
+
+
 @pytest.mark.parametrize("wav_scp, text, words", [
     ("a /x.wav\nb\n", "a hi\n", r"wav.scp:2: expected '<key> <value>', got 'b'"),
     ("a /x.wav\na /y.wav\n", "a hi\n", r"wav.scp:2: duplicate key 'a'"),
