@@ -210,6 +210,24 @@ def test_one_stream_fed_from_two_threads_at_once_is_refused(setup):
     assert got == [want]
 
 
+def _in_thread(name, calls):
+    """Run ``calls`` in order in one new thread named ``name``: (the values they returned, the UserError messages
+    of those refused)."""
+    values, errors = [], []
+
+    def run():
+        for call in calls:
+            try:
+                values.append(call())
+            except UserError as e:
+                errors.append(str(e))
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    thread.join(30)
+    return values, errors
+
+
 def test_one_stream_fed_in_turn_from_two_threads_is_refused(setup):
     """Issue 80 round 7, C: a stream fed alternately from two threads (never at once) was accepted, giving text of
     interleaved audio. It is bound to the first thread that feeds it; partial() may be read from any thread."""
@@ -222,20 +240,9 @@ def test_one_stream_fed_in_turn_from_two_threads_is_refused(setup):
     want = plain.finish()
     stream = model.stream(CHUNK, mode="ctc_greedy_search")
     stream.accept_waveform(audio[:half], rate)
-    errors, partial = [], []
-
-    def other():
-        partial.append(stream.partial())
-        for call in (lambda: stream.accept_waveform(audio[half:], rate), stream.finish):
-            try:
-                call()
-            except UserError as e:
-                errors.append(str(e))
-
-    thread = threading.Thread(target=other, name="other")
-    thread.start()
-    thread.join(30)
-    assert partial == [stream.partial()]
+    partial, errors = _in_thread("other", [stream.partial, lambda: stream.accept_waveform(audio[half:], rate),
+                                           stream.finish])
+    assert partial == [stream.partial()]   # only partial() was not refused
     assert len(errors) == 2 and all("this stream is fed by the thread 'MainThread', not 'other'" in e and "\n" not in e
                                     for e in errors), errors
     stream.accept_waveform(audio[half:], rate)   # the refused calls left it as it was
@@ -251,18 +258,7 @@ def test_a_refused_first_chunk_binds_the_stream_to_no_thread(setup):
     plain.accept_waveform(audio, rate)
     want = plain.finish()
     stream = model.stream(CHUNK, mode="ctc_greedy_search")
-    errors = []
-
-    def other():
-        for call in (lambda: stream.accept_waveform(audio * float("nan"), rate), stream.finish):
-            try:
-                call()
-            except UserError as e:
-                errors.append(str(e))
-
-    thread = threading.Thread(target=other, name="other")
-    thread.start()
-    thread.join(30)
+    _, errors = _in_thread("other", [lambda: stream.accept_waveform(audio * float("nan"), rate), stream.finish])
     assert len(errors) == 2 and "NaN/Inf samples" in errors[0] and "too short to decode" in errors[1], errors
     stream.accept_waveform(audio, rate)
     assert stream.finish() == want

@@ -211,16 +211,10 @@ def test_a_code_switch_character_lm_spaces_its_english_words_even_where_the_mode
     assert search.char_lm and search.glued == ""
     ids = [tok.symbol_table[u] for u in ["你", "好", "IPHONE", "APP", "世"]]
     logp = emissions([f for i in ids for f in ({i: 0.9}, {0: 0.9})], len(tok.symbol_table))
-    lexicon_text = tok.detokenize(search(logp, torch.tensor([logp.size(1)]))[0].tokens)[0]
-    eos = tok.symbol_table["<sos/eos>"]
-    torch.manual_seed(0)
-    dec = TransformerDecoder(vocab_size=len(tok.symbol_table), encoder_output_size=8, attention_heads=2,
-                             linear_units=16, num_blocks=1).eval()
-    memory, mask = torch.randn(1, logp.size(1), 8), torch.ones(1, 1, logp.size(1), dtype=torch.bool)
-    joint = joint_beam_search(dec, memory, mask, logp, 4, eos, eos, 0, ctc_weight=1.0, words=search.word_scorer())[0]
+    lexicon_text, joint_text = _lexicon_and_joint(tok, search, logp)
     assert lexicon_text == "你好 IPHONE APP 世"
     # the joint search spells '▁' where the next word is not CJK, at the acoustics' cost: never two words glued
-    assert all(w in ["你", "好", "世", "界", "IPHONE", "APP"] for w in spaced_words(tok.detokenize(joint.tokens)[0]))
+    assert all(w in ["你", "好", "世", "界", "IPHONE", "APP"] for w in spaced_words(joint_text))
 
 
 @pytest.mark.parametrize("make", [code_switch, code_switch_letters], ids=["English word units", "letters"])
@@ -235,6 +229,13 @@ def test_a_code_switch_lm_built_by_build_lm_is_decoded_by_every_lm_mode(tmp_path
     search = LmSearch(str(tmp_path / "cs.arpa"), tok, 0, LmSearchConfig(lm_weight=0.5))
     sentence = "你好 IPHONE APP 世界"
     logp = emissions([f for i in tok.tokenize(sentence)[1] for f in ({i: 0.9}, {0: 0.9})], len(tok.symbol_table))
+    lexicon_text, joint_text = _lexicon_and_joint(tok, search, logp)
+    assert search.char_lm and lexicon_text == joint_text == sentence
+
+
+def _lexicon_and_joint(tok, search, logp):
+    """The text ctc_prefix_beam_search_lm's lexicon search and the joint search with the LM's word scorer (a random
+    one-block decoder, CTC weight 1) write from ``logp``."""
     lexicon_text = tok.detokenize(search(logp, torch.tensor([logp.size(1)]))[0].tokens)[0]
     eos = tok.symbol_table["<sos/eos>"]
     torch.manual_seed(0)
@@ -242,7 +243,7 @@ def test_a_code_switch_lm_built_by_build_lm_is_decoded_by_every_lm_mode(tmp_path
                              linear_units=16, num_blocks=1).eval()
     memory, mask = torch.randn(1, logp.size(1), 8), torch.ones(1, 1, logp.size(1), dtype=torch.bool)
     joint = joint_beam_search(dec, memory, mask, logp, 4, eos, eos, 0, ctc_weight=1.0, words=search.word_scorer())[0]
-    assert search.char_lm and lexicon_text == tok.detokenize(joint.tokens)[0] == sentence
+    return lexicon_text, tok.detokenize(joint.tokens)[0]
 
 
 def spaced_words(text):
