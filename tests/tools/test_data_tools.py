@@ -187,8 +187,8 @@ def test_train_bpe_with_nbpe_too_low_says_so_and_the_smallest_that_fits_is_lette
     proc = train("3")
     assert proc.returncode == 2, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if " INFO " not in line]
-    assert len(errors) == 1 and errors[0].startswith(f"train_bpe.py: error: --nbpe 3 is too low for "
-                                                     f"{tmp_path / 'text'}: its characters and <unk> need "), proc.stderr
+    want = f"train_bpe.py: error: --nbpe 3 is too low for {tmp_path / 'text'}: its characters and <unk> need "
+    assert len(errors) == 1 and errors[0].startswith(want), proc.stderr
     fits = errors[0].rsplit("the smallest that fits is --nbpe ", 1)[1]
     assert train(fits).returncode == 0
     pieces = [line.split()[0] for line in (tmp_path / "units.txt").read_text(encoding="utf-8").splitlines()]
