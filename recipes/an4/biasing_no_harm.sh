@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Issue 82's no-harm check (docs/hotwords.md, "Does a list of absent words do harm?"): AN4 test decoded by a
+# trained AN4 model with no list and with 100 words that never occur in the test transcripts, in every mode that
+# takes a list, each mode with the options its stage-5 decode used (read from EXP/test/<mode>/decode.info).
+#
+#   bash recipes/an4/biasing_no_harm.sh --exp EXP --data DATA [--scores "1 3"] [--out DIR]
+#
+# EXP is an AN4 model run.sh trained, averaged and decoded (stage 5, with --lm true for the *_lm modes); DATA its
+# data folder (DATA/test/data.list and text, DATA/train/text). The list (DIR/absent100.txt) is the training words
+# that test lacks, then tiny_en's absent words (wenet_udps.corpora.tiny_lexicon.EN_ABSENT_WORDS) that test lacks, in
+# that order, to 100: the first are the harder half, words the model knows and that sound like test words (FIFTEEN
+# beside FIFTY, SIXTH beside SIX). Each decode's text, wer and decode.info go to DIR/<list>_s<score>/<mode>/
+# (DIR: recipes/an4/hypotheses/issue82_no_harm), and the WER of each mode and score beside no list to DIR/table.tsv.
+# The decode with no list must give stage 5's text byte for byte (else the comparison is not like for like: refused).
+# A rerun keeps a decode already done.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "${root}/tools/log.sh"
+exp= data= scores="1 3" out=${root}/recipes/an4/hypotheses/issue82_no_harm
+modes="ctc_prefix_beam_search attention_rescoring joint_ctc_attention ctc_prefix_beam_search_lm attention_rescoring_lm
+joint_ctc_attention_lm"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --exp) exp=$2 ;; --data) data=$2 ;; --scores) scores=$2 ;; --out) out=$2 ;;
+    *) die "biasing_no_harm.sh: unknown option '$1' (--exp --data --scores --out)" ;;
+  esac
+  shift 2
+done
+[[ -d ${exp} && -f ${data}/test/data.list && -f ${data}/test/text && -f ${data}/train/text ]] \
+  || die "biasing_no_harm.sh: --exp ${exp} must exist, and --data ${data} hold test/data.list, test/text, train/text"
+mkdir -p "${out}"
+list=${out}/absent100.txt
+python3 - "${data}/train/text" "${data}/test/text" "${list}" <<'EOF'
+import sys
+from wenet_udps.corpora.tiny_lexicon import EN_ABSENT_WORDS
+from wenet_udps.utils.atomic import write_text
+
+
+def words(path):
+    with open(path, encoding="utf-8") as f:
+        return [w for line in f for w in line.split()[1:]]
+
+
+test = set(words(sys.argv[2]))
+chosen = sorted(set(words(sys.argv[1])) - test)
+chosen += [w for w in EN_ABSENT_WORDS if w not in test and w not in chosen]
+if len(chosen) < 100:
+    sys.exit(f"biasing_no_harm.sh: only {len(chosen)} words absent from {sys.argv[2]}")
+write_text(sys.argv[3], "".join(f"{w}\n" for w in chosen[:100]))
+EOF
+checkpoint=$(awk '$1 == "checkpoint:" {print $2}' "${exp}/test/attention_rescoring/decode.info")
+[[ -f ${checkpoint} ]] || die "biasing_no_harm.sh: ${exp}/test/attention_rescoring/decode.info names ${checkpoint}: missing"
+
+stage5_opts() {  # stage5_opts MODE: the recognize options stage 5 decoded MODE with
+  local info=${exp}/test/$1/decode.info key
+  [[ -f ${info} ]] || die "biasing_no_harm.sh: ${info} missing: decode ${exp} in $1 first (run.sh stage 5)"
+  for key in beam_size ctc_weight reverse_weight lm lm_weight word_score; do
+    awk -v k="${key}:" '$1 == k && $2 != "None" {printf "--%s %s ", substr(k, 1, length(k) - 1), $2}' "${info}"
+  done
+}
+
+decode() {  # decode MODE LIST SCORE: one cell (LIST none or absent100)
+  local mode=$1 name=$2 score=$3 dir ctx=()
+  dir=${out}/${name}_s${score}/${mode}
+  [[ -s ${dir}/text ]] && return 0
+  [[ ${name} == none ]] || ctx=(--context_file "${list}" --context_score "${score}")
+  # shellcheck disable=SC2046  # the options are words
+  python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" --checkpoint "${checkpoint}" \
+    --test_data "${data}/test/data.list" --result_dir "${out}/tmp" --batch_size 16 --device cpu --modes "${mode}" \
+    $(stage5_opts "${mode}") ${ctx[@]+"${ctx[@]}"} 2> "${out}/tmp.log" \
+    || { cat "${out}/tmp.log" >&2; die "recognize failed: ${mode} ${name} ${score}"; }
+  if [[ ${name} == none ]] && ! cmp -s "${out}/tmp/${mode}/text" "${exp}/test/${mode}/text"; then
+    die "biasing_no_harm.sh: ${mode} with no list differs from ${exp}/test/${mode}/text: not stage 5's decode"
+  fi
+  python3 tools/compute-wer.py --char=0 "${data}/test/text" "${out}/tmp/${mode}/text" > "${out}/tmp/${mode}/wer"
+  python3 tools/compute-biased-wer.py --char=0 --biasing_list "${list}" "${data}/test/text" \
+    "${out}/tmp/${mode}/text" > "${out}/tmp/${mode}/biased_wer"
+  mkdir -p "${dir}"
+  cp "${out}/tmp/${mode}/decode.info" "${out}/tmp/${mode}/wer" "${out}/tmp/${mode}/biased_wer" "${dir}/"
+  cp "${out}/tmp/${mode}/text" "${dir}/text"   # last: a cell with its text is complete
+  log "${mode} ${name} s${score}: $(grep -h '^WER\|^Phrases' "${dir}/biased_wer" | tr '\n' ' ')"
+}
+
+wer_of() { awk '$1 == "WER" {print $3}' "$1/biased_wer"; }
+printf 'mode\tscore\tWER_none\tWER_list\tdelta\tinsertions_none\tinsertions_list\thotwords_output\n' \
+  > "${out}/table.tsv.partial"
+for mode in ${modes}; do
+  decode "${mode}" none 0
+  for score in ${scores}; do
+    decode "${mode}" absent100 "${score}"
+    a=${out}/none_s0/${mode} b=${out}/absent100_s${score}/${mode}
+    awk -v m="${mode}" -v s="${score}" -v w0="$(wer_of "${a}")" -v w1="$(wer_of "${b}")" \
+      -v i0="$(awk '$1 == "WER" {sub("I=", "", $NF); print $NF}' "${a}/biased_wer")" \
+      -v i1="$(awk '$1 == "WER" {sub("I=", "", $NF); print $NF}' "${b}/biased_wer")" \
+      -v h="$(awk '$1 == "Phrases" {gsub(/,/, ""); print $12}' "${b}/biased_wer")" \
+      'BEGIN {printf "%s\t%s\t%s\t%s\t%+.2f\t%s\t%s\t%s\n", m, s, w0, w1, w1 - w0, i0, i1, h}' \
+      >> "${out}/table.tsv.partial"
+  done
+done
+mv "${out}/table.tsv.partial" "${out}/table.tsv"
+rm -rf "${out}/tmp" "${out}/tmp.log"
+git -C "${root}" rev-parse HEAD > "${out}/COMMIT"
+log "table: ${out}/table.tsv"
