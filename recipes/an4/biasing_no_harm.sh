@@ -51,23 +51,33 @@ EOF
 checkpoint=$(awk '$1 == "checkpoint:" {print $2}' "${exp}/test/attention_rescoring/decode.info")
 [[ -f ${checkpoint} ]] || die "biasing_no_harm.sh: ${exp}/test/attention_rescoring/decode.info names ${checkpoint}: missing"
 
-stage5_opts() {  # stage5_opts MODE: the recognize options stage 5 decoded MODE with
-  local info=${exp}/test/$1/decode.info key
+stage5_opts() {  # stage5_opts MODE: the recognize options stage 5 decoded MODE with (those MODE uses)
+  local info=${exp}/test/$1/decode.info
   [[ -f ${info} ]] || die "biasing_no_harm.sh: ${info} missing: decode ${exp} in $1 first (run.sh stage 5)"
-  for key in beam_size ctc_weight reverse_weight lm lm_weight word_score; do
-    awk -v k="${key}:" '$1 == k && $2 != "None" {printf "--%s %s ", substr(k, 1, length(k) - 1), $2}' "${info}"
-  done
+  python3 - "$1" "${info}" <<'EOF'
+import sys
+from wenet_udps.transformer.decode_options import idle_options
+
+mode, info = sys.argv[1:]
+with open(info, encoding="utf-8") as f:
+    record = dict(line.rstrip("\n").split(": ", 1) for line in f if ": " in line)
+names = [k for k in ("beam_size", "ctc_weight", "reverse_weight", "lm", "lm_weight", "word_score")
+         if record.get(k, "None") != "None"]
+idle = set(idle_options(mode, names))
+print(" ".join(f"--{k} {record[k]}" for k in names if k not in idle))
+EOF
 }
 
 decode() {  # decode MODE LIST SCORE: one cell (LIST none or absent100)
-  local mode=$1 name=$2 score=$3 dir ctx=()
+  local mode=$1 name=$2 score=$3 dir ctx=() opts
   dir=${out}/${name}_s${score}/${mode}
   [[ -s ${dir}/text ]] && return 0
+  opts=$(stage5_opts "${mode}")
   [[ ${name} == none ]] || ctx=(--context_file "${list}" --context_score "${score}")
   # shellcheck disable=SC2046  # the options are words
   python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" --checkpoint "${checkpoint}" \
     --test_data "${data}/test/data.list" --result_dir "${out}/tmp" --batch_size 16 --device cpu --modes "${mode}" \
-    $(stage5_opts "${mode}") ${ctx[@]+"${ctx[@]}"} 2> "${out}/tmp.log" \
+    ${opts} ${ctx[@]+"${ctx[@]}"} 2> "${out}/tmp.log" \
     || { cat "${out}/tmp.log" >&2; die "recognize failed: ${mode} ${name} ${score}"; }
   if [[ ${name} == none ]] && ! cmp -s "${out}/tmp/${mode}/text" "${exp}/test/${mode}/text"; then
     die "biasing_no_harm.sh: ${mode} with no list differs from ${exp}/test/${mode}/text: not stage 5's decode"
