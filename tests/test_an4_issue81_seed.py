@@ -46,7 +46,12 @@ for f in ${families}; do
   echo "5.0 0.3 1" > "${exp}/lm_tune/best.new"; mv "${exp}/lm_tune/best.new" "${exp}/lm_tune/dev_joint/best"
 done
 '''
+# As `python -m` does, it looks for the module in the working directory before PYTHONPATH: the pin's package (which
+# predates norm_ratio) must not be the one found.
 FAKE_PYTHON = '''#!/usr/bin/env bash
+if [[ -d wenet_udps && ! -f wenet_udps/bin/norm_ratio.py ]]; then
+  echo "python3: No module named wenet_udps.bin.norm_ratio" >&2; exit 1
+fi
 out=; while [[ $# -gt 0 ]]; do [[ $1 != --out ]] || out=$2; shift; done
 echo '{"sites": {}}' > "${out}"; echo "r table"
 '''
@@ -61,8 +66,10 @@ def pin(tmp_path):
     pin = tmp_path / "pin"
     pin.mkdir()
     (pin / "run.sh").write_text(FAKE_RUN_SH)
+    (pin / "wenet_udps").mkdir()
+    (pin / "wenet_udps" / "__init__.py").write_text("")
     git(pin, "init", "-q")
-    git(pin, "add", "run.sh")
+    git(pin, "add", "run.sh", "wenet_udps")
     git(pin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pin")
     out = tmp_path / "out"
     out.mkdir()

@@ -100,11 +100,12 @@ for family in ${families}; do
   for lambda in 0.1 0.2 0.5 0.7; do keep "${work}/lambda_${lambda}/exp/${model}" "${dest}.partial" "_lambda${lambda}"; done
   if [[ ${family} == udps ]]; then
     # r = |q|/|k| of every UDPS site (docs/an4.md, "r statistics"): a tool that only reads the model, run from this
-    # checkout (the pin predates it), into the seed's folder before it is moved in
+    # checkout (the pin predates it), into the seed's folder before it is moved in; from ${here}, as `python -m`
+    # puts the working directory (the pin) before PYTHONPATH
     log "r statistics of ${model}"
-    PYTHONPATH=${here} python3 -m wenet_udps.bin.norm_ratio --config "${work}/exp/${model}/train.yaml" \
+    (cd "${here}" && PYTHONPATH=${here} python3 -m wenet_udps.bin.norm_ratio --config "${work}/exp/${model}/train.yaml" \
       --checkpoint "${work}/exp/${model}/avg_5.pt" --test_data "${work}/data/test/data.list" \
-      --out "${dest}.partial/norm_ratio.json" > "${dest}.partial/norm_ratio.txt"
+      --out "${dest}.partial/norm_ratio.json" > "${dest}.partial/norm_ratio.txt")
   fi
   rm -rf "${dest}"
   mv "${dest}.partial" "${dest}"
