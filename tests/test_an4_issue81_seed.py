@@ -16,7 +16,7 @@ SCRIPT = ROOT / "recipes" / "an4" / "issue81_seed.sh"
 # <mode>/{text,wer,decode.info}, the LM modes beside them and lm_tune's grid; each text names the λ it was decoded at.
 FAKE_RUN_SH = r'''#!/usr/bin/env bash
 set -euo pipefail
-echo "$*" >> "$(dirname "$0")/calls.log"
+echo "OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} $*" >> "$(dirname "$0")/calls.log"
 dir= families= seeds= modes= lambda=0.3 data=
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -82,10 +82,10 @@ def pin(tmp_path):
     return pin
 
 
-def run(tmp_path, pin, seed="3"):
+def run(tmp_path, pin, seed="3", *more):
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     return subprocess.run(["bash", str(SCRIPT), "--pin", str(pin), "--seed", seed, "--work", str(tmp_path / "work"),
-                           "--download_dir", str(tmp_path / "an4"), "--out", str(tmp_path / "out")],
+                           "--download_dir", str(tmp_path / "an4"), "--out", str(tmp_path / "out"), *more],
                           capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -93,10 +93,11 @@ def test_one_seed_keeps_every_decode_at_every_lambda(tmp_path, pin):
     proc = run(tmp_path, pin)
     assert proc.returncode == 0, proc.stderr
     calls = (pin / "calls.log").read_text().splitlines()
-    # one training call (stages -1..5), then one stage-5 call per λ of the grid besides 0.3
-    assert len(calls) == 5 and "--stage -1 --stop_stage 5" in calls[0]
+    # one training call (stages -1..4) at one thread a model, stage 5, then stage 5 per λ of the grid besides 0.3
+    assert len(calls) == 6 and "--stage -1 --stop_stage 4" in calls[0] and "--stage 5 --stop_stage 5" in calls[1]
+    assert calls[0].startswith("OMP_NUM_THREADS=1 ") and all(c.startswith("OMP_NUM_THREADS=unset ") for c in calls[1:])
     assert all("--seeds 3" in c and "--families scaled_dot udps cosine" in c for c in calls)
-    assert [c.split("--joint_ctc_weight ")[1].split()[0] for c in calls[1:]] == ["0.1", "0.2", "0.5", "0.7"]
+    assert [c.split("--joint_ctc_weight ")[1].split()[0] for c in calls[2:]] == ["0.1", "0.2", "0.5", "0.7"]
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["COMMIT", "cosine_seed3", "refs", "scaled_dot_seed3",
                                                      "udps_seed3"]
@@ -131,6 +132,18 @@ def test_one_seed_keeps_every_decode_at_every_lambda(tmp_path, pin):
     (tmp_path / "out" / "refs" / "dev" / "text").write_text("u1 OTHER\n")
     other = run(tmp_path, pin)
     assert other.returncode == 1 and "differs from the kept" in other.stderr
+
+
+def test_some_families_are_kept_alone_and_unknown_ones_refused(tmp_path, pin):
+    """--families: a session that can train two models keeps those two; the others are left for another call."""
+    proc = run(tmp_path, pin, "4", "--families", "udps cosine")
+    assert proc.returncode == 0, proc.stderr
+    calls = (pin / "calls.log").read_text().splitlines()
+    assert calls[0].startswith("OMP_NUM_THREADS=1 ") and all("--families udps cosine" in c for c in calls)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["COMMIT", "cosine_seed4", "refs", "udps_seed4"]
+    for bad, message in (("udps cosin", "unknown family 'cosin'"), (" ", "--families is empty")):
+        refused = run(tmp_path, pin, "4", "--families", bad)
+        assert refused.returncode == 2 and message in refused.stderr
 
 
 @pytest.mark.parametrize("damage, message", [

@@ -2,6 +2,7 @@
 # Issue 81's three-way AN4 verdict (docs/an4.md, "Does UDPS beat cosine attention?"), one seed per call.
 #
 #   bash recipes/an4/issue81_seed.sh --pin PIN_WORKTREE --seed N --work WORK --download_dir AN4_DIR [--out DIR]
+#                                    [--families "scaled_dot udps cosine"]
 #
 # PIN_WORKTREE is a checkout of the verdict's one commit (recipes/an4/hypotheses/issue81/COMMIT): every model of
 # every seed is trained and decoded by that commit's run.sh and package, whatever session runs this. For seed N it
@@ -12,21 +13,29 @@
 # decode.info (and the LM tuning grids' wer and best) to recipes/an4/hypotheses/issue81/<family>_seed<N>/, with the UDPS
 # model's r statistics (norm_ratio.json, .txt: this checkout's wenet_udps.bin.norm_ratio), and the references once
 # (refs/<set>/text; recipes/an4/issue81_verdict.py reads them). A rerun resumes:
-# run.sh skips what its stamps show done.
+# run.sh skips what its stamps show done. --families: some of the three (two at a time use this 2-core machine's
+# cores; one model is about 2 hours of a core, and a session's machine may not outlive three), each kept as it ends.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-pin= seed= work= download_dir=
+pin= seed= work= download_dir= families="scaled_dot udps cosine"
 out_root=${here}/recipes/an4/hypotheses/issue81   # --out: where the decodes are kept, and COMMIT read
 while [[ $# -gt 0 ]]; do
   case $1 in
     --pin) pin=$2 ;; --seed) seed=$2 ;; --work) work=$2 ;; --download_dir) download_dir=$2 ;; --out) out_root=$2 ;;
-    *) echo "issue81_seed.sh: unknown option '$1' (--pin --seed --work --download_dir --out)" >&2; exit 2 ;;
+    --families) families=$2 ;;
+    *) echo "issue81_seed.sh: unknown option '$1' (--pin --seed --work --download_dir --out --families)" >&2
+       exit 2 ;;
   esac
   shift 2
 done
 [[ -n ${pin} && -n ${seed} && -n ${work} && -n ${download_dir} ]] \
   || { echo "issue81_seed.sh: --pin, --seed, --work and --download_dir are all needed" >&2; exit 2; }
 [[ ${seed} =~ ^([1-9]|10)$ ]] || { echo "issue81_seed.sh: --seed ${seed}: the verdict's seeds are 1-10" >&2; exit 2; }
+[[ -n ${families// /} ]] || { echo "issue81_seed.sh: --families is empty (scaled_dot udps cosine)" >&2; exit 2; }
+for family in ${families}; do
+  [[ " scaled_dot udps cosine " == *" ${family} "* ]] \
+    || { echo "issue81_seed.sh: --families: unknown family '${family}' (scaled_dot udps cosine)" >&2; exit 2; }
+done
 want=$(cat "${out_root}/COMMIT")
 have=$(git -C "${pin}" rev-parse HEAD)
 [[ ${have} == "${want}" ]] || { echo "issue81_seed.sh: ${pin} is at ${have}, the verdict's commit is ${want}" >&2; exit 2; }
@@ -36,17 +45,20 @@ pin=$(cd "${pin}" && pwd) work=$(mkdir -p "${work}" && cd "${work}" && pwd)
 download_dir=$(cd "${download_dir}" && pwd)
 log() { echo "$(date -u '+%Y-%m-%d %H:%M:%S') issue81_seed.sh seed ${seed}: $*" >&2; }
 
-families="scaled_dot udps cosine"
 modes="ctc_greedy_search ctc_prefix_beam_search attention attention_rescoring joint_ctc_attention"
 # The package the pin holds, not the checkout the venv's editable install names.
 export PYTHONPATH=${pin}
 cd "${pin}"
-# cpu_jobs 2, one thread per training on this 2-core machine: the same for every seed and session, so that a seed
-# retrained elsewhere gives the same bytes.
+# One torch thread per training, whatever --families holds and the machine has (run.sh would give one model alone
+# every core, and another thread count rounds differently): every seed and session trains the same bytes. Decoding
+# (stage 5) keeps run.sh's own thread count.
 common=(--corpus an4 --download_dir "${download_dir}" --data "${work}/data" --seeds "${seed}" --lm true --cpu_jobs 2)
-log "train and decode (stages -1..5, λ 0.3)"
+log "train ${families} (stages -1..4, one thread each)"
+OMP_NUM_THREADS=1 bash run.sh "${common[@]}" --dir "${work}/exp/an4" --families "${families}" \
+  --decode_modes "${modes}" --stage -1 --stop_stage 4
+log "decode (stage 5, λ 0.3)"
 bash run.sh "${common[@]}" --dir "${work}/exp/an4" --families "${families}" --decode_modes "${modes}" \
-  --stage -1 --stop_stage 5
+  --stage 5 --stop_stage 5
 for lambda in 0.1 0.2 0.5 0.7; do
   copy=${work}/lambda_${lambda}
   mkdir -p "${copy}/exp"
