@@ -210,6 +210,27 @@ def reference_joint_bonus(search, cand):
     return torch.tensor(bonus, dtype=torch.float64), torch.tensor(states, dtype=torch.long)
 
 
+def test_both_graph_builders_make_the_bare_word_boundary_free(exp, tmp_path):
+    """Issue 82's no-harm check: with units that write '▁' apart (AN4's BPE: every word, every phrase starts with
+    it), a paid '▁' gave every word start a bonus. The hotword list (``context_graph``) and the per-utterance
+    context list (``UtteranceContexts``) both build their graphs with it free: it earns nothing, the letters are
+    paid."""
+    tokenizer = exp["model"].tokenizer
+    space = tokenizer.symbol_table["\u2581"]
+    keys = [f"u{i}" for i in range(3)]
+    lists = write(tmp_path / "lists", "".join(f"{k}\tONE TWO\n" for k in keys))
+    graphs = [hotword_file.context_graph(["ONE TWO"], tokenizer, 2.0),
+              hotword_file.UtteranceContexts(str(lists), tokenizer, 2.0, (), keys, "test").graph("u1")]
+    spelled = tokenizer.tokenize("ONE TWO")[1]
+    assert spelled.count(space) == 1 and len(spelled) == 7
+    for graph in graphs:
+        state = 0
+        for unit in spelled[:4]:
+            state, delta = graph.step(state, unit)
+        assert delta == 0.0                                           # the boundary: nothing
+        assert graph.final_bonus(spelled) == pytest.approx(2.0 * 6)   # six letters at 2
+
+
 @pytest.mark.parametrize("rows", ["every state's", "per call"])
 def test_the_fast_searches_give_the_bytes_of_the_step_by_step_ones(exp, tmp_path, monkeypatch, rows):
     """With a dense list (every unit begins a phrase; overlaps, nested phrases), the prefix search and the joint
@@ -383,9 +404,9 @@ def test_the_api_builds_a_list_once_and_a_rewritten_file_anew(exp, tmp_path, mon
     built = []
     real = hotword_file.ContextGraph
 
-    def counted(phrases, texts=()):
+    def counted(phrases, texts=(), free_units=()):
         built.append(len(phrases))
-        return real(phrases, texts)
+        return real(phrases, texts, free_units)
 
     monkeypatch.setattr(hotword_file, "ContextGraph", counted)
     wav = str(exp["clips"][1])

@@ -14,18 +14,23 @@ def occurrences(phrase, seq):
     return sum(1 for i in range(len(seq) - n + 1) if tuple(seq[i:i + n]) == tuple(phrase))
 
 
-def brute_node_score(phrases, prefix):
-    """The open match's bonus of a phrase prefix: its length times the best score of the phrases through it."""
-    return len(prefix) * max(s for p, s in phrases if tuple(p[:len(prefix)]) == tuple(prefix))
+def paid(units, free):
+    """How many of ``units`` earn a bonus: all but the free ones."""
+    return sum(1 for u in units if u not in free)
 
 
-def brute_bonus(phrases, seq):
+def brute_node_score(phrases, prefix, free=()):
+    """The open match's bonus of a phrase prefix: its paid length times the best score of the phrases through it."""
+    return paid(prefix, free) * max(s for p, s in phrases if tuple(p[:len(prefix)]) == tuple(prefix))
+
+
+def brute_bonus(phrases, seq, free=()):
     """(kept, open) by brute force: every occurrence of every phrase in ``seq`` (overlapping, nested) paid its own
-    score times its length; the open match is the longest suffix of ``seq`` that some phrase starts with."""
-    kept = sum(occurrences(p, seq) * s * len(p) for p, s in phrases)
+    score times its paid length; the open match is the longest suffix of ``seq`` that some phrase starts with."""
+    kept = sum(occurrences(p, seq) * s * paid(p, free) for p, s in phrases)
     prefixes = {tuple(p[:k]) for p, _ in phrases for k in range(1, len(p) + 1)}
     longest = max((j for j in range(1, len(seq) + 1) if tuple(seq[len(seq) - j:]) in prefixes), default=0)
-    return kept, brute_node_score(phrases, seq[len(seq) - longest:]) if longest else 0.0
+    return kept, brute_node_score(phrases, seq[len(seq) - longest:], free) if longest else 0.0
 
 
 def random_phrases(rng, vocab, count, longest):
@@ -36,16 +41,17 @@ def random_phrases(rng, vocab, count, longest):
     return list(out.items())
 
 
+@pytest.mark.parametrize("free", [(), (0,)], ids=["no_free_unit", "unit_0_free"])
 @pytest.mark.parametrize("seed", range(40))
-def test_matches_and_kept_bonus_equal_brute_force(seed):
+def test_matches_and_kept_bonus_equal_brute_force(seed, free):
     """Each step's match count (phrases ending there, through the output links) sums to the brute-force number
     of phrase occurrences, overlapping and nested ones included; the kept bonus is each occurrence's own score
-    times its length; the bonus while searching is the kept one plus the open match, and the end takes the open
-    match back."""
+    times its paid length (free units earn nothing); the bonus while searching is the kept one plus the open
+    match, and the end takes the open match back."""
     rng = random.Random(seed)
     vocab = rng.choice([2, 3, 5])  # small alphabets: many shared prefixes, overlaps and failure arcs
     phrases = random_phrases(rng, vocab, rng.randint(1, 12), 5)
-    graph = ContextGraph(phrases)
+    graph = ContextGraph(phrases, free_units=free)
     for _ in range(5):
         seq = [rng.randrange(vocab) for _ in range(rng.randint(0, 40))]
         state, bonus, count = 0, 0.0, 0
@@ -53,33 +59,33 @@ def test_matches_and_kept_bonus_equal_brute_force(seed):
             state, delta = graph.step(state, unit)
             bonus += delta
             count += graph.matches[state]
-            kept, open_part = brute_bonus(phrases, seq[:i + 1])
+            kept, open_part = brute_bonus(phrases, seq[:i + 1], free)
             assert bonus == pytest.approx(kept + open_part)
         assert count == sum(occurrences(p, seq) for p, _ in phrases)
-        kept = brute_bonus(phrases, seq)[0]
+        kept = brute_bonus(phrases, seq, free)[0]
         assert bonus + graph.end(state) == pytest.approx(kept)
         assert graph.final_bonus(seq) == pytest.approx(kept)
 
 
 @given(st.lists(st.tuples(st.lists(st.integers(0, 2), min_size=1, max_size=4),
                           st.sampled_from([0.5, 1.0, 2.5, 4.0])), min_size=1, max_size=8),
-       st.lists(st.integers(0, 2), max_size=24))
+       st.lists(st.integers(0, 2), max_size=24), st.sampled_from([(), (0,)]))
 @settings(max_examples=300, deadline=None)
-def test_property_bonus_equals_a_brute_force_matcher(listed, seq):
+def test_property_bonus_equals_a_brute_force_matcher(listed, seq, free):
     """Issue 82, F1: over any phrase set on a 3-unit alphabet (shared prefixes, overlaps, a phrase inside another
-    with another score) the bonus after each unit is the brute-force kept bonus plus the open match, and the final
-    bonus is the kept one."""
+    with another score), with or without a free unit, the bonus after each unit is the brute-force kept bonus plus
+    the open match, and the final bonus is the kept one."""
     phrases = {}
     for units, score in listed:
         phrases[tuple(units)] = max(phrases.get(tuple(units), 0.0), score)
     phrases = list(phrases.items())
-    graph = ContextGraph(phrases)
+    graph = ContextGraph(phrases, free_units=free)
     state, bonus = 0, 0.0
     for i, unit in enumerate(seq):
         state, delta = graph.step(state, unit)
         bonus += delta
-        assert bonus == pytest.approx(sum(brute_bonus(phrases, seq[:i + 1])))
-    assert graph.final_bonus(seq) == pytest.approx(brute_bonus(phrases, seq)[0])
+        assert bonus == pytest.approx(sum(brute_bonus(phrases, seq[:i + 1], free)))
+    assert graph.final_bonus(seq) == pytest.approx(brute_bonus(phrases, seq, free)[0])
 
 
 def test_a_phrase_inside_a_longer_one_is_paid_its_own_score():
@@ -103,6 +109,22 @@ def test_completed_phrase_keeps_its_bonus_partial_one_is_taken_back():
     assert bonus + graph.end(state) == 0.0             # ... and the end takes it back
     assert graph.final_bonus([1, 2, 1, 2, 3]) == pytest.approx(6.0)  # a restart through the failure arc
     assert graph.final_bonus([1, 2, 3, 1, 2, 3]) == pytest.approx(12.0)
+
+
+def test_a_word_boundary_alone_earns_nothing():
+    """Issue 82's no-harm check: with units of letters and a bare word boundary (AN4's), every phrase begins with
+    the boundary, so a paid boundary gave every word start of every hypothesis a bonus (insertions 2 -> 11 with 100
+    unrelated words). As a free unit it is matched but earns nothing: a word start alone, or a word that leaves the
+    phrase after the boundary, is worth 0, and a completed phrase is paid for its letters only."""
+    space, a, b = 0, 1, 2
+    graph = ContextGraph([((space, a, b), 2.0)], free_units=(space,))
+    state, delta = graph.step(0, space)
+    assert delta == 0.0 and graph.node_score[state] == 0.0       # a word start alone: nothing, not even open
+    assert graph.final_bonus([space, a, b]) == pytest.approx(4.0)  # two letters at 2, the boundary free
+    assert graph.final_bonus([space, b, space, a, b]) == pytest.approx(4.0)
+    assert graph.final_bonus([space, b, space, b]) == 0.0
+    paid_space = ContextGraph([((space, a, b), 2.0)])
+    assert paid_space.step(0, space)[1] == pytest.approx(2.0)        # what it was: every word start drawn
 
 
 def test_nested_phrases_each_count_once():

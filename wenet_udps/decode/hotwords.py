@@ -193,6 +193,11 @@ class Speller:
         return units
 
 
+def free_units(tokenizer: Any) -> Tuple[int, ...]:
+    """The units that earn no bonus (``ContextGraph``): the word boundary, where the units write it alone."""
+    return (tokenizer.symbol_table[SPACE],) if SPACE in tokenizer.symbol_table else ()
+
+
 def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
                   reserved: Iterable[int] = (), dropped: Optional[List[str]] = None) -> Optional[ContextGraph]:
     """The context graph of ``hotwords`` (see :func:`read_phrases`), or None without hotwords (None, or an empty
@@ -200,7 +205,8 @@ def context_graph(hotwords: Optional[Hotwords], tokenizer: Any, score: float,
     if hotwords is None or (isinstance(hotwords, (list, tuple)) and not hotwords):
         return None
     texts: List[str] = []
-    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped, texts=texts), texts)
+    graph = ContextGraph(read_phrases(hotwords, tokenizer, score, reserved, dropped=dropped, texts=texts), texts,
+                         free_units(tokenizer))
     logging.info("hotwords: %d phrases, %d graph states", graph.phrases, len(graph))
     return graph
 
@@ -223,6 +229,7 @@ class UtteranceContexts:
         lists = read_context_lists(path)
         check_keys(lists, path, keys, what)
         speller = Speller(tokenizer, score, reserved, dropped=dropped)
+        self.free = free_units(tokenizer)
         index: Dict[str, int] = {}
         self.table: List[Optional[Tuple[List[int], float, str]]] = []   # None: dropped (``dropped``)
         self.lists: Dict[str, List[int]] = {}
@@ -245,4 +252,4 @@ class UtteranceContexts:
         """The context graph of utterance ``key``'s list, None for an utterance without phrases."""
         own = self.lists[key]
         phrases = [self.table[i] for i in own]
-        return ContextGraph([p[:2] for p in phrases], [p[2] for p in phrases]) if own else None
+        return ContextGraph([p[:2] for p in phrases], [p[2] for p in phrases], self.free) if own else None

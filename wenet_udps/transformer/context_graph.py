@@ -4,21 +4,29 @@ A search hypothesis carries two numbers for it: its graph state (an int; 0 is th
 bonus it has so far (a float). Extending the hypothesis by a unit is :meth:`ContextGraph.step`; ending it (the
 utterance is over, or the hypothesis emits eos) is :meth:`ContextGraph.end`. The rules:
 
-- ``node_score[n]``: the open match's bonus at node ``n``: its depth times the best per-unit score of the phrases
-  through ``n`` (a phrase's score is its own `` :score``, else ``context_score``), what the match would keep if it
-  went on to the best phrase it may still become.
+- ``node_score[n]``: the open match's bonus at node ``n``: its paid units (its depth, less the free units on its
+  path, below) times the best per-unit score of the phrases through ``n`` (a phrase's score is its own
+  `` :score``, else ``context_score``), what the match would keep if it went on to the best phrase it may still
+  become.
 - ``completed[n]``: what reaching ``n`` locks in: over every phrase that ends at ``n``'s string (``n`` itself and the
-  nodes of its failure chain), that phrase's own score times its length. A phrase is paid by its own score, never
-  by that of a longer phrase sharing its prefix (issue 82, F1: "AB :5" inside "ABC :1" paid 5 a unit to "ABC").
+  nodes of its failure chain), that phrase's own score times its paid length. A phrase is paid by its own score,
+  never by that of a longer phrase sharing its prefix (issue 82, F1: "AB :5" inside "ABC :1" paid 5 a unit to
+  "ABC").
+- Free units (``free_units``: the bare word boundary ``▁`` of units that write it apart) are matched like any other
+  but earn nothing: every word of every hypothesis begins with one, so it is no evidence of a phrase, and paying it
+  gave every word start a bonus, drawing the beam toward more words (issue 82: on AN4, whose units are letters,
+  ``▁`` and a few words, 100 unrelated words at score 3 raised ``ctc_prefix_beam_search_lm``'s insertions from 2
+  to 11).
 - ``step(s, u) -> (n, delta)``: ``n`` is the node of the longest phrase prefix that ends the hypothesis (found
   through the failure arcs: a mismatch falls back to the longest proper suffix that is still a phrase prefix);
-  ``delta = node_score[n] - node_score[s] + completed[n]``. So a unit that continues a match earns its score;
+  ``delta = node_score[n] - node_score[s] + completed[n]``. So a unit that continues a match earns its score (a free
+  unit nothing);
   leaving a partial match takes back what it earned; completing a phrase adds the phrase's bonus once more, which
   nothing takes back.
 - ``end(s) = -node_score[s]``: the partial match still open when the hypothesis ends is taken back.
 
 A hypothesis's final bonus is therefore the sum, over the phrase occurrences it completed (overlapping and nested
-ones too), of their own score times their length; a phrase it began but did not complete earned nothing. While the
+ones too), of their own score times their paid length; a phrase it began but did not complete earned nothing. While the
 search runs, the open partial match counts, which is what draws the beam toward a phrase (WeNet's and icefall's
 design; the code is written from that description).
 
@@ -29,7 +37,7 @@ built, so one graph may serve any number of searches at once; a search keeps the
 """
 import sys
 from collections import deque
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from wenet_udps.transformer.context_table import GraphArrays, StepTable
 
@@ -40,9 +48,12 @@ MEMO_PER_STATE = 8  # (a search extends a state by its beam's few likely units, 
 class ContextGraph:
     """The automaton of ``phrases``: (unit ids, per-unit score > 0) pairs, each non-empty; a phrase given twice
     keeps its highest score (the hotword reader merges duplicates before, naming them). ``texts``: the phrases as
-    text (``decode.hotwords`` gives them; ``LmSearch`` names the words its LM lacks)."""
+    text (``decode.hotwords`` gives them; ``LmSearch`` names the words its LM lacks). ``free_units``: unit ids that
+    earn no bonus (module docstring)."""
 
-    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]], texts: Sequence[str] = ()):
+    def __init__(self, phrases: Sequence[Tuple[Sequence[int], float]], texts: Sequence[str] = (),
+                 free_units: Iterable[int] = ()):
+        free = frozenset(free_units)
         self.texts = tuple(texts)  # the phrases as text, where known: what an LM search checks its words against
         self.children: List[Dict[int, int]] = [{}]
         unit_score: List[float] = [0.0]   # the best per-unit score of the phrases through the node
@@ -78,17 +89,19 @@ class ContextGraph:
         self.matches = [0] * size       # how many phrases end at the node's string (itself and its suffixes)
         queue = deque(self.children[0].values())  # breadth first: a node's failure target is shallower
         self.depth = [0] * size
+        paid = [0] * size  # the node's depth, less the free units on its path
         by_depth = [0]  # the nodes breadth first
         while queue:
             node = queue.popleft()
             by_depth.append(node)
             self.depth[node] = self.depth[parent[node]] + 1
-            self.node_score[node] = self.depth[node] * unit_score[node]
+            paid[node] = paid[parent[node]] + (unit_of[node] not in free)
+            self.node_score[node] = paid[node] * unit_score[node]
             up = parent[node]
             if up != 0:
                 self.fail[node] = self._goto(self.fail[up], unit_of[node])
             target = self.fail[node]
-            self.completed[node] = self.depth[node] * own[node] + self.completed[target]
+            self.completed[node] = paid[node] * own[node] + self.completed[target]
             self.matches[node] = int(ends[node]) + self.matches[target]
             queue.extend(self.children[node].values())
         self.is_end = ends
