@@ -2,7 +2,7 @@
 # Issue 82's biasing table for one tiny corpus (docs/hotwords.md, "How do I bias decoding toward a list of words?").
 #
 #   bash recipes/tiny_biasing.sh --corpus tiny_zh|tiny_en --exp EXP --data DATA [--scores "1 2 3 4 6 8 10 13 16 20"] \
-#     [--beam 10] [--variants "prefix carry carry_ctc0 wenet"]
+#     [--beam 10] [--variants "prefix carry carry_ctc0 wenet"] [--out DIR]
 #
 # DATA holds the corpus built with its biasing sets (run.sh --prepare_opts "--biasing true"), EXP a model run.sh
 # trained and averaged on it (EXP/avg_*.pt; tiny_en: a letter model, --token_type bpe --nbpe 25, as its
@@ -12,7 +12,8 @@
 # the mixed list at that score. Each decode is scored by tools/compute-biased-wer.py against the list it had (no
 # list: against each list), and its text, score and decode.info are kept in recipes/<corpus>/hypotheses/issue82/
 # <set>/<list>_s<score>/<variant>/ with the table in table.tsv, so the table can be scored again without a model
-# (issue82_beam<N>/ for a --beam other than 10).
+# (issue82_beam<N>/ for a --beam other than 10; --out DIR: another folder). A folder whose COMMIT (written first)
+# names another commit is refused: its cells were decoded by other code, and a rerun would keep them.
 #
 # Variants: prefix = ctc_prefix_beam_search; carry = attention_rescoring keeping the bonus (CTC weight 0.5, context
 # weight 1); carry_ctc0 = the same at CTC weight 0; wenet = WeNet's rescoring (the bonus only chose the n-best, as
@@ -20,12 +21,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "${root}/tools/log.sh"
-corpus= exp= data= scores="1 2 3 4 6 8 10 13 16 20" beam=10 variants="prefix carry carry_ctc0 wenet"
+. "${root}/tools/run_lib.sh"
+corpus= exp= data= scores="1 2 3 4 6 8 10 13 16 20" beam=10 variants="prefix carry carry_ctc0 wenet" out=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --corpus) corpus=$2 ;; --exp) exp=$2 ;; --data) data=$2 ;; --scores) scores=$2 ;; --beam) beam=$2 ;;
-    --variants) variants=$2 ;;
-    *) die "tiny_biasing.sh: unknown option '$1' (--corpus --exp --data --scores --beam --variants)" ;;
+    --variants) variants=$2 ;; --out) out=$2 ;;
+    *) die "tiny_biasing.sh: unknown option '$1' (--corpus --exp --data --scores --beam --variants --out)" ;;
   esac
   shift 2
 done
@@ -34,9 +36,11 @@ done
   || die "tiny_biasing.sh: --exp ${exp} and --data ${data}/{dev,test}_biasing must exist"
 checkpoint=$(ls "${exp}"/avg_*.pt | head -1)
 char=0; [[ ${corpus} == tiny_zh ]] && char=1
-out=${root}/recipes/${corpus}/hypotheses/issue82
-[[ ${beam} == 10 ]] || out+=_beam${beam}
-mkdir -p "${out}"
+if [[ -z ${out} ]]; then
+  out=${root}/recipes/${corpus}/hypotheses/issue82
+  [[ ${beam} == 10 ]] || out+=_beam${beam}
+fi
+kept_by_commit "${out}" "${root}"
 
 variant_opts() {  # variant_opts VARIANT LIST: the recognize options of a variant
   case $1 in
@@ -101,5 +105,4 @@ for variant in ${variants}; do
   done
 done
 rm -rf "${exp}/issue82_tmp" "${exp}/issue82_tmp.log"
-git -C "${root}" rev-parse HEAD > "${out}/COMMIT"
 log "table: ${out}/table.tsv"

@@ -56,6 +56,25 @@ write_atomic() {
   mv -f "${file}.partial" "${file}"
 }
 
+# kept_by_commit DIR CHECKOUT: DIR is to hold decodes that CHECKOUT's HEAD makes (a research script's kept
+# hypotheses, where a rerun keeps the cells already done): refused when CHECKOUT has changes to tracked files (the
+# cells would come from no commit) or when DIR/COMMIT names another commit (its cells came from other code, and
+# would sit beside new ones under one COMMIT); else DIR/COMMIT is written, before any cell.
+kept_by_commit() {
+  local dir=$1 checkout=$2 head kept
+  head=$(git -C "${checkout}" rev-parse HEAD)
+  [[ -z $(git -C "${checkout}" status --porcelain --untracked-files=no) ]] \
+    || die "${checkout} has changes to tracked files: the decodes kept in ${dir} must come from a commit"
+  if [[ -f ${dir}/COMMIT ]]; then
+    kept=$(cat "${dir}/COMMIT")
+    [[ ${kept} == "${head}" ]] || die "${dir} holds decodes of commit ${kept}, this checkout is at ${head}:" \
+      "give another folder (--out), or remove it to decode it again"
+  else
+    mkdir -p "${dir}"
+    write_atomic "${dir}/COMMIT" echo "${head}"
+  fi
+}
+
 # canonical_path PATH: absolute, symlinks and .. resolved; PATH need not exist (python3: macOS has no realpath -m).
 canonical_path() {
   python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$1"

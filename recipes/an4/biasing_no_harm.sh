@@ -13,10 +13,12 @@
 # words that neither train nor test has (APPLE, BANANA, ...), as a list of rare names would be. Each decode's text, wer and decode.info go to DIR/<list>_s<score>/<mode>/
 # (DIR: recipes/an4/hypotheses/issue82_no_harm), and the WER of each mode and score beside no list to DIR/table.tsv.
 # The decode with no list must give stage 5's text byte for byte (else the comparison is not like for like: refused).
-# A rerun keeps a decode already done.
+# A rerun keeps a decode already done, in a folder of this commit (DIR/COMMIT, written first; a folder of another
+# commit, or a checkout with changes to tracked files, is refused: tools/run_lib.sh kept_by_commit).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
+. "${root}/tools/run_lib.sh"
 exp= data= scores="1 3" lists="absent100 unrelated100" out=${root}/recipes/an4/hypotheses/issue82_no_harm
 modes="ctc_prefix_beam_search attention_rescoring joint_ctc_attention ctc_prefix_beam_search_lm attention_rescoring_lm
 joint_ctc_attention_lm"
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -d ${exp} && -f ${data}/test/data.list && -f ${data}/test/text && -f ${data}/train/text ]] \
   || die "biasing_no_harm.sh: --exp ${exp} must exist, and --data ${data} hold test/data.list, test/text, train/text"
-mkdir -p "${out}"
+kept_by_commit "${out}" "${root}"
 python3 - "${data}/train/text" "${data}/test/text" "${out}" <<'EOF'
 import sys
 from wenet_udps.corpora.tiny_lexicon import EN_ABSENT_WORDS
@@ -115,5 +117,4 @@ for name in ${lists}; do
 done
 mv "${out}/table.tsv.partial" "${out}/table.tsv"
 rm -rf "${out}/tmp" "${out}/tmp.log"
-git -C "${root}" rev-parse HEAD > "${out}/COMMIT"
 log "table: ${out}/table.tsv"

@@ -104,3 +104,27 @@ def test_the_shell_scan_finds_each_kind_of_write(line):
                                   'write_atomic "${f}" echo x', '# cmd > "${f}"', 'log "a -> ${out}"'])
 def test_the_shell_scan_passes_what_writes_no_file(line):
     assert not list(_shell_writes(line)), line
+
+
+def test_kept_by_commit_binds_a_folder_of_kept_decodes_to_one_commit(tmp_path):
+    """The research scripts' kept hypotheses (recipes/tiny_biasing.sh, recipes/an4/biasing_no_harm.sh) keep the
+    cells a rerun finds done: a folder of another commit's decodes, or a checkout with changes, must be refused
+    before a cell is kept beside them."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (repo / "code").write_text("one\n")
+    for args in (["init", "-q"], ["add", "code"], ["commit", "-qm", "one"]):
+        subprocess.run(git + args, check=True)
+    first = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    kept = tmp_path / "kept"
+    call = f'kept_by_commit "{kept}" "{repo}"'
+    assert _bash(call).returncode == 0 and (kept / "COMMIT").read_text() == first + "\n"
+    assert _bash(call).returncode == 0                                   # a rerun of the same commit resumes
+    (repo / "code").write_text("two\n")
+    changed = _bash(call)
+    assert changed.returncode == 1 and "has changes to tracked files" in changed.stderr
+    subprocess.run(git + ["commit", "-qam", "two"], check=True)
+    other = _bash(call)
+    assert other.returncode == 1 and f"holds decodes of commit {first}" in other.stderr
+    assert (kept / "COMMIT").read_text() == first + "\n"
