@@ -12,8 +12,10 @@
 # the mixed list at that score. Each decode is scored by tools/compute-biased-wer.py against the list it had (no
 # list: against each list), and its text, score and decode.info are kept in recipes/<corpus>/hypotheses/issue82/
 # <set>/<list>_s<score>/<variant>/ with the table in table.tsv, so the table can be scored again without a model
-# (issue82_beam<N>/ for a --beam other than 10; --out DIR: another folder). A folder whose COMMIT (written first)
-# names another commit is refused: its cells were decoded by other code, and a rerun would keep them.
+# (issue82_beam<N>/ for a --beam other than 10; --out DIR: another folder). The folder's KEPT record (written first:
+# the commit, the checkpoint's SHA-256, the beam, the sets' and lists' sums) must match this run, or it is refused:
+# its cells were decoded by other code or inputs, and a rerun would keep them (tools/run_lib.sh kept_by; the
+# package and tools are this checkout's, whatever the working directory and PYTHONPATH).
 #
 # Variants: prefix = ctc_prefix_beam_search; carry = attention_rescoring keeping the bonus (CTC weight 0.5, context
 # weight 1); carry_ctc0 = the same at CTC weight 0; wenet = WeNet's rescoring (the bonus only chose the n-best, as
@@ -34,13 +36,29 @@ done
 [[ ${corpus} == tiny_zh || ${corpus} == tiny_en ]] || die "tiny_biasing.sh: --corpus tiny_zh or tiny_en, got '${corpus}'"
 [[ -d ${exp} && -d ${data}/dev_biasing && -d ${data}/test_biasing ]] \
   || die "tiny_biasing.sh: --exp ${exp} and --data ${data}/{dev,test}_biasing must exist"
-checkpoint=$(ls "${exp}"/avg_*.pt | head -1)
+checkpoint=$(canonical_path "$(ls "${exp}"/avg_*.pt | head -1)")
+exp=$(canonical_path "${exp}") data=$(canonical_path "${data}")
 char=0; [[ ${corpus} == tiny_zh ]] && char=1
 if [[ -z ${out} ]]; then
   out=${root}/recipes/${corpus}/hypotheses/issue82
   [[ ${beam} == 10 ]] || out+=_beam${beam}
 fi
-kept_by_commit "${out}" "${root}"
+out=$(canonical_path "${out}")
+# This checkout's package and tools, whatever the caller's directory and PYTHONPATH (kept_by checks it).
+cd "${root}"
+export PYTHONPATH=${root}
+inputs() {  # what the cells depend on besides the code (kept_by's settings)
+  local x f
+  echo "corpus=${corpus}" "beam=${beam}" "checkpoint_sha256=$(sha256sum < "${checkpoint}" | cut -c1-64)"
+  for x in dev_biasing test_biasing; do
+    for f in data.list text hotwords_true.txt hotwords_true_and_distractors.txt; do
+      echo "${x}/${f}=$(file_sum "${data}/${x}/${f}")"
+    done
+  done
+}
+# shellcheck disable=SC2046  # one setting a word
+kept_by "${out}" "${root}" $(inputs)
+tmp=${out}/.tmp
 
 variant_opts() {  # variant_opts VARIANT LIST: the recognize options of a variant
   case $1 in
@@ -60,18 +78,20 @@ decode() {  # decode SET LIST SCORE VARIANT: one cell (a rerun keeps a cell alre
   [[ ${list} == none ]] || ctx=(--context_file "$(list_file "${x}" "${list}")" --context_score "${score}")
   # shellcheck disable=SC2046  # the variant's options are words
   python3 -m wenet_udps.bin.recognize --config "${exp}/train.yaml" --checkpoint "${checkpoint}" \
-    --test_data "${data}/${x}/data.list" --result_dir "${exp}/issue82_tmp" --beam_size "${beam}" --batch_size 16 \
-    --device cpu $(variant_opts "${variant}" "${list}") ${ctx[@]+"${ctx[@]}"} 2> "${exp}/issue82_tmp.log" \
-    || { cat "${exp}/issue82_tmp.log" >&2; die "recognize failed: ${x} ${list} ${score} ${variant}"; }
+    --test_data "${data}/${x}/data.list" --result_dir "${tmp}" --beam_size "${beam}" --batch_size 16 \
+    --device cpu $(variant_opts "${variant}" "${list}") ${ctx[@]+"${ctx[@]}"} 2> "${tmp}.log" \
+    || { cat "${tmp}.log" >&2; die "recognize failed: ${x} ${list} ${score} ${variant}"; }
   mode=ctc_prefix_beam_search; [[ ${variant} == prefix ]] || mode=attention_rescoring
   mkdir -p "${dir}"
   for scored in true true_and_distractors; do
     [[ ${list} == none || ${list} == "${scored}" ]] || continue
     python3 tools/compute-biased-wer.py --char="${char}" --biasing_list "$(list_file "${x}" "${scored}")" \
-      "${data}/${x}/text" "${exp}/issue82_tmp/${mode}/text" > "${dir}/biased_wer_${scored}"
+      "${data}/${x}/text" "${tmp}/${mode}/text" > "${dir}/biased_wer_${scored}"
   done
-  cp "${exp}/issue82_tmp/${mode}/decode.info" "${dir}/decode.info" 2> /dev/null || true
-  cp "${exp}/issue82_tmp/${mode}/text" "${dir}/text"   # last: a cell with its text is complete
+  cp "${tmp}/${mode}/decode.info" "${dir}/decode.info"
+  # shellcheck disable=SC2046
+  kept_by "${out}" "${root}" $(inputs)   # the checkout unchanged while this cell was decoded
+  cp "${tmp}/${mode}/text" "${dir}/text"   # last: a cell with its text is complete
   log "${x} ${list} s${score} ${variant}: $(grep -h '^B-WER\|^WER' "${dir}"/biased_wer_* | tr '\n' ' ')"
 }
 
@@ -104,5 +124,5 @@ for variant in ${variants}; do
     done
   done
 done
-rm -rf "${exp}/issue82_tmp" "${exp}/issue82_tmp.log"
+rm -rf "${tmp}" "${tmp}.log"
 log "table: ${out}/table.tsv"

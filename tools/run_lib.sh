@@ -56,22 +56,38 @@ write_atomic() {
   mv -f "${file}.partial" "${file}"
 }
 
-# kept_by_commit DIR CHECKOUT: DIR is to hold decodes that CHECKOUT's HEAD makes (a research script's kept
-# hypotheses, where a rerun keeps the cells already done): refused when CHECKOUT has changes to tracked files (the
-# cells would come from no commit) or when DIR/COMMIT names another commit (its cells came from other code, and
-# would sit beside new ones under one COMMIT); else DIR/COMMIT is written, before any cell.
-kept_by_commit() {
-  local dir=$1 checkout=$2 head kept
+# kept_by DIR CHECKOUT [KEY=VALUE...]: DIR is to hold decodes that CHECKOUT's HEAD makes with these settings (the
+# model's checkpoint SHA, the data, the beam...): a research script's kept hypotheses, where a rerun keeps the cells
+# already done. Refused: a checkout with changes to tracked files or untracked files in wenet_udps/ or tools/ (the
+# cells would come from no commit); a python3 that imports wenet_udps from anywhere but CHECKOUT (a PYTHONPATH or a
+# working directory with another copy); a DIR whose record (DIR/KEPT: commit=, then the settings) differs, naming
+# what differs (its cells came from other code or inputs, and would sit beside new ones). Else DIR/KEPT is written
+# before any cell. Call it again before each cell is moved in: a checkout changed during the run stops the run.
+kept_by() {
+  local dir=$1 checkout=$2 head text found where
+  shift 2
   head=$(git -C "${checkout}" rev-parse HEAD)
   [[ -z $(git -C "${checkout}" status --porcelain --untracked-files=no) ]] \
     || die "${checkout} has changes to tracked files: the decodes kept in ${dir} must come from a commit"
-  if [[ -f ${dir}/COMMIT ]]; then
-    kept=$(cat "${dir}/COMMIT")
-    [[ ${kept} == "${head}" ]] || die "${dir} holds decodes of commit ${kept}, this checkout is at ${head}:" \
-      "give another folder (--out), or remove it to decode it again"
+  [[ -z $(git -C "${checkout}" ls-files --others --exclude-standard -- wenet_udps tools) ]] \
+    || die "${checkout} has untracked files in wenet_udps/ or tools/: the decodes kept in ${dir} must come from a" \
+      "commit"
+  # `python3 -m` and `-c` import from the working directory first, `python3 tools/x.py` from PYTHONPATH (or the
+  # venv's install): both must find this checkout
+  for where in . /; do
+    found=$(cd "${where}" && python3 -c 'import os, wenet_udps
+print(os.path.dirname(os.path.dirname(os.path.realpath(wenet_udps.__file__))))')
+    [[ ${found} == "$(canonical_path "${checkout}")" ]] || die "python3 imports wenet_udps from ${found}, not" \
+      "${checkout}: run from ${checkout} with PYTHONPATH=${checkout}"
+  done
+  text=$(stamp_text "commit=${head}" "$@")
+  if [[ -f ${dir}/KEPT ]]; then
+    stamp_ok "${dir}/KEPT" "${text}" || die "${dir} holds decodes made otherwise ($(stamp_change "${dir}/KEPT" \
+      "${text}")): give another folder (--out), or remove it to decode it again"
+  elif [[ -e ${dir} && -n $(ls -A "${dir}") ]]; then
+    die "${dir} holds files but no KEPT record of how they were made: give another folder (--out)"
   else
-    mkdir -p "${dir}"
-    write_atomic "${dir}/COMMIT" echo "${head}"
+    stamp_write "${dir}/KEPT" "${text}"
   fi
 }
 

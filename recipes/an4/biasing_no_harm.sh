@@ -13,8 +13,9 @@
 # words that neither train nor test has (APPLE, BANANA, ...), as a list of rare names would be. Each decode's text, wer and decode.info go to DIR/<list>_s<score>/<mode>/
 # (DIR: recipes/an4/hypotheses/issue82_no_harm), and the WER of each mode and score beside no list to DIR/table.tsv.
 # The decode with no list must give stage 5's text byte for byte (else the comparison is not like for like: refused).
-# A rerun keeps a decode already done, in a folder of this commit (DIR/COMMIT, written first; a folder of another
-# commit, or a checkout with changes to tracked files, is refused: tools/run_lib.sh kept_by_commit).
+# A rerun keeps a decode already done, in a folder made alike (DIR/KEPT, written first: the commit, the checkpoint's
+# SHA-256, the data's and stage 5's records; another, or a checkout with changes, is refused: tools/run_lib.sh
+# kept_by; the package and tools are this checkout's, whatever the working directory and PYTHONPATH).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "${root}/tools/log.sh"
@@ -31,7 +32,20 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -d ${exp} && -f ${data}/test/data.list && -f ${data}/test/text && -f ${data}/train/text ]] \
   || die "biasing_no_harm.sh: --exp ${exp} must exist, and --data ${data} hold test/data.list, test/text, train/text"
-kept_by_commit "${out}" "${root}"
+exp=$(canonical_path "${exp}") data=$(canonical_path "${data}") out=$(canonical_path "${out}")
+checkpoint=$(canonical_path "$(awk '$1 == "checkpoint:" {print $2}' "${exp}/test/attention_rescoring/decode.info")")
+[[ -f ${checkpoint} ]] || die "biasing_no_harm.sh: ${exp}/test/attention_rescoring/decode.info names ${checkpoint}: missing"
+# This checkout's package and tools, whatever the caller's directory and PYTHONPATH (kept_by checks it).
+cd "${root}"
+export PYTHONPATH=${root}
+inputs() {  # what the cells depend on besides the code (kept_by's settings): the model, the data, stage 5's options
+  local f m
+  echo "checkpoint_sha256=$(sha256sum < "${checkpoint}" | cut -c1-64)"
+  for f in test/data.list test/text train/text; do echo "${f}=$(file_sum "${data}/${f}")"; done
+  for m in ${modes}; do echo "stage5_${m}=$(file_sum "${exp}/test/${m}/decode.info")"; done
+}
+# shellcheck disable=SC2046  # one setting a word
+kept_by "${out}" "${root}" $(inputs)
 python3 - "${data}/train/text" "${data}/test/text" "${out}" <<'EOF'
 import sys
 from wenet_udps.corpora.tiny_lexicon import EN_ABSENT_WORDS
@@ -52,9 +66,6 @@ for name, chosen in lists.items():
         sys.exit(f"biasing_no_harm.sh: {name}: only {len(chosen)} words absent from {sys.argv[2]}")
     write_text(f"{sys.argv[3]}/{name}.txt", "".join(f"{w}\n" for w in chosen[:100]))
 EOF
-checkpoint=$(awk '$1 == "checkpoint:" {print $2}' "${exp}/test/attention_rescoring/decode.info")
-[[ -f ${checkpoint} ]] || die "biasing_no_harm.sh: ${exp}/test/attention_rescoring/decode.info names ${checkpoint}: missing"
-
 stage5_opts() {  # stage5_opts MODE: the recognize options stage 5 decoded MODE with (those MODE uses)
   local info=${exp}/test/$1/decode.info
   [[ -f ${info} ]] || die "biasing_no_harm.sh: ${info} missing: decode ${exp} in $1 first (run.sh stage 5)"
@@ -93,6 +104,8 @@ decode() {  # decode MODE LIST SCORE: one cell (LIST none, or a list of ${lists}
   mkdir -p "${dir}"
   cp "${out}/tmp/${mode}/decode.info" "${out}/tmp/${mode}/wer" "${dir}/"
   [[ ${name} == none ]] || cp "${out}/tmp/${mode}/biased_wer" "${dir}/"
+  # shellcheck disable=SC2046
+  kept_by "${out}" "${root}" $(inputs)   # the checkout unchanged while this cell was decoded
   cp "${out}/tmp/${mode}/text" "${dir}/text"   # last: a cell with its text is complete
   log "${mode} ${name} s${score}: $(grep -h '^Overall' "${dir}/wer")"
 }

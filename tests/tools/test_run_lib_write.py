@@ -106,25 +106,43 @@ def test_the_shell_scan_passes_what_writes_no_file(line):
     assert not list(_shell_writes(line)), line
 
 
-def test_kept_by_commit_binds_a_folder_of_kept_decodes_to_one_commit(tmp_path):
+def test_kept_by_binds_a_folder_of_kept_decodes_to_one_commit_its_inputs_and_its_package(tmp_path):
     """The research scripts' kept hypotheses (recipes/tiny_biasing.sh, recipes/an4/biasing_no_harm.sh) keep the
-    cells a rerun finds done: a folder of another commit's decodes, or a checkout with changes, must be refused
-    before a cell is kept beside them."""
+    cells a rerun finds done: a folder of another commit's or another model's decodes, a checkout with changes, or a
+    python3 that imports another copy of the package must be refused before a cell is kept beside them (issue 80's
+    attack: a PYTHONPATH of an older tree decoded every cell of a folder recorded as this commit's; another model
+    and beam reused the first run's table)."""
     repo = tmp_path / "repo"
-    repo.mkdir()
+    (repo / "wenet_udps").mkdir(parents=True)
+    (repo / "wenet_udps" / "__init__.py").write_text("")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    (repo / "code").write_text("one\n")
-    for args in (["init", "-q"], ["add", "code"], ["commit", "-qm", "one"]):
+    for args in (["init", "-q"], ["add", "wenet_udps"], ["commit", "-qm", "one"]):
         subprocess.run(git + args, check=True)
     first = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     kept = tmp_path / "kept"
-    call = f'kept_by_commit "{kept}" "{repo}"'
-    assert _bash(call).returncode == 0 and (kept / "COMMIT").read_text() == first + "\n"
-    assert _bash(call).returncode == 0                                   # a rerun of the same commit resumes
-    (repo / "code").write_text("two\n")
-    changed = _bash(call)
+
+    def call(*settings, path=str(repo)):
+        return _bash(f'cd "{repo}"; kept_by "{kept}" "{repo}" {" ".join(settings)}', PYTHONPATH=path)
+
+    assert call("beam=10", "checkpoint_sha256=aa").returncode == 0
+    assert (kept / "KEPT").read_text() == f"commit={first}\nbeam=10\ncheckpoint_sha256=aa\n"
+    assert call("beam=10", "checkpoint_sha256=aa").returncode == 0     # a rerun made alike resumes
+    other = call("beam=30", "checkpoint_sha256=aa")
+    assert other.returncode == 1 and "beam: '10' -> '30'" in other.stderr
+    elsewhere = call("beam=10", "checkpoint_sha256=aa", path=str(ROOT))   # the package of another checkout
+    assert elsewhere.returncode == 1 and f"imports wenet_udps from {ROOT}" in elsewhere.stderr
+    (repo / "wenet_udps" / "new.py").write_text("")
+    untracked = call("beam=10", "checkpoint_sha256=aa")
+    assert untracked.returncode == 1 and "untracked files in wenet_udps/" in untracked.stderr
+    subprocess.run(git + ["add", "wenet_udps/new.py"], check=True)
+    changed = call("beam=10", "checkpoint_sha256=aa")
     assert changed.returncode == 1 and "has changes to tracked files" in changed.stderr
-    subprocess.run(git + ["commit", "-qam", "two"], check=True)
-    other = _bash(call)
-    assert other.returncode == 1 and f"holds decodes of commit {first}" in other.stderr
-    assert (kept / "COMMIT").read_text() == first + "\n"
+    subprocess.run(git + ["commit", "-qm", "two"], check=True)
+    later = call("beam=10", "checkpoint_sha256=aa")
+    assert later.returncode == 1 and f"commit: '{first}' -> '" in later.stderr
+    assert (kept / "KEPT").read_text().startswith(f"commit={first}\n")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "COMMIT").write_text(first + "\n")                  # a folder kept before KEPT records
+    kept = tmp_path / "old"
+    unrecorded = call("beam=10")
+    assert unrecorded.returncode == 1 and "no KEPT record" in unrecorded.stderr
