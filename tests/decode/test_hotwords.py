@@ -345,6 +345,11 @@ def test_bad_lists_are_refused_naming_the_line(exp, tmp_path, monkeypatch, caplo
             model.transcribe(wav, mode="ctc_prefix_beam_search", hotwords=path)
     with pytest.raises(UserError, match=r"hotwords\[1\]: the phrase 'QUIZ'"):
         model.transcribe(wav, mode="ctc_prefix_beam_search", hotwords=["ONE", "QUIZ"])
+    for broken in ("ONE\nTWO", "ONE\rTWO"):   # two lines of a file: not one phrase of a list
+        with pytest.raises(UserError, match=r"hotwords\[1\]: .* holds a line break"):
+            model.transcribe(wav, mode="ctc_prefix_beam_search", hotwords=["SIX", broken])
+    assert hotword_file.read_lines(["ONE\n", "TWO\r\n"])[1] == [("hotwords[0]", "ONE", None),
+                                                              ("hotwords[1]", "TWO", None)]   # readlines()' ends
     monkeypatch.setattr(hotword_file, "PHRASES_MAX", 2)
     with pytest.raises(UserError, match="more than 2 phrases: .*biases nearly every word"):
         hotword_file.read_phrases(write(tmp_path / "many.txt", "ONE\nTWO\nSIX\n"), tokenizer, 1.0)

@@ -50,6 +50,8 @@ def test_stream_mistakes_are_user_errors(tmp_path):
     stream.accept_waveform(np.zeros(800, dtype=np.float32), 8000)
     with pytest.raises(UserError, match="sample rate 16000 Hz differs from the stream's 8000 Hz"):
         stream.accept_waveform(np.zeros(800, dtype=np.float32), 16000)
+    with pytest.raises(UserError, match="the chunk's sample rate is missing"):   # (was Python's TypeError)
+        stream.accept_waveform(np.zeros(800, dtype=np.float32))
     with pytest.raises(UserError, match="too short to decode"):
         model.stream(chunk_size=4).finish()
     with pytest.raises(UserError, match="chunk"):

@@ -56,3 +56,23 @@ def test_rows_and_problems(tmp_path):
         f"{cut}: not whole (its WER, U-WER, B-WER and Phrases lines); rescore (run.sh --stage 5)",
         f"{exp / 'test' / 'hot_2000' / 'ctc_prefix_beam_search' / 'baseline_biased_wer'} missing: stage 5 stopped "
         f"before scoring it? (run.sh --stage 5)"]
+
+
+def test_undefined_rates_are_dashes_not_zeros(tmp_path):
+    """A list none of whose phrases the references hold, decoded without writing one: its B-WER, recall and F1 are
+    undefined and the row says '-' (0.00 would read as a perfect B-WER, 0.000 as a failed recall)."""
+    ref = tmp_path / "text"
+    ref.write_text("u1 THE CAT ATE\n")
+    biasing = tmp_path / "list"
+    biasing.write_text("ZEBRA\n")
+    hot = tmp_path / "exp" / "m" / "test" / "hot_1" / "ctc_prefix_beam_search"
+    plain = hot.parent.parent / "ctc_prefix_beam_search"
+    for folder in (hot, plain):
+        folder.mkdir(parents=True)
+        (folder / "text").write_text("u1 THE CAT ATE\n")
+    report(hot / "baseline_biased_wer", ref, plain / "text", biasing)
+    report(hot / "biased_wer", ref, hot / "text", biasing)
+    rows, problems = collect_biasing(tmp_path / "exp")
+    assert problems == [] and rows[0].rates["B-WER"] is None and rows[0].recall is None
+    assert [line for line in section(rows, "WER").splitlines() if line.startswith("| m ")][0] == \
+        "| m | test | 1 | ctc_prefix_beam_search | no list | 0.00 | 0.00 | - | 0 | - | - | - |"

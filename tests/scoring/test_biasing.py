@@ -31,7 +31,10 @@ def test_insertions_go_by_the_hypothesis_word_and_phrases_count_occurrences():
     out = score_biased({"u": "A B"}, {"u": "A ZEBRA B C ZEBRA"}, ["ZEBRA", "NEVER SAID"], char=False)
     assert out.biased.I == 2 and out.unbiased.I == 1 and out.biased.N == 0 and out.unbiased.N == 2
     assert (out.ref_phrases, out.hyp_phrases, out.matched) == (0, 2, 0)
-    assert out.recall == 0.0 and out.precision == 0.0 and out.f1 == 0.0
+    # no listed phrase in the references: recall, F1 and B-WER are undefined ('-'), not 0 (issue 80's attack);
+    # two written, none right: precision 0
+    assert out.recall is None and out.precision == 0.0 and out.f1 is None and out.biased.error_rate() is None
+    assert out.lines()[2].startswith("B-WER -> - % N=0") and "recall - precision 0.0000 F1 -" in out.lines()[3]
     # a multi-word phrase marks all its words; a partial one marks none
     out = score_biased({"u": "NEW YORK CITY NEW"}, {"u": "NEW YORK SITY NEW"}, ["NEW YORK"], char=False)
     assert out.biased.N == 2 and out.unbiased.N == 2 and out.unbiased.S == 1

@@ -104,7 +104,7 @@ class StreamingDecoder:
         self._feeder: Optional[threading.Thread] = None   # the first feeder: it alone feeds or finishes it
 
     @_one_caller
-    def accept_waveform(self, samples: Any, sample_rate: int) -> None:
+    def accept_waveform(self, samples: Any, sample_rate: Optional[int] = None) -> None:
         """Append samples (an array as transcribe takes it: ``audio.array_frames``'s dtype policy, the channel
         policy of ``dataset_conf.channel``) and encode every chunk whose window is complete.
 
@@ -113,6 +113,9 @@ class StreamingDecoder:
         if self.ended:
             raise UserError("this stream's audio has ended (finish() was called); start a new one with "
                             "model.stream(...)")
+        if sample_rate is None:   # (a default, so that leaving it out is this line, not Python's TypeError)
+            raise UserError("stream.accept_waveform(samples, sample_rate): the chunk's sample rate is missing; give "
+                            "it in Hz, e.g. accept_waveform(samples, 16000)")
         if self.sample_rate is not None and sample_rate != self.sample_rate:
             raise UserError(f"sample rate {sample_rate} Hz differs from the stream's {self.sample_rate} Hz")
         frames = array_frames(samples, "the chunk")

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from wenet_udps.results.table import mode_sort_key, set_sort_key
+from wenet_udps.scoring.biasing import rate_text
 from wenet_udps.utils.source_info import file_sha256
 
 SCORED = re.compile(r"^Scored hypotheses: (.*) \(SHA-256 ([0-9a-f]{64})\)$")
-RATE = re.compile(r"^(WER|U-WER|B-WER) -> ([0-9.]+) % N=(\d+)")
-PHRASES = re.compile(r"^Phrases -> recall ([0-9.]+) precision ([0-9.]+) F1 ([0-9.]+) ")
+RATE = re.compile(r"^(WER|U-WER|B-WER) -> ([0-9.]+|-) % N=(\d+)")   # '-': undefined (N=0, nothing written)
+PHRASES = re.compile(r"^Phrases -> recall ([0-9.]+|-) precision ([0-9.]+|-) F1 ([0-9.]+|-) ")
 REPORTS = (("baseline_biased_wer", "no list"), ("biased_wer", "the list"))
 
 
@@ -28,11 +29,11 @@ class BiasRow:
     biasing: str        # the list's name (hot_<name>)
     mode: str
     decoded: str        # "no list" | "the list"
-    rates: Dict[str, float]   # WER, U-WER, B-WER (%)
+    rates: Dict[str, Optional[float]]   # WER, U-WER, B-WER (%); None: undefined (no word of its kind)
     biased_n: int
-    recall: float
-    precision: float
-    f1: float
+    recall: Optional[float]     # None: undefined (no phrase in the references / none written)
+    precision: Optional[float]
+    f1: Optional[float]
 
 
 def read_report(path: Path) -> Tuple[Optional[Dict], Optional[str]]:
@@ -51,12 +52,16 @@ def read_report(path: Path) -> Tuple[Optional[Dict], Optional[str]]:
     for line in lines:
         m = RATE.match(line)
         if m:
-            rates[m.group(1)] = (float(m.group(2)), int(m.group(3)))
+            rates[m.group(1)] = (_value(m.group(2)), int(m.group(3)))
         phrases = phrases or PHRASES.match(line)
     if len(rates) != 3 or phrases is None:
         return None, f"{path}: not whole (its WER, U-WER, B-WER and Phrases lines); rescore (run.sh --stage 5)"
     return {"rates": {k: v[0] for k, v in rates.items()}, "biased_n": rates["B-WER"][1],
-            "phrases": tuple(float(x) for x in phrases.groups())}, None
+            "phrases": tuple(_value(x) for x in phrases.groups())}, None
+
+
+def _value(text: str) -> Optional[float]:
+    return None if text == "-" else float(text)
 
 
 def collect_biasing(exp_dir: Path) -> Tuple[List[BiasRow], List[str]]:
@@ -97,8 +102,9 @@ def section(rows: Sequence[BiasRow], metric: str) -> str:
     order = sorted(rows, key=lambda r: (r.experiment, set_sort_key(r.test_set), _list_key(r.biasing),
                                         mode_sort_key(r.mode), r.decoded != "no list"))
     body = "".join(f"| {r.experiment} | {r.test_set} | {r.biasing} | {r.mode} | {r.decoded} | "
-                   f"{r.rates['WER']:.2f} | {r.rates['U-WER']:.2f} | {r.rates['B-WER']:.2f} | {r.biased_n} | "
-                   f"{r.recall:.3f} | {r.precision:.3f} | {r.f1:.3f} |\n" for r in order)
+                   f"{rate_text(r.rates['WER'])} | {rate_text(r.rates['U-WER'])} | {rate_text(r.rates['B-WER'])} | "
+                   f"{r.biased_n} | {rate_text(r.recall, 3)} | {rate_text(r.precision, 3)} | {rate_text(r.f1, 3)} |\n"
+                   for r in order)
     return (f"\n## Biasing lists\n\nEach biasing test set decoded without a list and with each of its lists "
             f"(run.sh --hotwords true), both scored on that list by tools/compute-biased-wer.py (Le et al.'s {u} "
             f"and {b}: the error rate over the words not in the list and over those in it; recall, precision and "

@@ -15,7 +15,7 @@ Phrases: for each utterance and phrase, ``r`` its occurrences in the reference, 
 ``min(r, h)``; recall = matched / sum r, precision = matched / sum h, F1 their harmonic mean.
 """
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from wenet_udps.scoring.tokens import tokenize
 from wenet_udps.scoring.wer import Report, score
@@ -29,12 +29,18 @@ class PartCounts:
     D: int = 0
     I: int = 0  # noqa: E741 (the conventional name)
 
-    def error_rate(self) -> float:
-        """Percent (S + D + I) / N; 0 when N is 0, as compute-wer reports it."""
-        return 100.0 * (self.S + self.D + self.I) / self.N if self.N else 0.0
+    def error_rate(self) -> Optional[float]:
+        """Percent (S + D + I) / N; None (undefined, printed ``-``) when N is 0: a list none of whose words the
+        references hold has no B-WER, and 0.00 would read as a perfect one."""
+        return 100.0 * (self.S + self.D + self.I) / self.N if self.N else None
 
     def __str__(self) -> str:
-        return f"{self.error_rate():.2f} % N={self.N} S={self.S} D={self.D} I={self.I}"
+        return f"{rate_text(self.error_rate())} % N={self.N} S={self.S} D={self.D} I={self.I}"
+
+
+def rate_text(value: Optional[float], digits: int = 2) -> str:
+    """A rate as printed: ``-`` where it is undefined (0 / 0), else with ``digits`` decimals."""
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 @dataclass
@@ -46,22 +52,27 @@ class BiasReport:
     hyp_phrases: int = 0
     matched: int = 0
 
+    # None where undefined (printed ``-``): recall without a phrase in the references, precision without one
+    # written (issue 80's attack: 0.0000 there read as a failure and entered averages), F1 without both.
     @property
-    def recall(self) -> float:
-        return self.matched / self.ref_phrases if self.ref_phrases else 0.0
+    def recall(self) -> Optional[float]:
+        return self.matched / self.ref_phrases if self.ref_phrases else None
 
     @property
-    def precision(self) -> float:
-        return self.matched / self.hyp_phrases if self.hyp_phrases else 0.0
+    def precision(self) -> Optional[float]:
+        return self.matched / self.hyp_phrases if self.hyp_phrases else None
 
     @property
-    def f1(self) -> float:
+    def f1(self) -> Optional[float]:
         p, r = self.precision, self.recall
+        if p is None or r is None:
+            return None
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def lines(self) -> List[str]:
         return [f"WER -> {self.report.total}", f"U-WER -> {self.unbiased}", f"B-WER -> {self.biased}",
-                f"Phrases -> recall {self.recall:.4f} precision {self.precision:.4f} F1 {self.f1:.4f} "
+                f"Phrases -> recall {rate_text(self.recall, 4)} precision {rate_text(self.precision, 4)} "
+                f"F1 {rate_text(self.f1, 4)} "
                 f"(reference {self.ref_phrases}, hypothesis {self.hyp_phrases}, matched {self.matched})"]
 
 
