@@ -84,6 +84,7 @@ def pin(tmp_path):
 
 def run(tmp_path, pin, seed="3", *more):
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    env.pop("OMP_NUM_THREADS", None)   # (the calls after training must show the caller's own, here none)
     return subprocess.run(["bash", str(SCRIPT), "--pin", str(pin), "--seed", seed, "--work", str(tmp_path / "work"),
                            "--download_dir", str(tmp_path / "an4"), "--out", str(tmp_path / "out"), *more],
                           capture_output=True, text=True, env=env, timeout=120)
