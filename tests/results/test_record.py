@@ -36,7 +36,8 @@ def test_an_edited_hypothesis_with_its_text_sha256_line_deleted_is_refused(tmp_p
     drop(d / "decode.info", "text_sha256")
     rc, out = collect(tmp_path, capsys)
     assert rc == 1 and not (exp / "RESULTS.md").exists()
-    assert f"{d / 'decode.info'} lacks text_sha256, which every decode.info holding mode, refs_sha256" in out.err
+    assert (f"{d / 'decode.info'} lacks text_sha256, which every attention_rescoring decode.info holds (it holds "
+            f"mode, refs_sha256, so it is no legacy record") in out.err
     assert "Traceback" not in out.err
 
 

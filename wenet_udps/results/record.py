@@ -38,12 +38,12 @@ def record_problem(info: Mapping[str, str], where: str) -> Optional[str]:
     mode = info.get("mode")
     missing = [key for key in required_keys(mode) if not info.get(key)]
     if missing:
-        return (f"{where} lacks {', '.join(missing)}, which every decode.info holding "
-                f"{', '.join(k for k in MARKERS if k in info)} has (a line deleted or edited?); decode it again "
-                f"(run.sh --stage 5 --stop_stage 5)")
+        return (f"{where} lacks {', '.join(missing)}, which every {mode or 'current'} decode.info holds (it "
+                f"holds {', '.join(k for k in MARKERS if k in info)}, so it is no legacy record: a line deleted or "
+                f"edited?)")
     if info.get("modes") and mode not in info["modes"].split():
         return (f"{where} records mode {mode}, which is not among its modes ({info['modes']}): edited, or copied "
-                f"from another mode's folder?; decode it again (run.sh --stage 5 --stop_stage 5)")
+                f"from another mode's folder?")
     return None
 
 

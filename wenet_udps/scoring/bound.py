@@ -173,7 +173,7 @@ def check_rescored(score: Score, hyp: str, ref: Optional[str]) -> None:
     info = read_source(info_path)
     problem = record_problem(info, info_path)   # a current record without text_sha256 is not a legacy one
     if problem:
-        raise ScoreError(problem)
+        raise ScoreError(f"{problem}; decode it again (run.sh --stage 5 --stop_stage 5)")
     decoded = info.get("text_sha256")
     if decoded and decoded != score.hyp_sha256:
         raise ScoreError(f"{hyp} is not the text that was decoded: {info_path} records SHA-256 {decoded[:12]}, the "
