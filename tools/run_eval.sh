@@ -71,7 +71,11 @@ average_run() {  # average_run EXP: stage 5's averaged checkpoint of EXP (sets a
 decoded_alike() {
   local dir=$1 suffix=$2 stamp=$3 key=$4 digest mode info
   shift 4
-  avg_stamp_ok "${stamp}" "${key}" || return 1
+  if ! avg_stamp_ok "${stamp}" "${key}"; then   # what changed since, in one line (audio=: a file rewritten)
+    [[ ! -f ${stamp} ]] || ! grep -q '^avg_sha256=' "${stamp}" \
+      || log "stage 5: ${dir}: decoding again, it was decoded with other inputs ($(stamp_change "${stamp}" "${key}"))"
+    return 1
+  fi
   digest=$(md5sum <<< "${key}" | cut -c1-32)
   for mode in "$@"; do
     info=${dir}/${mode}${suffix}/decode.info
@@ -121,7 +125,8 @@ score_into() {
 decode_set() {  # decode_set EXP SET: decode SET with ${avg} in every mode (unless done alike before), then score
   local exp=$1 x=$2 result_dir=$1/$2 key mode modes joint ctc_arg partial
   require "${data}/${x}/$(list_name)" 3
-  key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
+  key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" \
+        audio="$(audio_sum "${data}/${x}/$(list_name)")" modes="${decode_modes}" \
         beam_size="${beam_size}" ctc_weight="${ctc_weight}" reverse_weight="${reverse_weight}" \
         decoding_chunk_size="${decoding_chunk_size}" num_decoding_left_chunks="${num_decoding_left_chunks}")
   # (with a joint mode only, so that the stamps of decodes without one stay valid)
@@ -192,7 +197,8 @@ stage_export() {  # stage 6: TorchScript/ONNX and sherpa-onnx exports of each av
     avg_made
     parity_list=${data}/${parity}/$(list_name)
     require "${parity_list}" 3
-    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" formats="wenet sherpa-onnx")
+    key=${avg_key}$'\n'$(stamp_text parity_list="$(file_sum "${parity_list}")" \
+        audio="$(audio_sum "${parity_list}")" formats="wenet sherpa-onnx")
     if avg_stamp_ok "${exp}/export/.export.stamp" "${key}"; then
       # the sherpa-onnx folder verified as sherpa_decode verifies it: a file deleted or changed is exported again
       problem=$(python3 -c 'import sys; from wenet_udps.export.sherpa_runtime import export_problem

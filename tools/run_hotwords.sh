@@ -87,7 +87,8 @@ hotword_decode() {
     for name in $(hotword_lists); do
       hotword_list_args "${x}" "${name}"
       out=${exp}/${x}/hot_${name}
-      key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" modes="${modes}" \
+      key=${avg_key}$'\n'$(stamp_text list="$(file_sum "${data}/${x}/$(list_name)")" \
+            audio="$(audio_sum "${data}/${x}/$(list_name)")" modes="${modes}" \
             context="$(file_sum "${decode_list_args[1]}")" context_score="${context_score}" \
             beam_size="${beam_size}" ctc_weight="${ctc_weight}" joint_ctc_weight="${joint_ctc_weight}" \
             reverse_weight="${reverse_weight}" decoding_chunk_size="${decoding_chunk_size}" \

@@ -100,6 +100,12 @@ file_sum() {
   if [[ -f $1 ]]; then md5sum < "$1" | cut -c1-32; else echo absent; fi
 }
 
+# audio_sum LIST: the fingerprint of the audio files (or shard tars) LIST names, by size and mtime_ns, no audio read
+# (wenet_udps/dataset/list_fingerprint.py); every decode key holds it beside the list's md5, which names paths only.
+audio_sum() {
+  python3 -m wenet_udps.dataset.list_fingerprint "$1"
+}
+
 # conf_sum YAML [KEY...]: md5 of the parsed YAML with its base chain resolved (comments and layout do not count, an
 # edited base does), or of dataset_conf's KEYs only.
 conf_sum() {

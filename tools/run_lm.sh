@@ -123,7 +123,8 @@ lm_tune() {
   [[ ${mode} != joint_* ]] || tune+=_joint
   key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weights="${lm_weights}" \
         word_scores="${word_scores}" beam_size="${beam_size}" ctc_weight="$(lm_ctc_weight "${mode}")" \
-        list="$(file_sum "${data}/${dev_set}/$(list_name)")")
+        list="$(file_sum "${data}/${dev_set}/$(list_name)")" \
+        audio="$(audio_sum "${data}/${dev_set}/$(list_name)")")
   if ! { [[ -f ${tune}/best ]] && stamp_ok "${tune}/.tune.stamp" "${key}"; }; then
     log "stage 5: tune the LM weight (${lm_weights}) and word score (${word_scores}) of ${mode} on ${dev_set}"
     python3 -m wenet_udps.bin.check_lm --lm "$(lm_file)" --text "${data}/${dev_set}/text"
@@ -198,7 +199,8 @@ lm_decode_modes() {
   for x in ${test_sets}; do
     key=${avg_key}$'\n'$(stamp_text lm="$(file_sum "$(lm_file)")" lm_weight="${lm_weight}" \
           word_score="${word_score}" beam_size="${beam_size}" ctc_weight="$(lm_ctc_weight "$3")" \
-          list="$(file_sum "${data}/${x}/$(list_name)")")
+          list="$(file_sum "${data}/${x}/$(list_name)")" \
+          audio="$(audio_sum "${data}/${x}/$(list_name)")")
     # shellcheck disable=SC2086  # modes is a list
     if decoded_alike "${exp}/${x}" "${suffix}" "${exp}/${x}/.$4${suffix}.stamp" "${key}" ${modes}; then
       log "stage 5: ${exp}/${x} decoded in ${modes} with the same LM and weights, skipping"

@@ -96,7 +96,8 @@ def test_a_hypothesis_edited_by_hand_and_rescored_is_refused(tmp_path):
     from wenet_udps.utils.source_info import read_source
 
     (tmp_path / "data.list").write_text("{}\n", encoding="utf-8")
-    source = {"checkpoint": "/x/final.pt", **reference_record(str(tmp_path / "data.list"),
+    source = {"checkpoint": "/x/final.pt", "sha256": "0" * 64, "config": "/x/train.yaml",
+              **reference_record(str(tmp_path / "data.list"),
                                                               {"u1": "A B C", "u2": "D E"}, 0)}
     paths = write_results({"attention": {"u1": "A X C", "u2": "D E F"}}, str(tmp_path / "res"), source=source)
     text = Path(paths[0])

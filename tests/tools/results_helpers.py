@@ -118,7 +118,7 @@ def decoded_exp(tmp_path: Path, modes=("attention", "attention_rescoring")) -> P
         (d / "text").write_text("".join(f"{k} {hyp}\n" for k in REFS), encoding="utf-8")
         info = {"checkpoint": str(exp / "avg_5.pt"), "sha256": file_sha256(str(exp / "avg_5.pt")),
                 "config": str(exp / "train.yaml"), "modes": " ".join(modes), "mode": mode,
-                **reference_record(str(data / "data.list"), REFS, 0)}
+                "text_sha256": file_sha256(str(d / "text")), **reference_record(str(data / "data.list"), REFS, 0)}
         (d / "decode.info").write_text("".join(f"{k}: {v}\n" for k, v in info.items()), encoding="utf-8")
         (d / "wer").write_text(score(data / "text", d / "text"), encoding="utf-8")
     return tmp_path / "exp"

@@ -343,6 +343,8 @@ def test_results_name_the_word_lm_of_the_lm_columns(tmp_path):
     (exp / "conformer_sdp" / "test" / "attention_rescoring_lm" / "decode.info").write_text(
         f"checkpoint: {ckpt}\nsha256: {file_sha256(str(ckpt))}\nlm: {lm}\nlm_order: 3\nlm_size: 5\n"
         f"lm_sha256: {file_sha256(str(lm))}\nlm_weight: 0.6\nword_score: 1\n"
+        f"config: {exp / 'conformer_sdp' / 'train.yaml'}\nmode: attention_rescoring_lm\n"   # a whole record
+        f"text_sha256: {file_sha256(str(exp / 'conformer_sdp' / 'test' / 'attention_rescoring_lm' / 'text'))}\n"
         + "".join(f"{k}: {v}\n" for k, v in decoded_record(exp / "conformer_sdp" / "test" / "x").items()),
         encoding="utf-8")
     score_beside(exp / "conformer_sdp" / "test" / "attention_rescoring_lm")   # stage 5's score, beside its record

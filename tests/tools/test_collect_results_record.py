@@ -116,6 +116,7 @@ def test_an_lm_columns_tag_names_its_lm(tmp_path, capsys):
     info = d / "decode.info"
     info.write_text(info.read_text(encoding="utf-8").replace("mode: ctc_prefix_beam_search",
                                                              "mode: ctc_prefix_beam_search_lm")
+                    .replace("modes: ctc_prefix_beam_search", "modes: ctc_prefix_beam_search_lm")
                     + f"lm: {lm}\nlm_sha256: {file_sha256(str(lm))}\n", encoding="utf-8")
     rc, out = collect(tmp_path, capsys)
     assert rc == 0, out.err

@@ -175,7 +175,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
     # ... and None for what a mode did not use of the options given (its record is its own, issue 82 F3)
     per_mode = {m: {"ctc_weight": str(value_for("ctc_weight", args.ctc_weight, m)), **idle_record(m, asked, source)}
                 for m in args.modes}
-    for path in write_results(results, args.result_dir, source, lm_source, per_mode):
+    for path in write_results(results, args.result_dir, source, lm_source, per_mode, complete=True):
         logging.info("wrote %s", path)
     print(rtf_line(stats, args.modes, args.device), flush=True)
     return stats

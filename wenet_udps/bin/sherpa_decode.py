@@ -34,6 +34,7 @@ from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import ListError, read_table
+from wenet_udps.results.record import check_written
 from wenet_udps.utils.source_info import file_sha256, read_record, stale_reason, write_source
 
 
@@ -208,6 +209,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, float]:
         source["mode"] = rt.result_name(streaming=args.streaming, int8=args.int8)
         source["config"] = os.path.abspath(args.config)   # the config decoded with (its frontend the export's)
         source["text_sha256"] = file_sha256(os.path.join(args.result_dir, "text"))   # scoring.bound checks it
+        check_written(source, os.path.join(args.result_dir, "decode.info"))   # what the readers require
         write_source(os.path.join(args.result_dir, "decode.info"), source)
     stats = {"decode_seconds": seconds, "audio_seconds": audio, "rtf": seconds / audio if audio else float("nan"),
              "skipped": sum(skipped.values())}

@@ -9,7 +9,8 @@ would otherwise put attention's number in the rescoring column. :func:`origin_pr
 
 - mode: the folder is the recorded mode, or that mode with a tag (run.sh's ``<mode>_<lm_tag>``), but never a name
   that another, longer mode begins (``ctc_prefix_beam_search`` under ``ctc_prefix_beam_search_lm_big``). A
-  ``decode.info`` of an older version (no ``mode``) must at least list the folder's mode among its ``modes``;
+  legacy ``decode.info`` (wenet_udps.results.record: no ``mode``, nor any other key only current writers write)
+  must at least list the folder's mode among its ``modes``; a current one must be whole (``record_problem``);
 - experiment: the checkpoint lies in the experiment folder, or the folder holds a file of that name with the
   recorded SHA-256 (an experiment copied whole); without a SHA-256, its folder has the experiment's name;
 - set: the decoded list lies in a folder of the set's name (``data/test/data.list`` for ``EXP/x/test``);
@@ -24,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional
 
+from wenet_udps.results.record import record_problem
 from wenet_udps.utils.source_info import file_sha256
 
 
@@ -66,11 +68,14 @@ def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str]
     test_dir, exp_dir = mode_dir.parent, mode_dir.parent.parent
     modes = list(modes)
     where = f"{mode_dir / 'decode.info' if own_record else 'its decode.info'}"
+    problem = record_problem(info, where) if own_record else None
+    if problem:   # (results.record: a current record lacking a key, or its mode not among its modes)
+        return problem
     if own_record and info.get("mode"):
         if folder_mode(mode_dir.name, modes + [info["mode"]]) != info["mode"]:
             return (f"{where} records mode {info['mode']}, but it lies in {mode_dir.name}/ (copied or renamed "
                     f"from another mode's folder?)")
-    elif own_record and info.get("modes"):
+    elif own_record and info.get("modes"):   # a legacy record (record_problem refused a current one without mode)
         ran = info["modes"].split()
         if folder_mode(mode_dir.name, modes + ran) not in ran:
             return (f"{where} records modes {info['modes']}, none of which is {mode_dir.name} (copied or renamed "

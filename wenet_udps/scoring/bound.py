@@ -25,13 +25,15 @@ A ``wer`` without the third line (written before 2026-12-02) has its ``N`` left 
 from the ``text`` and the references under the recorded options (the scorer compute-wer uses, one pass), so a
 ``wer`` whose ``Overall`` line was edited is refused; and the ``text`` must be the one its ``decode.info`` says was
 decoded (``text_sha256``, written by recognize and sherpa_decode), so a hypothesis edited by hand and rescored is
-refused too. A ``decode.info`` without ``text_sha256`` (written before 2026-12-02) leaves the text unchecked.
+refused too. Only a legacy ``decode.info`` (wenet_udps.results.record: none of the keys the current writers always
+write) may lack ``text_sha256`` and leave the text unchecked; a current one without it is refused.
 """
 import os
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from wenet_udps.results.record import record_problem
 from wenet_udps.scoring.tokens import read_ignore_words, read_text, tokenize
 from wenet_udps.scoring.wer import SEPARATOR, score as score_texts
 from wenet_udps.utils.cli import UserError, open_input
@@ -168,7 +170,11 @@ def check_rescored(score: Score, hyp: str, ref: Optional[str]) -> None:
     and ``score``'s counts are those the scorer gives ``hyp`` against ``ref`` under the recorded options: an
     edited ``Overall`` line, or a hypothesis edited by hand and rescored, is not the score of what was decoded."""
     info_path = os.path.join(os.path.dirname(os.path.abspath(hyp)), "decode.info")
-    decoded = read_source(info_path).get("text_sha256")
+    info = read_source(info_path)
+    problem = record_problem(info, info_path)   # a current record without text_sha256 is not a legacy one
+    if problem:
+        raise ScoreError(f"{problem}; decode it again (run.sh --stage 5 --stop_stage 5)")
+    decoded = info.get("text_sha256")
     if decoded and decoded != score.hyp_sha256:
         raise ScoreError(f"{hyp} is not the text that was decoded: {info_path} records SHA-256 {decoded[:12]}, the "
                          f"text scored in {score.path} has SHA-256 {score.hyp_sha256[:12]} (edited by hand and "
