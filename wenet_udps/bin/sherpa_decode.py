@@ -34,7 +34,7 @@ from wenet_udps.utils.atomic import write_text
 from wenet_udps.utils.cli import UserError, run_cli
 from wenet_udps.utils.counts import check_pass, counts_line, max_bad_fraction
 from wenet_udps.utils.kaldi_files import ListError, read_table
-from wenet_udps.results.record import check_written
+from wenet_udps.scoring.record import check_written
 from wenet_udps.utils.source_info import file_sha256, read_record, stale_reason, write_source
 
 

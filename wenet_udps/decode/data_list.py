@@ -22,7 +22,7 @@ from wenet_udps.model_builder import build_model, min_input_frames
 from wenet_udps.train.checkpoint import load_model_state
 from wenet_udps.transformer.modes import LM_METHODS
 from wenet_udps.utils.atomic import open_atomic
-from wenet_udps.results.record import check_written
+from wenet_udps.scoring.record import check_written
 from wenet_udps.utils.source_info import file_sha256, write_source
 
 
@@ -186,7 +186,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
     """``<result_dir>/<mode>/text`` for every mode, and with ``source`` (``source_info.model_source``) its
     ``decode.info`` (see wenet_udps.utils.source_info), for an LM mode with ``lm_source`` (``LmInfo.source``)
     added, and ``per_mode[mode]`` (the options as that mode applied them: ``ctc_weight``); returns the text
-    paths. ``complete`` (recognize): each record must be whole (``results.record.check_written``), else nothing of
+    paths. ``complete`` (recognize): each record must be whole (``scoring.record.check_written``), else nothing of
     that mode is written."""
     paths = []
     for mode, hyps in results.items():
@@ -201,7 +201,7 @@ def write_results(results: Mapping[str, Mapping[str, str]], result_dir: str,
             lines["mode"] = mode   # the folder's own mode: tools/collect_results checks it (results.origin)
             lines["text_sha256"] = file_sha256(path)   # the text decoded: a hand-edited one is refused (scoring.bound)
             try:
-                if complete:   # the keys the readers require (results.record): a writer's slip fails here
+                if complete:   # the keys the readers require (scoring.record): a writer's slip fails here
                     check_written(lines, os.path.join(result_dir, mode, "decode.info"))
                 write_source(os.path.join(result_dir, mode, "decode.info"), lines)
             except OSError:  # a text without its record would be scored as another toolkit's: not kept

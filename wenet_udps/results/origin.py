@@ -9,7 +9,7 @@ would otherwise put attention's number in the rescoring column. :func:`origin_pr
 
 - mode: the folder is the recorded mode, or that mode with a tag (run.sh's ``<mode>_<lm_tag>``), but never a name
   that another, longer mode begins (``ctc_prefix_beam_search`` under ``ctc_prefix_beam_search_lm_big``). A
-  legacy ``decode.info`` (wenet_udps.results.record: no ``mode``, nor any other key only current writers write)
+  legacy ``decode.info`` (wenet_udps.scoring.record: no ``mode``, nor any other key only current writers write)
   must at least list the folder's mode among its ``modes``; a current one must be whole (``record_problem``);
 - experiment: the checkpoint lies in the experiment folder, or the folder holds a file of that name with the
   recorded SHA-256 (an experiment copied whole); without a SHA-256, its folder has the experiment's name;
@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional
 
-from wenet_udps.results.record import record_problem
+from wenet_udps.scoring.record import record_problem
 from wenet_udps.utils.source_info import file_sha256
 
 
@@ -69,7 +69,7 @@ def origin_problem(info: Mapping[str, str], mode_dir: Path, modes: Iterable[str]
     modes = list(modes)
     where = f"{mode_dir / 'decode.info' if own_record else 'its decode.info'}"
     problem = record_problem(info, where) if own_record else None
-    if problem:   # (results.record: a current record lacking a key, or its mode not among its modes)
+    if problem:   # (scoring.record: a current record lacking a key, or its mode not among its modes)
         return problem
     if own_record and info.get("mode"):
         if folder_mode(mode_dir.name, modes + [info["mode"]]) != info["mode"]:

@@ -25,7 +25,7 @@ A ``wer`` without the third line (written before 2026-12-02) has its ``N`` left 
 from the ``text`` and the references under the recorded options (the scorer compute-wer uses, one pass), so a
 ``wer`` whose ``Overall`` line was edited is refused; and the ``text`` must be the one its ``decode.info`` says was
 decoded (``text_sha256``, written by recognize and sherpa_decode), so a hypothesis edited by hand and rescored is
-refused too. Only a legacy ``decode.info`` (wenet_udps.results.record: none of the keys the current writers always
+refused too. Only a legacy ``decode.info`` (wenet_udps.scoring.record: none of the keys the current writers always
 write) may lack ``text_sha256`` and leave the text unchecked; a current one without it is refused.
 """
 import os
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from wenet_udps.results.record import record_problem
+from wenet_udps.scoring.record import record_problem
 from wenet_udps.scoring.tokens import read_ignore_words, read_text, tokenize
 from wenet_udps.scoring.wer import SEPARATOR, score as score_texts
 from wenet_udps.utils.cli import UserError, open_input

@@ -10,7 +10,9 @@ wrote with it, so the set written and the set required cannot drift apart.
 """
 from typing import Mapping, Optional, Tuple
 
-from wenet_udps.transformer.modes import LM_METHODS
+# The LM modes are the modes named *_lm (scoring may not import the registry, transformer.modes: the layering;
+# tests/scoring/test_record.py holds the two to the same set).
+LM_SUFFIX = "_lm"
 
 # Written by every current writer: the model (source_info.model_source, or the export.info sherpa copies), the
 # folder's own mode (results.origin) and the SHA-256 of the text decoded (scoring.bound).
@@ -28,7 +30,7 @@ def is_legacy(info: Mapping[str, str]) -> bool:
 
 def required_keys(mode: Optional[str]) -> Tuple[str, ...]:
     """The keys a current record of ``mode`` must hold."""
-    return ALWAYS + (LM_KEYS if mode in LM_METHODS else ())
+    return ALWAYS + (LM_KEYS if mode and mode.endswith(LM_SUFFIX) else ())
 
 
 def record_problem(info: Mapping[str, str], where: str) -> Optional[str]:

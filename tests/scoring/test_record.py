@@ -1,5 +1,5 @@
 """Issue 80 round 8 (the hostile tester's items 1-3): a decode.info is a legacy record or a whole current one
-(wenet_udps.results.record); a line deleted or a mode edited is refused, naming the file and the key."""
+(wenet_udps.scoring.record); a line deleted or a mode edited is refused, naming the file and the key."""
 import shutil
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 
 from tests.tools.load import load_tool
 from tests.tools.results_helpers import decoded_exp, score
-from wenet_udps.results.record import ALWAYS, check_written, record_problem
+from wenet_udps.scoring.record import ALWAYS, check_written, record_problem
 
 
 def collect(tmp_path: Path, capsys):
@@ -71,3 +71,11 @@ def test_a_legacy_record_is_still_read_and_a_writer_cannot_write_a_partial_one()
     assert record_problem({"checkpoint": "c", "modes": "attention"}, "f") is None
     with pytest.raises(RuntimeError, match="lacks sha256"):
         check_written({"checkpoint": "c", "config": "y", "mode": "attention", "text_sha256": "t"}, "f")
+
+
+def test_the_lm_modes_are_the_modes_named_lm():
+    """scoring.record tells an LM mode by its name (it may not import the registry): the registry's LM modes are
+    exactly its modes named *_lm."""
+    from wenet_udps.scoring.record import LM_SUFFIX
+    from wenet_udps.transformer.modes import DECODING_METHODS, LM_METHODS
+    assert {m for m in DECODING_METHODS if m.endswith(LM_SUFFIX)} == set(LM_METHODS)
