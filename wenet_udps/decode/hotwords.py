@@ -76,7 +76,7 @@ def read_lines(hotwords: Hotwords) -> Tuple[str, List[Tuple[str, str, Optional[f
     out = []
     for lineno, raw in rows:
         where = f"{name}[{lineno}]" if listed else f"{name}:{lineno}"
-        if listed and isinstance(raw, str) and ("\n" in raw.rstrip("\r\n") or "\r" in raw.rstrip("\r\n")):
+        if listed and isinstance(raw, str) and any(end in raw.rstrip("\r\n") for end in "\r\n"):
             # a file's reader ends a line there (utf8_lines): the same text must not be one phrase in a list (an
             # item's own line end, as readlines() leaves it, is fine)
             raise UserError(f"{where}: {raw!r} holds a line break: a list item is one phrase (a file, one a line)")
