@@ -120,3 +120,34 @@ def test_decode_speed_times_each_mode_without_and_with_hotwords(tmp_path, fsdd_d
     hot.write_text("ONE\nQUIZ\n", encoding="utf-8")
     refused = run_bench(*common, "--modes", "attention_rescoring", "--context_file", str(hot))
     assert refused.returncode == 2 and f"{hot}:2: the phrase 'QUIZ'" in refused.stderr, refused.stderr
+
+
+def test_each_variant_is_warmed_up_before_any_pass_is_timed():
+    """A list's graph fills its step memo (and the joint search's rows) on first use, once per list: the warm-up
+    decodes with the list too, so the timed passes compare the steady states (the first bench warmed only the plain
+    variant, and its first pass with the list paid the fill)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from bench.decode_speed import HOT, timed_passes
+
+    events = []
+    graph = object()
+
+    class Model:
+        def decode(self, modes, feats, lengths, beam, **kwargs):
+            events.append(("decode", tuple(modes), kwargs.get("context") is graph))
+
+    def clock():
+        events.append(("clock",))
+        return 0.0
+
+    batch = {"feats": torch.zeros(1, 4, 2), "feats_lengths": torch.tensor([4])}
+    args = SimpleNamespace(modes=["ctc_greedy_search", "attention_rescoring"], graphs={"exp": graph}, repeats=1,
+                           beam_size=2, ctc_weight=None, length_bonus=0.0)
+    seconds = timed_passes({"exp": (Model(), [batch], 1.0, 0.01)}, {}, args, clock)
+    assert ("exp", "attention_rescoring" + HOT) in seconds and ("exp", "ctc_greedy_search" + HOT) not in seconds
+    before = events[:events.index(("clock",))]
+    assert ("decode", ("attention_rescoring",), True) in before, before
+    assert ("decode", ("ctc_greedy_search", "attention_rescoring"), False) in before, before
