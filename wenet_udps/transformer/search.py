@@ -153,10 +153,13 @@ def _biased_cut(live: List[Tuple[int, List[Any]]], beam_size: int, context: Cont
     ranked = [kv for _, kv in scored[:beam_size]]
     if len(scored) > beam_size:
         inside = max(score - node_score[kv[1][2]] for score, kv in scored[:beam_size])
-        kept, extra = max(((score - node_score[kv[1][2]], i) for i, (score, kv) in enumerate(scored[beam_size:])),
-                          key=itemgetter(0))
-        if kept > inside:
-            ranked.append(scored[beam_size + extra][1])
+        # A prefix outside the beam keeps at most its score (an open match's bonus is >= 0): when the best of them
+        # does not pass ``inside``, none can (most frames), and the rest is not scanned.
+        if scored[beam_size][0] > inside:
+            kept, extra = max(((score - node_score[kv[1][2]], i) for i, (score, kv) in
+                               enumerate(scored[beam_size:])), key=itemgetter(0))
+            if kept > inside:
+                ranked.append(scored[beam_size + extra][1])
     return ranked
 
 
