@@ -4,9 +4,13 @@ from collections import defaultdict
 
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from wenet_udps.transformer.context_graph import ContextGraph
 from wenet_udps.transformer.decoder import DECODER_CLASSES, TransformerDecoder
-from wenet_udps.transformer.search import attention_beam_search, ctc_greedy_search, ctc_prefix_beam_search
+from wenet_udps.transformer.search import (_biased_cut, attention_beam_search, ctc_greedy_search,
+                                          ctc_prefix_beam_search)
 from wenet_udps.utils.common import log_add, remove_duplicates_and_blank
 
 
@@ -319,3 +323,52 @@ def test_suppress_eos_runs_every_hypothesis_to_its_step_limit():
     assert [len(r.tokens) for r in normal] == [0, 0]
     assert [len(r.tokens) for r in res] == [10, 4]
     assert all(6 not in r.tokens and math.isfinite(r.score) for r in res)
+
+
+def reference_biased_cut(live, beam_size, context, last):
+    """The hotword cut by its definition (``search._biased_cut``'s docstring), every prefix scanned: the beam's best
+    by log P + bonus, and one more, the best by kept bonus of those left out, where it passes the beam's best."""
+    total = [(log_add(e[0], e[1]) + e[3], kv) for kv in live for e in (kv[1],)]
+    kept = [(score - context.node_score[kv[1][2]], kv) for score, kv in total]
+    if last:
+        order = sorted(range(len(live)), key=lambda i: kept[i][0], reverse=True)
+        return [live[i] for i in order[:beam_size]]
+    order = sorted(range(len(live)), key=lambda i: total[i][0], reverse=True)
+    ranked = [live[i] for i in order[:beam_size]]
+    rest = order[beam_size:]
+    if rest:
+        inside = max(kept[i][0] for i in order[:beam_size])
+        best = max(rest, key=lambda i: kept[i][0])  # (the first of equals, as in the search)
+        if kept[best][0] > inside:
+            ranked.append(live[best])
+    return ranked
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data())
+def test_the_hotword_cut_is_its_definition(data):
+    """The cut scans the prefixes outside the beam only when one could pass the beam's best by kept bonus (1ee10b9):
+    the same prefixes, in the same order, as scanning them all, ties and open matches of every size included."""
+    graph = ContextGraph([((1, 2, 3), data.draw(st.sampled_from([0.5, 1.0, 3.0]))), ((2, 4), 1.0)])
+    logp = st.sampled_from([-math.inf, -6.0, -3.0, -2.0, -1.5, -1.0, -0.75, -0.5, -0.25, 0.0])
+    entries = data.draw(st.lists(st.tuples(logp, logp, st.sampled_from(range(len(graph))),
+                                           st.sampled_from([0.0, 0.5, 1.0, 3.0])), min_size=1, max_size=30))
+    # a prefix's bonus holds its open match's (node_score) and what completed phrases locked in
+    live = [(node, [pb, pnb, state, graph.node_score[state] + locked])
+            for node, (pb, pnb, state, locked) in enumerate(entries)
+            if log_add(pb, pnb) > -math.inf]  # (as the search gives it: no impossible prefix)
+    assume(live)
+    beam, last = data.draw(st.integers(1, 12)), data.draw(st.booleans())
+    assert _biased_cut(live, beam, graph, last) == reference_biased_cut(live, beam, graph, last)
+
+
+def test_the_cut_keeps_a_prefix_that_passes_the_beam_by_a_hair():
+    """The shortcut's edge: the best prefix outside the beam passes the beam's best by kept bonus by 0.1, so it is
+    the one more kept (a cut that skipped the scan unless it passed by more would drop it)."""
+    graph = ContextGraph([((1, 2, 3), 1.0)])
+    state = graph.memo[graph.memo[0, 1][0], 2][0]  # two units into the phrase: an open match of bonus 2
+    assert graph.node_score[state] == 2.0
+    inside = (0, [-1.0, -math.inf, state, 2.0])      # log P -1.0 + 2.0; kept -1.0
+    outside = (1, [-0.9, -math.inf, 0, 0.0])         # log P -0.9;       kept -0.9
+    assert _biased_cut([inside, outside], 1, graph, last=False) == [inside, outside]
+    assert reference_biased_cut([inside, outside], 1, graph, last=False) == [inside, outside]
